@@ -1,0 +1,50 @@
+# The two commands a newcomer needs: `make serve` and `make test`. Both set up .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: install serve test lint typecheck pytest bench bench-smoke chaos browser clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP) browser
+
+# Debian's chromium for the browser tests (never a downloaded browser build).
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = "0" ]; then \
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
+		echo "warning: could not install chromium; browser tests will be skipped outside CI"; \
+	fi
+
+serve: $(STAMP)
+	$(BIN)/shortlist serve
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) browser
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

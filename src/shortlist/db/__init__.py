@@ -1,0 +1,1 @@
+"""Database plumbing: the embedded server, connection pools, migrations and named SQL."""

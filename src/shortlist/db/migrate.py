@@ -1,0 +1,88 @@
+"""Numbered ``.sql`` migrations, applied in order, each in its own transaction.
+
+Safe under concurrent starts: every migrator takes one session-level advisory lock first, so
+a second process waits and then finds nothing left to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_PACKAGE = "shortlist.db.migrations"
+# Any constant will do; it only has to be the same in every shortlist process.
+_ADVISORY_LOCK_KEY = 0x5_0071_1157
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def available_migrations() -> list[Migration]:
+    found: list[Migration] = []
+    for entry in resources.files(MIGRATIONS_PACKAGE).iterdir():
+        m = _FILE.match(entry.name)
+        if m:
+            found.append(Migration(int(m.group(1)), m.group(2), entry.read_text("utf-8")))
+    found.sort(key=lambda mig: mig.version)
+    versions = [mig.version for mig in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"duplicate migration versions: {versions}")
+    return found
+
+
+def applied_versions(conn: psycopg.Connection[Any]) -> set[int]:
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute("SELECT to_regclass('public.schema_migrations') IS NOT NULL")
+        exists = cur.fetchone()
+        if not exists or not exists[0]:
+            return set()
+        cur.execute("SELECT version FROM schema_migrations")
+        return {int(r[0]) for r in cur.fetchall()}
+
+
+def pending_migrations(conn: psycopg.Connection[Any]) -> list[Migration]:
+    done = applied_versions(conn)
+    return [m for m in available_migrations() if m.version not in done]
+
+
+def migrate(url: str) -> list[Migration]:
+    """Apply every migration not yet applied; returns the ones this call applied."""
+    applied: list[Migration] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version integer PRIMARY KEY,"
+                " name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for mig in pending_migrations(conn):
+                log.info("applying migration %04d_%s", mig.version, mig.name)
+                with conn.transaction():
+                    conn.execute(mig.sql.encode("utf-8"))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (mig.version, mig.name),
+                    )
+                applied.append(mig)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
+    return applied
+
+
+def is_up_to_date(conn: psycopg.Connection[Any]) -> bool:
+    return not pending_migrations(conn)

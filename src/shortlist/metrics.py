@@ -1,0 +1,44 @@
+"""Prometheus metrics. Queue depths are read from the database at scrape time (see
+``shortlist.api.routes.ops``); everything else is counted where it happens."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+QUEUE_CLAIMS = Counter(
+    "shortlist_queue_claims_total", "Claim round-trips that returned work", ["queue"]
+)
+QUEUE_ITEMS = Counter(
+    "shortlist_queue_items_total",
+    "Items handled by queue workers, by outcome",
+    ["queue", "outcome"],
+)
+QUEUE_BACKOFFS = Counter(
+    "shortlist_queue_backoffs_total", "Times a worker backed off after a transient error", ["queue"]
+)
+EMBED_LATENCY = Histogram(
+    "shortlist_embed_seconds",
+    "Latency of one embedding call (a whole batch)",
+    ["embedder"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+EMBED_ERRORS = Counter(
+    "shortlist_embed_errors_total", "Embedding errors by class", ["embedder", "kind"]
+)
+SEARCH_LATENCY = Histogram(
+    "shortlist_search_seconds",
+    "Server-side search latency",
+    ["kind"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+EXTERNAL_CALLS = Counter(
+    "shortlist_external_calls_total",
+    "Calls to external providers by outcome",
+    ["provider", "operation", "outcome"],
+)
+EXTERNAL_LATENCY = Histogram(
+    "shortlist_external_call_seconds",
+    "Latency of external provider calls",
+    ["provider", "operation"],
+    buckets=(0.05, 0.1, 0.5, 1, 2, 5, 10, 20, 40, 60, 90),
+)
