@@ -13,7 +13,7 @@ T = TypeVar("T")
 async def wait_for(
     predicate: Callable[[], Awaitable[T]],
     *,
-    timeout: float = 30.0,
+    timeout: float = 30.0,  # noqa: ASYNC109 (a deadline for polling, not an I/O timeout)
     interval: float = 0.05,
     message: str = "condition",
 ) -> T:

@@ -25,6 +25,12 @@ EMBED_LATENCY = Histogram(
 EMBED_ERRORS = Counter(
     "shortlist_embed_errors_total", "Embedding errors by class", ["embedder", "kind"]
 )
+EMBED_ROWS = Counter(
+    "shortlist_embed_rows_total",
+    "Rows the embedding indexer finished, by outcome: embedded, unchanged (embedded text"
+    " unchanged, no model call), failed (permanent error), superseded (edited mid-embed)",
+    ["corpus", "outcome"],
+)
 SEARCH_LATENCY = Histogram(
     "shortlist_search_seconds",
     "Server-side search latency",

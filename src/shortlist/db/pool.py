@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+import weakref
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
@@ -12,6 +14,36 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from shortlist.db.types import AsyncConn, AsyncPool, Row, SyncConn, SyncPool
 
 log = logging.getLogger(__name__)
+
+# How long a caller waits for a pooled connection. While the database is down no connection can
+# be made, and psycopg_pool's default (30 s) would hold every API request that long before a
+# PoolTimeout (mapped to 503); a worker's claim fails over to its own back-off sooner, too.
+CONNECTION_WAIT = 5.0
+# How long one reconnection attempt backs off before psycopg_pool gives up on it. Its delays
+# double without a cap (1, 2, 4, 8, 16 s ...), so after a long outage the next try could come
+# many seconds after the database is back. Giving up after a few seconds lets the next caller
+# start a fresh attempt at once: the pool is back within about two seconds of the database.
+RECONNECT_WINDOW = 5.0
+
+
+# A connection handed back less than this long ago is not pinged again on checkout. The ping is
+# a round trip on every checkout, about a quarter of the cost of a queue claim (see bench/); a
+# connection that died within this window fails its first statement instead, which every caller
+# already treats as a transient error (a worker backs off, the API answers 503), and the pool
+# discards it on return.
+PING_IF_IDLE_FOR = 2.0
+_returned_at: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
+
+
+async def _mark_returned(conn: AsyncConn) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+async def _check_if_idle(conn: AsyncConn) -> None:
+    returned = _returned_at.get(conn)
+    if returned is not None and time.monotonic() - returned < PING_IF_IDLE_FOR:
+        return
+    await AsyncConnectionPool.check_connection(conn)
 
 
 async def _configure_async(conn: AsyncConn) -> None:
@@ -28,8 +60,9 @@ def _configure_sync(conn: SyncConn) -> None:
 async def open_async_pool(
     url: str, *, min_size: int = 2, max_size: int = 10, name: str = "shortlist"
 ) -> AsyncPool:
-    """An async pool whose connections are checked before use, so a restarted database is
-    reconnected transparently (the pool retries connecting with its own bounded backoff)."""
+    """An async pool whose idle connections are checked before use, so a restarted database is
+    reconnected transparently (the pool retries connecting with a short backoff, see
+    ``RECONNECT_WINDOW``; waiting callers get a connection as soon as one can be made)."""
     pool: AsyncPool = AsyncConnectionPool(
         url,
         min_size=min_size,
@@ -38,9 +71,11 @@ async def open_async_pool(
         open=False,
         connection_class=psycopg.AsyncConnection[Row],
         configure=_configure_async,
-        check=AsyncConnectionPool.check_connection,
+        check=_check_if_idle,
+        reset=_mark_returned,
         kwargs={"row_factory": dict_row, "autocommit": False},
-        reconnect_timeout=3600,
+        reconnect_timeout=RECONNECT_WINDOW,
+        timeout=CONNECTION_WAIT,
     )
     await pool.open(wait=True, timeout=30)
     return pool

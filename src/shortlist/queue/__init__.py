@@ -7,6 +7,14 @@
 
 from shortlist.queue.lease import LeaseTable
 from shortlist.queue.notify import Notifier
-from shortlist.queue.worker import Queue, QueueWorker, WorkerConfig, backoff_delay
+from shortlist.queue.worker import GRACE_OVER, Queue, QueueWorker, WorkerConfig, backoff_delay
 
-__all__ = ["LeaseTable", "Notifier", "Queue", "QueueWorker", "WorkerConfig", "backoff_delay"]
+__all__ = [
+    "GRACE_OVER",
+    "LeaseTable",
+    "Notifier",
+    "Queue",
+    "QueueWorker",
+    "WorkerConfig",
+    "backoff_delay",
+]

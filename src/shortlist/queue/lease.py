@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
+
+from shortlist.db.types import AsyncPool
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class LeaseTable:
     key: str = "id"
 
     async def heartbeat(
-        self, pool: AsyncConnectionPool, worker_id: str, keys: Sequence[object], lease: float
+        self, pool: AsyncPool, worker_id: str, keys: Sequence[object], lease: float
     ) -> int:
         """Push ``locked_until`` forward for rows this worker still holds."""
         if not keys:
@@ -36,9 +37,7 @@ class LeaseTable:
             cur = await conn.execute(query, (lease, list(keys), worker_id))
             return cur.rowcount
 
-    async def release(
-        self, pool: AsyncConnectionPool, worker_id: str, keys: Sequence[object]
-    ) -> int:
+    async def release(self, pool: AsyncPool, worker_id: str, keys: Sequence[object]) -> int:
         """Give rows back unchanged (after a transient error or on shutdown)."""
         if not keys:
             return 0

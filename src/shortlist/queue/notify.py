@@ -11,18 +11,25 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 
 import psycopg
 from psycopg import sql
 
 log = logging.getLogger(__name__)
 
+# Every channel the product's triggers notify (see the migrations).
+PRODUCT_CHANNELS = ("shortlist_embed", "shortlist_backfill", "shortlist_search_events")
+
 
 class Notifier:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, channels: Iterable[str] = PRODUCT_CHANNELS) -> None:
         self._url = url
         self._events: dict[str, list[asyncio.Event]] = defaultdict(list)
         self._payload_listeners: dict[str, list[asyncio.Queue[str]]] = defaultdict(list)
+        # Channels LISTENed to from the first connection on, so a subscriber of one of them
+        # never waits for the listener to notice it (a new channel takes up to a second).
+        self._static = frozenset(channels)
         self._task: asyncio.Task[None] | None = None
         self._restart = asyncio.Event()
         self.connected = asyncio.Event()
@@ -31,7 +38,8 @@ class Notifier:
         """An event set whenever ``channel`` is notified; the waiter clears it."""
         event = asyncio.Event()
         self._events[channel].append(event)
-        self._restart.set()
+        if channel not in self._static:
+            self._restart.set()
         return event
 
     def unsubscribe(self, channel: str, event: asyncio.Event) -> None:
@@ -42,7 +50,8 @@ class Notifier:
         """A queue receiving every payload sent on ``channel`` (for event streams)."""
         q: asyncio.Queue[str] = asyncio.Queue(maxsize=10_000)
         self._payload_listeners[channel].append(q)
-        self._restart.set()
+        if channel not in self._static:
+            self._restart.set()
         return q
 
     def drop_payloads(self, channel: str, q: asyncio.Queue[str]) -> None:
@@ -61,7 +70,7 @@ class Notifier:
             self._task = None
 
     def _channels(self) -> set[str]:
-        return set(self._events) | set(self._payload_listeners)
+        return set(self._static) | set(self._events) | set(self._payload_listeners)
 
     def _dispatch(self, channel: str, payload: str) -> None:
         for event in self._events.get(channel, ()):
@@ -78,21 +87,24 @@ class Notifier:
                     self._url, autocommit=True
                 ) as conn:
                     listening: set[str] = set()
-                    self.connected.set()
                     delay = 0.5
-                    # Anything may have happened while we were not listening.
-                    for channel in self._channels():
-                        self._dispatch(channel, "")
                     while True:
                         for channel in self._channels() - listening:
                             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                             listening.add(channel)
+                        if not self.connected.is_set():
+                            self.connected.set()
+                            # Anything may have happened while we were not listening.
+                            for channel in self._channels():
+                                self._dispatch(channel, "")
                         self._restart.clear()
-                        gen = conn.notifies(timeout=1.0)
-                        async for note in gen:
-                            self._dispatch(note.channel, note.payload)
-                            if self._restart.is_set():
-                                break
+                        # aclosing: leaving the loop early (a new channel to LISTEN on) must
+                        # close the generator, which holds the connection's lock until closed.
+                        async with contextlib.aclosing(conn.notifies(timeout=1.0)) as gen:
+                            async for note in gen:
+                                self._dispatch(note.channel, note.payload)
+                                if self._restart.is_set():
+                                    break
                         # a cheap liveness probe so a dead server is noticed within seconds
                         await conn.execute("SELECT 1")
             except asyncio.CancelledError:

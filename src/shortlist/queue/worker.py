@@ -7,6 +7,11 @@
 
 As in the seed, the work happens *outside* the select: a stop request only ever cancels the
 idle wait, so a batch that has started always finishes and commits (or rolls back) whole.
+A plain cancellation of ``run`` does not cut work either. The one exception is the end of the
+shutdown grace period (``SHORTLIST_SHUTDOWN_GRACE``): ``run`` cancelled with the message
+:data:`GRACE_OVER` (``shortlist.runtime`` does that) cancels the batches still in flight — a
+provider call hanging for minutes — whose transactions roll back and whose items are handed
+back (released), so the process exits on time and nothing stays claimed.
 Handlers signal what to do next with the error types of ``shortlist.errors``: a
 ``TransientError`` releases the claimed rows untouched and backs the worker off
 (``base × 2^attempt``, capped); anything a handler can attribute to one item it records on
@@ -33,6 +38,15 @@ from shortlist.queue.notify import Notifier
 log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
+
+GRACE_OVER = "shortlist: shutdown grace period over"
+"""``task.cancel(GRACE_OVER)``: the only cancellation of ``run`` that cancels work in flight."""
+RELEASE_TIMEOUT = 5.0
+"""Seconds a batch cancelled at the end of the shutdown grace may take to release its items."""
+
+
+def _grace_over(exc: asyncio.CancelledError) -> bool:
+    return GRACE_OVER in exc.args
 
 
 class Queue(Protocol[Item]):
@@ -106,13 +120,27 @@ class QueueWorker(Generic[Item]):
 
     # -- waiting ------------------------------------------------------------------------------
 
-    async def _wait(self, seconds: float, stop: asyncio.Event, *, wake_on_notify: bool) -> None:
-        """Sleep up to ``seconds``; end early on stop, on a finished in-flight task, and (when
-        ``wake_on_notify``) on a NOTIFY. This is the only await a stop request cancels."""
+    async def _wait(
+        self,
+        seconds: float,
+        stop: asyncio.Event,
+        *,
+        wake_on_notify: bool,
+        wake_on_slot: bool = False,
+    ) -> None:
+        """Sleep up to ``seconds``; end early on stop, (when ``wake_on_notify``) on a NOTIFY,
+        and (when ``wake_on_slot``) when an in-flight task finishes. This is the only await a
+        stop request cancels.
+
+        Throttle and back-off waits must not wake on a finished task: a task that is done but
+        not yet reaped would end them at once (that made the throttle a no-op), and another
+        batch finishing says nothing about whether the provider has recovered.
+        """
         waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(stop.wait())]
         if wake_on_notify:
             waiters.append(asyncio.ensure_future(self._wake.wait()))
-        waiters.extend(self._inflight)  # type: ignore[arg-type]
+        if wake_on_slot:
+            waiters.extend(self._inflight)  # type: ignore[arg-type]
         try:
             await asyncio.wait(waiters, timeout=max(seconds, 0.0), return_when="FIRST_COMPLETED")
         finally:
@@ -126,6 +154,13 @@ class QueueWorker(Generic[Item]):
     async def _handle(self, items: list[Item]) -> None:
         try:
             await self.queue.handle(self.worker_id, items)
+        except asyncio.CancelledError:
+            # Only at the end of the shutdown grace period (GRACE_OVER): whatever
+            # was not committed rolled back with its transaction; give the items back now
+            # rather than when their lease runs out.
+            metrics.QUEUE_ITEMS.labels(self.queue.name, "cancelled").inc(len(items))
+            await self._release_quietly(items)
+            raise
         except TransientError:
             metrics.QUEUE_BACKOFFS.labels(self.queue.name).inc()
             metrics.QUEUE_ITEMS.labels(self.queue.name, "transient").inc(len(items))
@@ -148,18 +183,27 @@ class QueueWorker(Generic[Item]):
             log.exception("%s: could not release %d items", self.queue.name, len(items))
 
     def _reap_finished(self) -> float:
-        """Collect finished tasks; returns the back-off delay they ask for (0 if none)."""
+        """Collect finished tasks; returns the back-off delay they ask for (0 if none).
+
+        The tasks that failed since the last reap count as ONE failed attempt: with
+        ``concurrency`` > 1, one provider outage fails every task in flight, and counting each
+        of them would grow the back-off exponentially with the concurrency (8 tasks: 2^8 x base)
+        instead of with the number of times the worker came back and failed again.
+        """
         delay = 0.0
+        attempt = self._attempt
         for task in [t for t in self._inflight if t.done()]:
             self._inflight.pop(task)
+            if task.cancelled():
+                continue
             exc = task.exception()
             if exc is None:
                 continue
             retry_after = exc.retry_after if isinstance(exc, TransientError) else None
-            wait = backoff_delay(self._attempt, self.config.backoff_base, self.config.backoff_max)
+            wait = backoff_delay(attempt, self.config.backoff_base, self.config.backoff_max)
             if retry_after:
                 wait = max(wait, retry_after)
-            self._attempt += 1
+            self._attempt = attempt + 1
             if isinstance(exc, TransientError):
                 log.warning(
                     "%s: transient error, backing off %.1fs: %s", self.queue.name, wait, exc
@@ -201,7 +245,9 @@ class QueueWorker(Generic[Item]):
                     continue
                 free = cfg.concurrency - len(self._inflight)
                 if free <= 0:
-                    await self._wait(cfg.poll_interval, stop, wake_on_notify=False)
+                    await self._wait(
+                        cfg.poll_interval, stop, wake_on_notify=False, wake_on_slot=True
+                    )
                     continue
                 try:
                     items = await self.queue.claim(self.worker_id, cfg.batch_size, cfg.lease)
@@ -222,8 +268,14 @@ class QueueWorker(Generic[Item]):
                 self._inflight[task] = items
                 if cfg.concurrency == 1:
                     await asyncio.wait([task])
+                    if task.cancelled() or task.exception() is not None:
+                        continue  # back off (top of the loop) instead of throttling first
                 if cfg.throttle > 0:
                     await self._wait(cfg.throttle, stop, wake_on_notify=False)
+        except asyncio.CancelledError as exc:
+            if _grace_over(exc):
+                await self._cancel_inflight()
+            raise
         finally:
             await self._drain()
             heartbeat.cancel()
@@ -234,17 +286,39 @@ class QueueWorker(Generic[Item]):
             log.info("%s worker %s stopped", self.queue.name, self.worker_id)
 
     async def _drain(self) -> None:
-        """Let every started batch finish. Shielded: cancelling ``run`` does not cut work."""
+        """Let every started batch finish. Shielded: neither a stop request nor a plain
+        cancellation of ``run`` cuts work; a cancellation with :data:`GRACE_OVER` does."""
         cancelled = False
         while self._inflight:
             pending = list(self._inflight)
             try:
                 await asyncio.shield(asyncio.wait(pending))
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as exc:
                 cancelled = True
+                if _grace_over(exc):
+                    await self._cancel_inflight()
             self._reap_finished()
         if cancelled:
             raise asyncio.CancelledError
+
+    async def _cancel_inflight(self) -> None:
+        """Cancel the batches still running and wait (briefly) while they hand their items
+        back; a batch that cannot even do that leaves them to its lease."""
+        tasks = list(self._inflight)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _done, stuck = await asyncio.wait(tasks, timeout=RELEASE_TIMEOUT)
+            for task in stuck:
+                self._inflight.pop(task, None)
+            if stuck:
+                log.warning(
+                    "%s: %d cancelled batches did not hand back their items; their leases"
+                    " will expire",
+                    self.queue.name,
+                    len(stuck),
+                )
+        self._reap_finished()
 
     async def _relay(self, source: asyncio.Event) -> None:
         while True:

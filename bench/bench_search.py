@@ -1,0 +1,319 @@
+"""search: recall@10 and server-side latency of ``search_jobs`` at 100k listings.
+
+The corpus is generated, not embedded (see :mod:`bench.corpus`): 100k clustered unit vectors
+loaded with a binary COPY, then the migration's own HNSW index is built (its build time is
+reported). Queries are fresh draws from the same distribution. A query embedder stands in for the
+model: it maps the query text (``"qv17x"``) to the 17th query vector, and that text matches no
+listing's full text, so the fused order is the vector order and recall measures retrieval.
+
+Three cases: no filter, a location filter matching 10 % of listings and one matching 1 %.
+
+* recall@10: ``search_jobs`` hits vs the exact top 10 (numpy brute force over the same rows,
+  filter applied); the bare HNSW query's recall is reported next to it.
+* latency: wall time of one ``search_jobs`` call (everything the API handler awaits: pool
+  checkout, the vector and full-text candidate queries, fusion, fetching the page's listings)
+  vs the bare pgvector statement ``SELECT id … ORDER BY embedding <=> q LIMIT 10`` (same filter,
+  same ``hnsw.ef_search`` and iterative-scan settings, set once per session) on one connection.
+  Median over repetitions of the per-repetition p50; calls alternate between the two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+
+from bench.common import Context, Record, Stat, percentile, profile_async, report
+from bench.corpus import SELECTIVE_1, SELECTIVE_10, VectorCorpus, exact_top_k, vector_corpus
+
+NAME = "search"
+K = 10
+EF_SEARCH = 100  # the product's (shortlist.listings.search.EF_SEARCH)
+CASES: tuple[tuple[str, str | None], ...] = (
+    ("unfiltered", None),
+    ("10% filter", SELECTIVE_10),
+    ("1% filter", SELECTIVE_1),
+)
+
+# Binary COPY types of the columns below (an enum column takes the label's text bytes).
+COPY_TYPES = [
+    "uuid",
+    "text",
+    "text",
+    "text",
+    "text",
+    "int4",
+    "int4",
+    "text",
+    "text",
+    "text",
+    "text",
+    "vector",
+    "timestamptz",
+]
+BARE_SQL = {
+    False: "SELECT id FROM job_listings ORDER BY embedding <=> %(q)s LIMIT %(k)s",
+    True: "SELECT id FROM job_listings WHERE strpos(lower(city_location), lower(%(loc)s)) > 0"
+    " ORDER BY embedding <=> %(q)s LIMIT %(k)s",
+}
+
+
+class LookupEmbedder:
+    """An ``Embedder`` for generated corpora: ``"qv{i}x"`` → the i-th query vector."""
+
+    name = "lookup"
+    dim = 384
+
+    def __init__(self, queries: np.ndarray[Any, Any]) -> None:
+        self.queries = queries
+
+    @staticmethod
+    def text(i: int) -> str:
+        return f"qv{i}x"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.queries[int(t.strip()[2:-1])].tolist() for t in texts]
+
+
+@dataclass
+class SearchFixture:
+    url: str
+    corpus: VectorCorpus
+    load_seconds: float
+    build_seconds: float
+
+    @property
+    def rows(self) -> int:
+        return len(self.corpus.ids)
+
+
+def corpus_rows(ctx: Context) -> int:
+    return ctx.rows or ctx.size(100_000, 2_000)
+
+
+def query_count(ctx: Context) -> int:
+    return ctx.size(200, 20)
+
+
+def ensure_fixture(ctx: Context) -> SearchFixture:
+    """The listing corpus of this run (built once, shared with search-http)."""
+    fixture = ctx.cache.get("search_fixture")
+    if isinstance(fixture, SearchFixture):
+        return fixture
+    n = corpus_rows(ctx)
+    ctx.log(f"search: generating {n:,} vectors")
+    corpus = vector_corpus(n, query_count(ctx))
+    url = ctx.pg.create_database("bench_search")
+    load_seconds, build_seconds = load_corpus(url, corpus)
+    ctx.log(f"search: COPY {load_seconds:.1f}s, HNSW build {build_seconds:.1f}s")
+    fixture = SearchFixture(url, corpus, load_seconds, build_seconds)
+    ctx.cache["search_fixture"] = fixture
+    return fixture
+
+
+def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, float]:
+    """COPY the corpus (binary) without the HNSW index, then build the migration's index."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'job_listings_embedding_hnsw_idx'"
+        ).fetchone()
+        if row is None:
+            raise RuntimeError("the migrations did not create job_listings_embedding_hnsw_idx")
+        indexdef: str = row[0]
+        conn.execute("DROP INDEX job_listings_embedding_hnsw_idx")
+        started = time.perf_counter()
+        with conn.transaction(), conn.cursor() as cur:
+            embedded_at = datetime.now(UTC)
+            columns = (
+                "id, company_name, job_title, city_location, description, salary_min_ks,"
+                " salary_max_ks, currency_code, detail_page_slug, source, embedding_status,"
+                " embedding, embedded_at"
+            )
+            with cur.copy(f"COPY job_listings ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(COPY_TYPES)
+                for i, (listing_id, vec, city) in enumerate(
+                    zip(corpus.ids, corpus.vectors, corpus.cities, strict=True)
+                ):
+                    copy.write_row(
+                        (
+                            listing_id,
+                            f"Company {i % 997}",
+                            f"Engineer {i % 89}",
+                            city,
+                            f"Generated listing {i}.",
+                            80,
+                            120,
+                            "USD",
+                            f"bench-{listing_id}",
+                            "import",
+                            "embedded",
+                            vec,
+                            embedded_at,
+                        )
+                    )
+        # embedded_at must not be older than updated_at, or the indexer would re-embed.
+        conn.execute(
+            "UPDATE job_listings SET embedded_at = updated_at WHERE embedded_at < updated_at"
+        )
+        load_seconds = time.perf_counter() - started
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        started = time.perf_counter()
+        conn.execute(indexdef)
+        build_seconds = time.perf_counter() - started
+        conn.execute("VACUUM ANALYZE job_listings")
+    return load_seconds, build_seconds
+
+
+@dataclass
+class CaseResult:
+    recall: float
+    bare_recall: float
+    p50: list[float]
+    bare_p50: list[float]
+    p99: list[float]
+    bare_p99: list[float]
+
+
+def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) -> float:
+    hits = sum(len(set(g[:K]) & set(t[:K])) for g, t in zip(got, truth, strict=True))
+    return hits / sum(min(K, len(t)) for t in truth)
+
+
+async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await register_vector_async(conn)
+    await conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    return conn
+
+
+async def bare_search(
+    conn: psycopg.AsyncConnection[Any], q: np.ndarray[Any, Any], location: str | None
+) -> list[Any]:
+    cur = await conn.execute(BARE_SQL[location is not None], {"q": q, "loc": location, "k": K})
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def _measure(ctx: Context, fixture: SearchFixture) -> dict[str, CaseResult]:
+    from shortlist.db.pool import open_async_pool
+    from shortlist.listings.search import search_jobs
+
+    corpus = fixture.corpus
+    embedder = LookupEmbedder(corpus.queries)
+    position = {listing_id: i for i, listing_id in enumerate(corpus.ids)}
+    cities = np.array(corpus.cities)
+    pool = await open_async_pool(fixture.url, min_size=1, max_size=2, name="bench-search")
+    bare = await open_bare(fixture.url)
+    results: dict[str, CaseResult] = {}
+    try:
+        for case, location in CASES:
+            mask = None if location is None else cities == location
+            truth = exact_top_k(corpus.vectors, corpus.queries, K, mask)
+            queries = range(len(corpus.queries))
+
+            async def product(i: int, location: str | None = location) -> list[int]:
+                result = await search_jobs(
+                    pool, embedder, LookupEmbedder.text(i), size=K, location=location
+                )
+                return [position[h.listing.id] for h in result.hits]
+
+            async def baseline(i: int, location: str | None = location) -> list[int]:
+                ids = await bare_search(bare, corpus.queries[i], location)
+                return [position[x] for x in ids]
+
+            # Warm-up pass (also the recall pass: results do not depend on timing).
+            got = [await product(i) for i in queries]
+            got_bare = [await baseline(i) for i in queries]
+            res = CaseResult(recall_at_k(got, truth), recall_at_k(got_bare, truth), [], [], [], [])
+            for rep in range(ctx.repetitions()):
+                lat: list[float] = []
+                lat_bare: list[float] = []
+                for i in queries:
+                    pair = (product, lat), (baseline, lat_bare)
+                    for fn, sink in pair if (i + rep) % 2 == 0 else pair[::-1]:
+                        t0 = time.perf_counter()
+                        await fn(i)
+                        sink.append((time.perf_counter() - t0) * 1000)
+                res.p50.append(percentile(lat, 50))
+                res.bare_p50.append(percentile(lat_bare, 50))
+                res.p99.append(percentile(lat, 99))
+                res.bare_p99.append(percentile(lat_bare, 99))
+            ctx.log(
+                f"search: {case}: recall {res.recall:.4f} (bare HNSW {res.bare_recall:.4f}),"
+                f" p50 {Stat.of(res.p50).median:.2f} ms vs bare {Stat.of(res.bare_p50).median:.2f}"
+            )
+            results[case] = res
+    finally:
+        await bare.close()
+        await pool.close()
+    return results
+
+
+async def _profile_case(fixture: SearchFixture, location: str | None) -> None:
+    from shortlist.db.pool import open_async_pool
+    from shortlist.listings.search import search_jobs
+
+    embedder = LookupEmbedder(fixture.corpus.queries)
+    pool = await open_async_pool(fixture.url, min_size=1, max_size=2, name="bench-profile")
+    try:
+        for _ in range(3):
+            for i in range(len(fixture.corpus.queries)):
+                await search_jobs(pool, embedder, LookupEmbedder.text(i), size=K, location=location)
+    finally:
+        await pool.close()
+
+
+def run(ctx: Context) -> list[Record]:
+    fixture = ensure_fixture(ctx)
+    results = asyncio.run(_measure(ctx, fixture))
+    note = f"{fixture.rows:,} listings, {len(fixture.corpus.queries)} queries"
+    records: list[Record] = []
+    for case, _ in CASES:
+        res = results[case]
+        records.append(
+            Record(
+                NAME,
+                f"recall@10, {case}",
+                Stat.one(res.recall),
+                Stat.one(1.0),
+                target=0.98,
+                unit="%",
+                baseline_name="exact",
+                note=f"{note}; bare HNSW SQL {res.bare_recall:.2%}",
+            )
+        )
+    for case, _ in CASES:
+        res = results[case]
+        records.append(
+            Record(
+                NAME,
+                f"p50 latency, {case}",
+                Stat.of(res.p50),
+                Stat.of(res.bare_p50),
+                target=2.0,
+                better="lower",
+                unit="ms",
+                baseline_name="bare SQL",
+                note=f"p99 {Stat.of(res.p99).median:.2f} vs {Stat.of(res.bare_p99).median:.2f} ms",
+            )
+        )
+    records.append(
+        report(NAME, "HNSW index build", fixture.build_seconds, unit="s", note=note + ", 2 cores")
+    )
+    records.append(report(NAME, "binary COPY of the corpus", fixture.load_seconds, unit="s"))
+    missed = [r for r in records if r.met is False and r.unit == "ms"]
+    if ctx.profiles_enabled and (missed):
+        worst = max(missed, key=lambda r: r.ratio or 0.0)
+        location = dict(CASES)[worst.metric.split(", ", 1)[1]]
+        ctx.log(f"search: latency target missed ({worst.metric}); profiling search_jobs")
+        asyncio.run(profile_async(ctx, NAME, lambda: _profile_case(fixture, location)))
+    return records

@@ -1,0 +1,193 @@
+"""Shared by the backfill and load benchmarks: the briefs, time-scaled settings, a model-free
+embedder for smoke runs, backfill workers in-process, and reading a search's timeline."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import math
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shortlist.config import Settings
+from shortlist.simulator import LOCATIONS, ROLE_FAMILIES
+
+DEFAULT_TIME_SCALE = 0.1
+"""Simulator latencies ×0.1: enrichment ~0.8 s, discovery ~0.15 s, a hang 9 s. The client's
+timeouts and retry delay are scaled alike, so the behaviour is the seed's, ten times faster."""
+BACKFILL_TIME_SCALE = 0.2
+"""The backfill benchmark's default: its figures are latencies, and real CPU work (embedding a
+profile, commits) is not scaled, so every 10 ms of it reads as 10 ms ÷ scale of simulated time;
+0.2 halves that distortion compared with 0.1 at twice the run time."""
+SMOKE_TIME_SCALE = 0.01
+NO_INTERNAL_HITS = 1.01
+"""``internal_min_score`` above any possible score: the internal corpus (which grows with every
+backfilled profile) never answers, so every search is a full backfill, as on an empty corpus."""
+
+_WORD = re.compile(r"\w+")
+
+
+class HashEmbedder:
+    """A model-free ``Embedder`` (bag of hashed words, normalised) for smoke runs: instant and
+    deterministic, so smoke runs do not pay the model's seconds of loading."""
+
+    name = "hash"
+    dim = 384
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            v = [0.0] * self.dim
+            for token in _WORD.findall(text.lower()) or [text]:
+                digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+                v[int.from_bytes(digest, "big") % self.dim] += 1.0
+            norm = math.sqrt(sum(x * x for x in v)) or 1.0
+            out.append([x / norm for x in v])
+        return out
+
+
+def briefs(n: int) -> list[dict[str, Any]]:
+    """``n`` distinct recruiter briefs over the simulator's roles and cities (distinct, so each
+    search's discovery calls are first attempts, which hang at the simulator's 41 %)."""
+    titles = [t for family in ROLE_FAMILIES.values() for t in family]
+    cities = [loc.split(",")[0] for loc in LOCATIONS]
+    out = []
+    for i in range(n):
+        title = titles[(i * 7) % len(titles)]
+        city = cities[(i * 11) % len(cities)]
+        min_years = (None, 3, 5)[i % 3]
+        out.append(
+            {
+                "query": f"{title} in {city}",
+                "role": title,
+                "location": city,
+                "min_years_experience": min_years,
+            }
+        )
+    return out
+
+
+def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) -> Settings:
+    """The product defaults, with every external-call timing scaled like the simulator."""
+    defaults = Settings()
+    values: dict[str, Any] = {
+        "database_url": url,
+        "load_sample_data": False,
+        "search_rate_limit": 0,
+        "talent_api_url": sim_url,
+        "serp_api_url": sim_url,
+        "discovery_timeout": defaults.discovery_timeout * scale,
+        "enrichment_timeout": defaults.enrichment_timeout * scale,
+        "retry_delay": defaults.retry_delay * scale,
+        "internal_min_score": NO_INTERNAL_HITS,
+        "log_level": "WARNING",
+    }
+    return Settings(**(values | overrides))
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """``SHORTLIST_*`` variables reproducing ``settings`` in another process."""
+    env: dict[str, str] = {}
+    for name, value in settings.model_dump().items():
+        if value is None:
+            continue
+        env[f"SHORTLIST_{name.upper()}"] = (
+            str(value).lower() if isinstance(value, bool) else str(value)
+        )
+    return env
+
+
+@contextlib.asynccontextmanager
+async def running_backfill_workers(services: Any) -> AsyncIterator[list[Any]]:
+    """This process's backfill workers (tier queue, candidate queue), stopped on exit."""
+    from shortlist.talent.workers import SOURCES_KEY, build_backfill_workers
+
+    stop = asyncio.Event()
+    workers = build_backfill_workers(services)
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+    # The listener LISTENs on the channels subscribed when it connects; restart it after the
+    # workers subscribed, so the first NOTIFYs of the first search are not missed.
+    await asyncio.sleep(0)
+    await services.notifier.stop()
+    services.notifier.connected.clear()
+    services.notifier.start()
+    await asyncio.wait_for(services.notifier.connected.wait(), 10)
+    try:
+        yield workers
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        sources = services.extras.pop(SOURCES_KEY, None)
+        if sources is not None:
+            await sources.aclose()
+
+
+async def recruiter(pool: Any) -> Any:
+    from shortlist.auth import Role, create_token_async
+
+    async with pool.connection() as conn:
+        principal, _token = await create_token_async(
+            conn, f"bench-{uuid.uuid4().hex[:8]}", Role.recruiter
+        )
+        await conn.commit()
+    return principal
+
+
+@dataclass
+class Timeline:
+    """One search: when (seconds after it was started) each backfilled result appeared."""
+
+    search_id: uuid.UUID | None
+    started: float
+    """Wall clock (epoch seconds) just before the search was started."""
+    appended: list[float] = field(default_factory=list)
+    status: str = ""
+
+    @property
+    def first(self) -> float | None:
+        return self.appended[0] if self.appended else None
+
+    def time_to(self, n: int) -> float | None:
+        return self.appended[n - 1] if len(self.appended) >= n else None
+
+    def count_at(self, t: float) -> int:
+        return sum(1 for a in self.appended if a <= t)
+
+
+async def search_state(pool: Any, search_id: uuid.UUID) -> tuple[str, int]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT status::text AS status, result_count FROM searches WHERE id = %s",
+            (search_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return str(row["status"]), int(row["result_count"])
+
+
+async def read_timeline(pool: Any, timeline: Timeline) -> None:
+    """Fill ``timeline.appended`` from the result rows' commit timestamps (the append
+    transaction's ``now()``, taken after the enrichment returned)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT extract(epoch FROM created_at)::float8 AS at FROM search_results"
+            " WHERE search_id = %s AND tier <> 'internal' ORDER BY rank",
+            (timeline.search_id,),
+        )
+        rows = await cur.fetchall()
+    timeline.appended = [float(r["at"]) - timeline.started for r in rows]
+
+
+async def wait_until(predicate: Any, within: float, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + within
+    while True:
+        if await predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(interval)

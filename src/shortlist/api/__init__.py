@@ -1,0 +1,1 @@
+"""The HTTP layer: thin routes over the pipelines, one error mapping, auth and client IPs."""

@@ -1,0 +1,126 @@
+"""The FastAPI application: routes, error mapping, client IP and body-size guards."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shortlist import __version__
+from shortlist.api.clientip import client_ip
+from shortlist.api.errors import error_body, install_error_handlers
+from shortlist.api.ratelimit import RateLimiter
+from shortlist.services import Services
+
+log = logging.getLogger(__name__)
+
+
+class GuardMiddleware:
+    """Pure ASGI middleware: resolves the client IP once per request and refuses bodies over
+    ``max_body_bytes`` (checked on Content-Length and while streaming) with a JSON 413."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, trusted_proxies: str) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.trusted_proxies = trusted_proxies
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        peer = scope.get("client")
+        ip = client_ip(peer[0] if peer else None, headers, self.trusted_proxies)
+        scope.setdefault("state", {})["client_ip"] = ip
+        length = headers.get("content-length")
+        if length is not None and (
+            not length.isascii() or not length.isdigit() or int(length) > self.max_body_bytes
+        ):
+            await _send_413(send, self.max_body_bytes)
+            return
+        received = 0
+        too_large = False
+
+        async def limited_receive() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    too_large = True
+                    raise _BodyTooLarge
+            return message
+
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if too_large:
+                # The app saw its body reading fail and answers that (FastAPI: a 400 "error
+                # parsing the body"); the client gets the 413 below instead.
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        with contextlib.suppress(_BodyTooLarge):
+            await self.app(scope, limited_receive, guarded_send)
+        if too_large and not started:
+            await _send_413(send, self.max_body_bytes)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _send_413(send: Send, limit: int) -> None:
+    import json
+
+    body = json.dumps(error_body("too_large", f"request body exceeds {limit} bytes")).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(services: Services) -> FastAPI:
+    settings = services.settings
+    app = FastAPI(
+        title="shortlist",
+        version=__version__,
+        description="Semantic search for jobs and talent on PostgreSQL + pgvector.",
+    )
+    app.state.services = services
+    app.state.search_limiter = RateLimiter(settings.search_rate_limit)
+    install_error_handlers(app)
+
+    from shortlist.api.routes import ops
+
+    app.include_router(ops.router)
+    _include_optional(app)
+    app.add_middleware(
+        GuardMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        trusted_proxies=settings.trusted_proxies,
+    )
+    return app
+
+
+def _include_optional(app: FastAPI) -> None:
+    """Routers of the pipelines and the web UI."""
+    import importlib
+
+    for module_name in (
+        "shortlist.api.routes.jobs",
+        "shortlist.api.routes.searches",
+        "shortlist.web.pages",
+    ):
+        module: Any = importlib.import_module(module_name)
+        app.include_router(module.router)

@@ -1,0 +1,58 @@
+"""The client's IP: the socket peer, unless the peer is a trusted proxy, in which case the
+right-most untrusted address of ``X-Forwarded-For`` (or ``X-Real-IP``) — the seed's
+``single_header_ip`` with the trust check a production deployment needs."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@lru_cache(maxsize=32)
+def parse_trusted(spec: str) -> tuple[Network, ...]:
+    nets: list[Network] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if part:
+            nets.append(ipaddress.ip_network(part, strict=False))
+    return tuple(nets)
+
+
+def parse_ip(value: str | None) -> IPAddress | None:
+    if not value:
+        return None
+    try:
+        return ipaddress.ip_address(value.strip())
+    except ValueError:
+        return None
+
+
+def _trusted(ip: IPAddress, nets: Iterable[Network]) -> bool:
+    return any(ip in net for net in nets)
+
+
+def client_ip(peer: str | None, headers: Mapping[str, str], trusted_spec: str) -> str:
+    peer_ip = parse_ip(peer)
+    nets = parse_trusted(trusted_spec)
+    if peer_ip is None:
+        return peer or "unknown"
+    if not nets or not _trusted(peer_ip, nets):
+        return str(peer_ip)
+    forwarded = headers.get("x-forwarded-for")
+    if forwarded:
+        # Walk from the right: each hop appended the address it saw; stop at the first
+        # address that is not one of our own proxies.
+        hops = [parse_ip(h) for h in forwarded.split(",")]
+        for hop in reversed(hops):
+            if hop is None:
+                break
+            if not _trusted(hop, nets):
+                return str(hop)
+    real = parse_ip(headers.get("x-real-ip"))
+    if real is not None:
+        return str(real)
+    return str(peer_ip)

@@ -1,0 +1,130 @@
+"""``/api/jobs``: public search and reads; writes with a company (or admin) token.
+
+Thin: validation is the models', rules are the repository's, errors are domain types mapped to
+HTTP in ``shortlist.api.errors``. The fixed paths (``/search``, ``/email``) are declared before
+``/{id_or_slug}`` so they are never taken for a listing reference.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from pydantic import BeforeValidator, Field
+
+from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
+from shortlist.listings.email_post import parse_job_email
+from shortlist.listings.models import MAX_SALARY_KS, ListingCreate, ListingOut, ListingPatch
+from shortlist.listings.repository import (
+    create_listing,
+    delete_listing,
+    find_listing,
+    parse_listing_ref,
+    update_listing,
+)
+from shortlist.listings.search import (
+    MAX_OFFSET,
+    MAX_QUERY_LENGTH,
+    MAX_SIZE,
+    SearchResult,
+    search_jobs,
+)
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+EMAIL_MEDIA_TYPE = "message/rfc822"
+
+
+def _blank_to_none(value: object) -> object:
+    # An HTML form sends an untouched field as "salary_min=": that means "no filter".
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def rate_limit_search(request: Request, client_ip: ClientIPDep) -> None:
+    """Per client IP, before the parameters are even validated: a flood of bad requests is
+    still a flood."""
+    request.app.state.search_limiter.check(client_ip)
+
+
+@router.get("/search", dependencies=[Depends(rate_limit_search)])
+async def search(
+    services: ServicesDep,
+    q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH, description="what to look for")],
+    size: Annotated[int, Query(ge=1, le=MAX_SIZE)] = 10,
+    location: Annotated[
+        str | None, Query(max_length=200, description="substring of the city, any case")
+    ] = None,
+    salary_min: Annotated[
+        Annotated[int, Field(ge=0, le=MAX_SALARY_KS)] | None,
+        BeforeValidator(_blank_to_none),
+        Query(description="thousands; compared with the top figure"),
+    ] = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> SearchResult:
+    return await search_jobs(
+        services.pool,
+        services.embedder,
+        q,
+        size=size,
+        location=location,
+        salary_min=salary_min,
+        offset=offset,
+    )
+
+
+def _created(response: Response, listing: ListingOut) -> ListingOut:
+    response.headers["Location"] = f"/api/jobs/{listing.id}"
+    return listing
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create(
+    body: ListingCreate, principal: CompanyDep, conn: ConnDep, response: Response
+) -> ListingOut:
+    listing = await create_listing(conn, body, source="api", owner_token_id=principal.token_id)
+    return _created(response, listing)
+
+
+@router.post(
+    "/email",
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {EMAIL_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def create_from_email(
+    request: Request, principal: CompanyDep, conn: ConnDep, response: Response
+) -> ListingOut:
+    """A job post as a raw e-mail message (the body is the message, ``message/rfc822``)."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != EMAIL_MEDIA_TYPE:
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            f"send the raw e-mail message with Content-Type: {EMAIL_MEDIA_TYPE}",
+        )
+    data = parse_job_email(await request.body())
+    listing = await create_listing(conn, data, source="email", owner_token_id=principal.token_id)
+    return _created(response, listing)
+
+
+@router.get("/{id_or_slug}")
+async def get(id_or_slug: str, conn: ConnDep) -> ListingOut:
+    """By id or by ``detail_page_slug`` (any slug ending in the id, so old slugs still work)."""
+    return await find_listing(conn, id_or_slug)
+
+
+@router.patch("/{id_or_slug}")
+async def patch(
+    id_or_slug: str, body: ListingPatch, principal: CompanyDep, conn: ConnDep
+) -> ListingOut:
+    """Owner company or admin. Any change bumps ``updated_at``, which queues a re-embed."""
+    return await update_listing(conn, parse_listing_ref(id_or_slug), body, principal)
+
+
+@router.delete("/{id_or_slug}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete(id_or_slug: str, principal: CompanyDep, conn: ConnDep) -> None:
+    """Owner company or admin."""
+    await delete_listing(conn, parse_listing_ref(id_or_slug), principal)

@@ -1,0 +1,287 @@
+"""``/api/searches`` and ``/api/results``: recruiter candidate search with streaming backfill.
+
+Thin: validation is ``SearchCreate``'s and FastAPI's, rules are ``shortlist.talent.service``'s,
+errors are domain types mapped in ``shortlist.api.errors``. Every endpoint needs a recruiter
+(or admin) token; a search is visible to its owner and admins only — anyone else gets the same
+404 as for an id that does not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from shortlist.api.deps import RecruiterDep, ServicesDep
+from shortlist.db.types import Row
+from shortlist.embedding.base import EmbeddingTransientError
+from shortlist.errors import NotFound
+from shortlist.talent import service
+from shortlist.talent.models import SearchCreate
+from shortlist.talent.repository import SearchRecord
+
+router = APIRouter(tags=["searches"])
+
+MAX_AFTER = 1_000_000
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SearchStartedOut(_Out):
+    search_id: str
+    status: str
+    results_url: str
+
+
+class CandidateOut(_Out):
+    id: str
+    full_name: str
+    headline: str
+    role_title: str
+    location: str
+    skills: list[str]
+    years_experience: int | None
+    email: str | None
+    profile_url: str | None
+
+
+class ResultOut(_Out):
+    rank: int
+    candidate: CandidateOut
+    score: float
+    tier: str
+    status: str
+
+
+class AttemptOut(_Out):
+    """A candidate that is not (yet) in the results: queued, running or failed_*."""
+
+    candidate_id: int
+    external_id: str
+    display_name: str | None
+    tier: str
+    status: str
+    last_error: str | None
+
+
+class ResultsOut(_Out):
+    search_id: str
+    status: str
+    is_running: bool
+    result_count: int
+    results: list[ResultOut]
+    candidates: dict[str, int]
+    next_after: int
+    attempts: list[AttemptOut]
+
+
+class TierOut(_Out):
+    tier: str
+    status: str
+    next_page: int
+    found: int
+    attempts: int
+    last_error: str | None
+    not_before: datetime
+    updated_at: datetime
+
+
+class SearchOut(_Out):
+    search_id: str
+    query: str
+    role: str | None
+    location: str | None
+    min_years_experience: int | None
+    skills: list[str]
+    status: str
+    is_running: bool
+    result_count: int
+    target_count: int
+    backfill_started: bool
+    created_at: datetime
+    last_progress_at: datetime
+    finished_at: datetime | None
+    results_url: str
+
+
+class SearchDetailOut(SearchOut):
+    tiers: list[TierOut]
+    candidates: dict[str, int]
+
+
+class SearchListOut(_Out):
+    searches: list[SearchOut]
+
+
+class CandidateRetryOut(_Out):
+    search_id: str
+    candidate_id: int
+    status: str = "queued"
+    search_status: str
+
+
+def result_out(row: Row) -> ResultOut:
+    return ResultOut(
+        rank=int(row["rank"]),
+        candidate=CandidateOut(
+            id=str(row["candidate_id"]),
+            full_name=row["full_name"],
+            headline=row["headline"],
+            role_title=row["role_title"],
+            location=row["location"],
+            skills=list(row["skills"] or ()),
+            years_experience=row["years_experience"],
+            email=row["email"],
+            profile_url=row["profile_url"],
+        ),
+        score=float(row["score"]),
+        tier=str(row["tier"]),
+        status=str(row["status"]),
+    )
+
+
+def attempt_out(row: Row) -> AttemptOut:
+    return AttemptOut(
+        candidate_id=int(row["id"]),
+        external_id=row["external_id"],
+        display_name=row["display_name"],
+        tier=str(row["tier"]),
+        status=str(row["status"]),
+        last_error=row["last_error"],
+    )
+
+
+def _search(record: SearchRecord) -> dict[str, Any]:
+    return {
+        "search_id": str(record.id),
+        "query": record.query,
+        "role": record.role,
+        "location": record.location,
+        "min_years_experience": record.min_years_experience,
+        "skills": record.skills,
+        "status": record.status,
+        "is_running": record.status == "running",
+        "result_count": record.result_count,
+        "target_count": record.target_count,
+        "backfill_started": record.backfill_started,
+        "created_at": record.created_at,
+        "last_progress_at": record.last_progress_at,
+        "finished_at": record.finished_at,
+        "results_url": f"/api/results?searchId={record.id}",
+    }
+
+
+def _stub_id(raw: str) -> int:
+    # Like a malformed search id, a malformed candidate id names nothing: 404, not 422.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise NotFound("no such candidate in this search")
+    return int(raw)
+
+
+@router.post(
+    "/api/searches",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=SearchStartedOut,
+    response_model_by_alias=True,
+)
+async def create_search(
+    payload: SearchCreate, services: ServicesDep, principal: RecruiterDep
+) -> SearchStartedOut:
+    """Search the internal corpus now; backfill from the external sources if it falls short."""
+    try:
+        started = await service.start_search(services, principal, payload)
+    except EmbeddingTransientError as exc:
+        # The query cannot be embedded right now (provider down or throttling): nothing was
+        # written, and the same request will work later.
+        retry_after = str(max(1, round(exc.retry_after or 5)))
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail="the embedding provider is unavailable; try again shortly",
+            headers={"Retry-After": retry_after},
+        ) from exc
+    return SearchStartedOut(
+        search_id=str(started.search_id),
+        status=started.status.value,
+        results_url=started.results_url,
+    )
+
+
+@router.get("/api/results", response_model=ResultsOut, response_model_by_alias=True)
+async def results(
+    services: ServicesDep,
+    principal: RecruiterDep,
+    search_id: Annotated[str, Query(alias="searchId", max_length=100)],
+    after: Annotated[int, Query(ge=0, le=MAX_AFTER, description="ranks after this one")] = 0,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 100,
+) -> ResultsOut:
+    """Results with rank > ``after`` in rank order (append-only: a row never moves), the
+    search's state, and every candidate not (yet) in the results with its status."""
+    page = await service.results_page(services, principal, search_id, after=after, limit=limit)
+    search = page.search
+    return ResultsOut(
+        search_id=str(search.id),
+        status=search.status,
+        is_running=search.status == "running",
+        result_count=search.result_count,
+        results=[result_out(r) for r in page.results],
+        candidates=page.candidate_counts,
+        next_after=page.next_after,
+        attempts=[attempt_out(r) for r in page.attempts],
+    )
+
+
+@router.get("/api/searches", response_model=SearchListOut, response_model_by_alias=True)
+async def list_searches(
+    services: ServicesDep,
+    principal: RecruiterDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> SearchListOut:
+    """The caller's most recent searches."""
+    records = await service.list_searches(services, principal, limit)
+    return SearchListOut(searches=[SearchOut(**_search(r)) for r in records])
+
+
+@router.get(
+    "/api/searches/{search_id}", response_model=SearchDetailOut, response_model_by_alias=True
+)
+async def get_search(
+    search_id: str, services: ServicesDep, principal: RecruiterDep
+) -> SearchDetailOut:
+    """A search's summary with its discovery tiers (status, pages, last error)."""
+    summary = await service.search_summary(services, principal, search_id)
+    return SearchDetailOut(
+        **_search(summary.search),
+        tiers=[TierOut(**t) for t in summary.tiers],
+        candidates=summary.candidate_counts,
+    )
+
+
+@router.post(
+    "/api/searches/{search_id}/retry", response_model=SearchOut, response_model_by_alias=True
+)
+async def retry_search(search_id: str, services: ServicesDep, principal: RecruiterDep) -> SearchOut:
+    """Resume a stale search, or re-run the failed tiers and transient failures of a complete
+    one. 409 while it is running, or when nothing in a complete search can be retried."""
+    record = await service.retry_search(services, principal, search_id)
+    return SearchOut(**_search(record))
+
+
+@router.post(
+    "/api/searches/{search_id}/candidates/{candidate_id}/retry",
+    response_model=CandidateRetryOut,
+    response_model_by_alias=True,
+)
+async def retry_candidate(
+    search_id: str, candidate_id: str, services: ServicesDep, principal: RecruiterDep
+) -> CandidateRetryOut:
+    """Re-queue one failed candidate (``candidateId`` of ``attempts[]``); 409 unless failed."""
+    stub_id = _stub_id(candidate_id)
+    record = await service.retry_candidate(services, principal, search_id, stub_id)
+    return CandidateRetryOut(
+        search_id=str(record.id), candidate_id=stub_id, search_status=record.status
+    )

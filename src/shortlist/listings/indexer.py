@@ -1,0 +1,289 @@
+"""The embedding indexer (the seed's ``EmbedIndexerWorker``), one per embedded corpus.
+
+Producers (API, bulk import, e-mail, backfill) only write rows; they never embed. The indexer
+turns rows into vectors:
+
+    claim   WHERE pending OR (embedded AND updated_at > embedded_at), ORDER BY created_at,
+            FOR UPDATE SKIP LOCKED, leased to this worker and committed (no transaction is
+            held open while the model runs)
+    handle  text unchanged (only e.g. the salary was edited) → embedded again, no model call
+            otherwise one batch call, then ONE transaction: vectors with their status flip,
+            and the rows that failed permanently
+
+Both corpora (``job_listings``, ``candidates``) carry the same embedding columns, so one
+:class:`EmbeddingQueue` parameterised by an :class:`EmbeddingTarget` serves both. The run
+loop, the throttle (the seed's poll interval between cycles), the NOTIFY wake-up, back-off
+and graceful stop are the shared primitive's (``shortlist.queue``); this module only says
+what is claimable and what "done" means.
+
+Errors follow the seed: a transient embedding error (network, empty response, HTTP
+401/403/429/5xx) propagates as ``TransientError``; the worker releases the rows (they stay
+pending) and backs off ``base × 2^attempt``, capped. A permanent error is attributed to the
+single input that caused it (``embed_isolating_failures`` bisects) and that row alone is
+marked ``failed`` in the same transaction that stores the others' vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import LiteralString
+from uuid import UUID
+
+import psycopg
+from pgvector import Vector
+from psycopg import sql
+
+from shortlist import metrics
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
+from shortlist.errors import TransientError
+from shortlist.ops_status import redact_emails
+from shortlist.queue.lease import LeaseTable
+from shortlist.queue.worker import QueueWorker, WorkerConfig
+from shortlist.services import Services
+
+log = logging.getLogger(__name__)
+
+EMBED_CHANNEL = "shortlist_embed"
+"""Notified by the corpus tables' triggers (payload: the table) on inserts and edits."""
+MAX_ERROR_CHARS = 1000
+
+_QUERIES = load_queries("shortlist.listings", "indexer.sql")
+_STATEMENTS = ("claim", "store_embeddings", "confirm_embedded", "mark_failed")
+
+
+@dataclass(frozen=True)
+class EmbeddingTarget:
+    """A table with the embedding columns (see migration 0001) and how to build its text."""
+
+    table: LiteralString
+    text_sql: LiteralString
+    """SQL expression over the table's columns: the text that is embedded. It must read
+    exactly the columns the table's generated ``content_hash`` reads."""
+
+
+LISTINGS = EmbeddingTarget("job_listings", _QUERIES["job_listings_text"])
+CANDIDATES = EmbeddingTarget("candidates", _QUERIES["candidates_text"])
+TARGETS: tuple[EmbeddingTarget, ...] = (LISTINGS, CANDIDATES)
+
+
+@dataclass(frozen=True)
+class ClaimedRow:
+    id: UUID
+    text: str
+    content_hash: bytes
+    """Hash of ``text`` at claim time; every write is guarded by it."""
+    embedded_hash: bytes | None
+    """Hash of the text the stored vector was computed from (``None``: no usable vector)."""
+    has_vector: bool
+
+    @property
+    def text_unchanged(self) -> bool:
+        """The stored vector already belongs to this text: flip the status, skip the model."""
+        return self.has_vector and self.embedded_hash == self.content_hash
+
+
+@dataclass
+class BatchResult:
+    embedded: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    superseded: int = 0
+    """Rows whose text changed while they were being embedded: released, claimed again."""
+
+    def add(self, other: BatchResult) -> None:
+        self.embedded += other.embedded
+        self.unchanged += other.unchanged
+        self.failed += other.failed
+        self.superseded += other.superseded
+
+
+class EmbeddingQueue:
+    """The ``shortlist.queue.worker.Queue`` of one corpus table."""
+
+    def __init__(self, pool: AsyncPool, embedder: Embedder, target: EmbeddingTarget) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.target = target
+        self.name = f"embed:{target.table}"
+        # Every corpus table notifies the one channel; a wake-up for the other table costs an
+        # empty claim, which is cheaper than a listener per table.
+        self.channel: str | None = EMBED_CHANNEL
+        self.lease = LeaseTable(target.table)
+        self.totals = BatchResult()
+        """Running totals of this queue object (for logs, benchmarks and tests)."""
+        table = sql.Identifier(target.table)
+        text = sql.SQL(target.text_sql)
+        self._sql = {
+            name: sql.SQL(_QUERIES[name]).format(table=table, text=text) for name in _STATEMENTS
+        }
+
+    # -- the Queue protocol ---------------------------------------------------------------------
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedRow]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                self._sql["claim"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            )
+            rows = await cur.fetchall()
+        # UPDATE … RETURNING does not keep the CTE's order; embed oldest first anyway.
+        rows.sort(key=lambda r: r["created_at"])
+        return [
+            ClaimedRow(
+                id=r["id"],
+                text=r["text"],
+                content_hash=bytes(r["content_hash"]),
+                embedded_hash=None if r["embedded_hash"] is None else bytes(r["embedded_hash"]),
+                has_vector=r["has_vector"],
+            )
+            for r in rows
+        ]
+
+    async def handle(self, worker_id: str, items: list[ClaimedRow]) -> None:
+        try:
+            result = await self.index_batch(worker_id, items)
+        except psycopg.OperationalError as exc:
+            # The database went away mid-batch: nothing was committed, the rows' leases run
+            # out on their own; same treatment as a provider outage.
+            raise TransientError(f"database unavailable: {exc}") from exc
+        log.info(
+            "%s: %d embedded, %d unchanged, %d failed, %d superseded",
+            self.target.table,
+            result.embedded,
+            result.unchanged,
+            result.failed,
+            result.superseded,
+        )
+
+    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedRow], lease: float) -> None:
+        await self.lease.heartbeat(self.pool, worker_id, [r.id for r in items], lease)
+
+    async def release(self, worker_id: str, items: Sequence[ClaimedRow]) -> None:
+        await self.lease.release(self.pool, worker_id, [r.id for r in items])
+
+    # -- the work ----------------------------------------------------------------------------------
+
+    async def index_batch(self, worker_id: str, rows: Sequence[ClaimedRow]) -> BatchResult:
+        """Embed and commit one claimed batch; raises ``TransientError`` to have it retried."""
+        result = BatchResult()
+        done: set[UUID] = set()
+        unchanged = [r for r in rows if r.text_unchanged]
+        to_embed = [r for r in rows if not r.text_unchanged]
+        if unchanged:
+            # Committed before the model call, so a transient error below does not undo it.
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(
+                    self._sql["confirm_embedded"],
+                    {"worker_id": worker_id, "ids": [r.id for r in unchanged]},
+                )
+                confirmed = {row["id"] for row in await cur.fetchall()}
+            result.unchanged = len(confirmed)
+            done |= confirmed
+        if to_embed:
+            outcomes = await embed_isolating_failures(self.embedder, [r.text for r in to_embed])
+            embedded, failed = await self._commit(worker_id, to_embed, outcomes)
+            result.embedded, result.failed = len(embedded), len(failed)
+            done |= embedded | failed
+        left = [r.id for r in rows if r.id not in done]
+        if left:
+            # A guard did not match: the text changed under us. The row is still claimable
+            # (its updated_at moved), so hand it back now rather than when the lease expires.
+            await self.lease.release(self.pool, worker_id, left)
+        result.superseded = len(left)
+        self.totals.add(result)
+        for outcome, count in (
+            ("embedded", result.embedded),
+            ("unchanged", result.unchanged),
+            ("failed", result.failed),
+            ("superseded", result.superseded),
+        ):
+            if count:
+                metrics.EMBED_ROWS.labels(self.target.table, outcome).inc(count)
+        return result
+
+    async def _commit(
+        self,
+        worker_id: str,
+        rows: Sequence[ClaimedRow],
+        outcomes: Sequence[list[float] | EmbeddingPermanentError],
+    ) -> tuple[set[UUID], set[UUID]]:
+        """Vectors (with their status flip) and permanent failures of a batch, in one
+        transaction; returns the ids embedded and the ids marked failed."""
+        good: list[tuple[ClaimedRow, list[float]]] = []
+        bad: list[tuple[ClaimedRow, str]] = []
+        for row, outcome in zip(rows, outcomes, strict=True):
+            if isinstance(outcome, EmbeddingPermanentError):
+                # A provider may quote the input back, and a profile summary may hold an
+                # e-mail address: those never reach the logs or the status page.
+                bad.append((row, redact_emails(str(outcome))[:MAX_ERROR_CHARS]))
+            else:
+                good.append((row, outcome))
+        embedded: set[UUID] = set()
+        failed: set[UUID] = set()
+        async with self.pool.connection() as conn, conn.transaction():
+            if good:
+                cur = await conn.execute(
+                    self._sql["store_embeddings"],
+                    {
+                        "worker_id": worker_id,
+                        "ids": [r.id for r, _ in good],
+                        "vectors": [Vector(v) for _, v in good],
+                        "hashes": [r.content_hash for r, _ in good],
+                    },
+                )
+                embedded = {row["id"] for row in await cur.fetchall()}
+                await self._after_vectors_written(conn, sorted(embedded))
+            if bad:
+                for row, error in bad:
+                    log.warning("%s %s: embedding failed: %s", self.target.table, row.id, error)
+                cur = await conn.execute(
+                    self._sql["mark_failed"],
+                    {
+                        "worker_id": worker_id,
+                        "ids": [r.id for r, _ in bad],
+                        "errors": [error for _, error in bad],
+                        "hashes": [r.content_hash for r, _ in bad],
+                    },
+                )
+                failed = {row["id"] for row in await cur.fetchall()}
+        return embedded, failed
+
+    async def _after_vectors_written(self, conn: AsyncConn, ids: list[UUID]) -> None:
+        """Test seam inside the commit, after the vectors and status flips are written and
+        before the failures and the COMMIT: a test subclass raises here to prove that a batch
+        commits whole or not at all."""
+
+
+def indexer_config(services: Services) -> WorkerConfig:
+    s = services.settings
+    return WorkerConfig(
+        batch_size=s.indexer_batch_size,
+        # One batch at a time per process and corpus: the model (or the provider's rate limit)
+        # is the bottleneck, and more processes scale out through SKIP LOCKED.
+        concurrency=1,
+        poll_interval=s.indexer_poll_interval,
+        # The seed waits the poll interval after every cycle too, to spread load on the
+        # provider; when idle, NOTIFY still wakes the worker at once.
+        throttle=s.indexer_poll_interval,
+        backoff_base=s.indexer_backoff_base,
+        backoff_max=s.indexer_backoff_max,
+        lease=s.lease_seconds,
+    )
+
+
+def build_indexer_workers(
+    services: Services, *, targets: Sequence[EmbeddingTarget] = TARGETS
+) -> list[QueueWorker[ClaimedRow]]:
+    """One indexer worker per corpus, sharing the process's pool, embedder and listener."""
+    config = indexer_config(services)
+    return [
+        QueueWorker(
+            EmbeddingQueue(services.pool, services.embedder, target),
+            config,
+            notifier=services.notifier,
+        )
+        for target in targets
+    ]

@@ -1,0 +1,102 @@
+-- The embedding indexer (shortlist.listings.indexer). One set of statements serves every
+-- embedded corpus: {table} is the corpus table (psycopg.sql.Identifier) and {text} the SQL
+-- expression that builds the text to embed from that table's columns (one of the *_text
+-- blocks below). Every status transition is a guarded UPDATE … RETURNING: a row only moves
+-- while this worker still holds its lease and its text is still the text that was embedded.
+
+-- name: job_listings_text
+-- The same columns as job_listings.content_hash, so "text changed" ⇔ "hash changed".
+job_title || ' at ' || company_name || ', ' || city_location || E'\n' || description
+
+-- name: candidates_text
+-- The same columns as candidates.content_hash; never the e-mail address.
+concat_ws(E'\n',
+    full_name,
+    nullif(headline, ''),
+    nullif(concat_ws(', ', nullif(role_title, ''), nullif(location, '')), ''),
+    CASE WHEN cardinality(skills) > 0 THEN 'Skills: ' || shortlist_join(skills) END,
+    nullif(summary, ''))
+
+-- name: claim
+-- The seed's condition (matched by the partial index {table}_claimable_idx), minus rows under
+-- a live lease. The CTE locks only what it claims; the lease outlives this transaction, so
+-- the model call happens outside any transaction. A crashed worker's rows come back when
+-- locked_until passes.
+WITH claimable AS (
+    SELECT id
+      FROM {table}
+     WHERE (embedding_status = 'pending'
+            OR (embedding_status = 'embedded' AND updated_at > embedded_at))
+       AND (locked_until IS NULL OR locked_until < now())
+     ORDER BY created_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE {table} AS t
+   SET locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s)
+  FROM claimable
+ WHERE t.id = claimable.id
+RETURNING t.id, {text} AS text, t.content_hash, t.embedded_hash,
+          t.embedding IS NOT NULL AS has_vector, t.created_at
+
+-- name: store_embeddings
+-- The commit of a batch: vector, the hash of the text it was computed from, and the status
+-- flip in ONE statement (of the one transaction that also records the batch's failures). One
+-- statement, not a vector write then a flip: every new row version costs an insert into every
+-- index, the HNSW one above all, and two statements would write two versions per row.
+-- Rows whose text changed since the claim (content_hash moved on) are left alone; they are
+-- claimable again and get embedded with their new text. embedded_at is the wall clock, not
+-- now(), so it is never older than an updated_at written while the batch was embedding.
+UPDATE {table} AS t
+   SET embedding = v.embedding,
+       embedded_hash = v.content_hash,
+       embedding_status = 'embedded',
+       embedded_at = clock_timestamp(),
+       embedding_error = NULL,
+       embedding_attempts = 0,
+       locked_by = NULL,
+       locked_until = NULL
+  FROM unnest(%(ids)s::uuid[], %(vectors)s::vector[], %(hashes)s::bytea[])
+       AS v (id, embedding, content_hash)
+ WHERE t.id = v.id
+   AND t.locked_by = %(worker_id)s
+   AND t.content_hash = v.content_hash
+   AND t.embedding_status IN ('pending', 'embedded')
+RETURNING t.id
+
+-- name: confirm_embedded
+-- Rows whose embedded text did not change (only e.g. the salary did): the stored vector is
+-- still right, so the status flips without calling the model again.
+UPDATE {table}
+   SET embedding_status = 'embedded',
+       embedded_at = clock_timestamp(),
+       embedding_error = NULL,
+       embedding_attempts = 0,
+       locked_by = NULL,
+       locked_until = NULL
+ WHERE id = ANY(%(ids)s::uuid[])
+   AND locked_by = %(worker_id)s
+   AND embedding_status IN ('pending', 'embedded')
+   AND embedding IS NOT NULL
+   AND embedded_hash = content_hash
+RETURNING id
+
+-- name: mark_failed
+-- A permanent error for this row's text (the model rejected it, the response was malformed):
+-- failed with the reason. Never retried by the claim; an edit of the row or
+-- `shortlist reindex --failed` makes it pending again.
+UPDATE {table} AS t
+   SET embedding_status = 'failed',
+       embedding_error = f.error,
+       embedding_failed_at = clock_timestamp(),
+       embedding_attempts = t.embedding_attempts + 1,
+       locked_by = NULL,
+       locked_until = NULL
+  FROM unnest(%(ids)s::uuid[], %(errors)s::text[], %(hashes)s::bytea[])
+       AS f (id, error, content_hash)
+ WHERE t.id = f.id
+   AND t.locked_by = %(worker_id)s
+   AND t.content_hash = f.content_hash
+   AND t.embedding_status IN ('pending', 'embedded')
+RETURNING t.id

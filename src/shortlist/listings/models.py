@@ -1,0 +1,211 @@
+"""The job listing as producers write it (``ListingCreate``/``ListingPatch``) and as the API
+returns it (``ListingOut``).
+
+Limits mirror the CHECK constraints of ``job_listings`` (migration 0001), so input that passes
+validation never trips a constraint: the database stays the last line of defence, not the
+first place bad input is noticed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from shortlist.errors import BadInput
+from shortlist.validation import storable
+
+MAX_COMPANY = 200
+MAX_TITLE = 300
+MAX_CITY = 200
+MAX_DESCRIPTION = 50_000
+MAX_SALARY_KS = 100_000
+
+Source = Literal["api", "import", "email", "sample"]
+EmbeddingStatus = Literal["pending", "embedded", "failed"]
+
+
+def _blank_to_none(value: object) -> object:
+    # CSV cells and HTML forms say "no value" with an empty string.
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value
+
+
+def _no_bool(value: object) -> object:
+    # pydantic's lax mode reads true as 1; a salary of "true" thousand is a client bug.
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number of thousands, not a boolean")
+    return value
+
+
+def _upper(value: object) -> object:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+CompanyName = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_COMPANY),
+    AfterValidator(storable),
+]
+JobTitle = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TITLE),
+    AfterValidator(storable),
+]
+CityLocation = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CITY),
+    AfterValidator(storable),
+]
+Description = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_DESCRIPTION),
+    AfterValidator(storable),
+]
+SalaryKs = Annotated[
+    Annotated[int, Field(ge=0, le=MAX_SALARY_KS)] | None,
+    BeforeValidator(_no_bool),
+    BeforeValidator(_blank_to_none),
+    Field(description="thousands of currency_code"),
+]
+CurrencyCode = Annotated[
+    str,
+    BeforeValidator(_upper),
+    Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD (upper-cased on input)"),
+]
+
+
+def _check_salary_order(low: int | None, high: int | None) -> None:
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"salary_min_ks ({low}) must not be greater than salary_max_ks ({high})")
+
+
+class ListingCreate(BaseModel):
+    """A new listing, from the API, a bulk import or an e-mail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    company_name: CompanyName
+    job_title: JobTitle
+    city_location: CityLocation
+    description: Description
+    salary_min_ks: SalaryKs = None
+    salary_max_ks: SalaryKs = None
+    currency_code: CurrencyCode = "USD"
+
+    @model_validator(mode="after")
+    def _salary_order(self) -> Self:
+        _check_salary_order(self.salary_min_ks, self.salary_max_ks)
+        return self
+
+
+_NOT_NULLABLE = ("company_name", "job_title", "city_location", "description", "currency_code")
+
+
+class ListingPatch(BaseModel):
+    """A partial update: only the fields present change. Salaries may be set to ``null``
+    (no longer advertised); the other fields may not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    company_name: CompanyName | None = None
+    job_title: JobTitle | None = None
+    city_location: CityLocation | None = None
+    description: Description | None = None
+    salary_min_ks: SalaryKs = None
+    salary_max_ks: SalaryKs = None
+    currency_code: CurrencyCode | None = None
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> Self:
+        if not self.model_fields_set:
+            raise ValueError("give at least one field to change")
+        for name in _NOT_NULLABLE:
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        # Only when both are in this patch; against the stored value it is checked on merge.
+        _check_salary_order(self.salary_min_ks, self.salary_max_ks)
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+def format_salary_range(
+    salary_min_ks: int | None, salary_max_ks: int | None, currency_code: str
+) -> str | None:
+    """The seed's ``salary_range``, character for character (it writes ``$`` whatever the
+    currency and names the currency after the amounts)."""
+    match (salary_min_ks, salary_max_ks):
+        case (int() as low, int() as high):
+            return f"${low}K - ${high}K {currency_code}"
+        case (int() as low, None):
+            return f"From ${low}K {currency_code}"
+        case (None, int() as high):
+            return f"Up to ${high}K {currency_code}"
+        case _:
+            return None
+
+
+class ListingOut(BaseModel):
+    """A listing in API responses."""
+
+    id: UUID
+    company_name: str
+    job_title: str
+    city_location: str
+    description: str
+    salary_min_ks: int | None
+    salary_max_ks: int | None
+    currency_code: str
+    salary_range: str | None
+    detail_page_slug: str
+    created_at: datetime
+    updated_at: datetime
+    embedding_status: EmbeddingStatus
+    embedded_at: datetime | None
+    embedding_error: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ListingOut:
+        """From a row of the ``listing_columns`` select list (see queries.sql)."""
+        return cls(
+            id=row["id"],
+            company_name=row["company_name"],
+            job_title=row["job_title"],
+            city_location=row["city_location"],
+            description=row["description"],
+            salary_min_ks=row["salary_min_ks"],
+            salary_max_ks=row["salary_max_ks"],
+            currency_code=row["currency_code"],
+            salary_range=format_salary_range(
+                row["salary_min_ks"], row["salary_max_ks"], row["currency_code"]
+            ),
+            detail_page_slug=row["detail_page_slug"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            embedding_status=row["embedding_status"],
+            embedded_at=row["embedded_at"],
+            embedding_error=row["embedding_error"],
+        )
+
+
+def bad_input_from(exc: ValidationError, *, prefix: str = "") -> BadInput:
+    """The first problem of a pydantic error as a ``BadInput`` naming the field."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ()))
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    text = f"{prefix}{field}: {message}" if field else f"{prefix}{message}"
+    return BadInput(text, field=field or None)

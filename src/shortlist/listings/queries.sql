@@ -1,0 +1,76 @@
+-- Job listings: what producers (API, bulk import, e-mail, sample loader) write and the API
+-- reads. Producers never touch the embedding columns: the indexer (indexer.sql) owns those.
+-- Every select returns the columns ListingOut.from_row reads, never the vector itself.
+
+-- name: insert_listing
+INSERT INTO job_listings (
+    id, company_name, job_title, city_location, description,
+    salary_min_ks, salary_max_ks, currency_code, detail_page_slug, source, owner_token_id)
+VALUES (
+    %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
+    %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(detail_page_slug)s,
+    %(source)s, %(owner_token_id)s)
+RETURNING id, company_name, job_title, city_location, description,
+          salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+          created_at, updated_at, embedding_status::text AS embedding_status,
+          embedded_at, embedding_error
+
+-- name: copy_listings
+-- Bulk producers (import, sample). Rows are validated in Python before they get here.
+COPY job_listings (
+    id, company_name, job_title, city_location, description,
+    salary_min_ks, salary_max_ks, currency_code, detail_page_slug, source)
+FROM STDIN
+
+-- name: get_listing
+SELECT id, company_name, job_title, city_location, description,
+       salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+       created_at, updated_at, embedding_status::text AS embedding_status,
+       embedded_at, embedding_error
+  FROM job_listings
+ WHERE id = %(id)s
+
+-- name: get_listings_by_ids
+SELECT id, company_name, job_title, city_location, description,
+       salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+       created_at, updated_at, embedding_status::text AS embedding_status,
+       embedded_at, embedding_error
+  FROM job_listings
+ WHERE id = ANY(%(ids)s::uuid[])
+
+-- name: lock_listing
+-- Taken before a change so that the ownership check and the write see the same row.
+SELECT id, company_name, job_title, city_location, description,
+       salary_min_ks, salary_max_ks, currency_code, owner_token_id
+  FROM job_listings
+ WHERE id = %(id)s
+   FOR UPDATE
+
+-- name: update_listing
+-- Writes every producer-owned column; the job_listings_touch trigger bumps updated_at (and so
+-- queues a re-embed) only if one of them actually changed.
+UPDATE job_listings
+   SET company_name = %(company_name)s,
+       job_title = %(job_title)s,
+       city_location = %(city_location)s,
+       description = %(description)s,
+       salary_min_ks = %(salary_min_ks)s,
+       salary_max_ks = %(salary_max_ks)s,
+       currency_code = %(currency_code)s,
+       detail_page_slug = %(detail_page_slug)s
+ WHERE id = %(id)s
+RETURNING id, company_name, job_title, city_location, description,
+          salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+          created_at, updated_at, embedding_status::text AS embedding_status,
+          embedded_at, embedding_error
+
+-- name: delete_listing
+DELETE FROM job_listings WHERE id = %(id)s
+
+-- name: lock_sample_load
+-- Transaction-scoped, so it is released by the commit that makes the sample visible: a second
+-- process waits here, then sees a non-empty table and loads nothing.
+SELECT pg_advisory_xact_lock(hashtext('shortlist.listings.sample'))
+
+-- name: any_listing
+SELECT EXISTS (SELECT 1 FROM job_listings) AS present

@@ -1,0 +1,243 @@
+"""Job search: vector retrieval, full-text retrieval, rerank by fusion.
+
+1. **Vector candidates** — the query's embedding against ``job_listings.embedding`` through
+   the HNSW index on cosine distance (``<=>``), with pgvector's iterative scan so that the
+   location / salary filters still yield a full candidate list (see search.sql).
+2. **Full-text candidates** — ``websearch_to_tsquery`` against ``search_tsv``, ranked by
+   ``ts_rank_cd``. This also finds listings whose embedding is still pending, so a listing is
+   searchable the moment it is written, before the indexer gets to it.
+3. **Rerank** — reciprocal rank fusion, ``Σ 1 / (60 + rank)`` over the lists a listing is in
+   (Cormack et al., 2009; k = 60 is their constant). RRF uses ranks only, so it needs no
+   calibration between a cosine distance and a ``ts_rank_cd`` value, which live on unrelated
+   scales; a listing that both lists agree on rises, one found by only one list still counts.
+
+Each list fetches ``k`` candidates: the smallest of 100, 200, 400, … that is at least
+``max(4·size, 40)`` and at least ``offset + size``. So a page is fused from several times more
+candidates than it shows, and ``k`` is the same for every page of the first hundred results:
+fusion over a different pool could reorder them, and then consecutive pages would overlap or
+skip hits. (Past a step — 100, 200, … — that guarantee is per step.)
+
+``score`` (in [0, 1], higher is better) is derived from cosine distance ``d`` ∈ [0, 2]:
+``1 − d/2`` for a listing with a vector. A text-only hit (no vector yet) gets its fused value
+scaled by the best possible fused value ``2/61`` (first in both lists); found by one list
+only, it scores at most 0.5 — the similarity of an unrelated text — as one list's say-so is
+weaker evidence than two.
+Because the order comes from fusion, not from similarity alone, scores are then made
+non-increasing down the fused list: each hit's score is raised to at least that of the hit
+below it. A client can thus sort or threshold by score and get the server's order.
+
+The vector-order top-N and the final order are logged at DEBUG (logger
+``shortlist.listings.search``) in the seed's ``format_vector_top_for_log`` format, for
+offline rerank evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from pydantic import BaseModel
+
+from shortlist import metrics
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncPool
+from shortlist.embedding.base import Embedder, EmbeddingError
+from shortlist.errors import BadInput
+from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, ListingOut
+from shortlist.listings.repository import get_listings_by_ids
+from shortlist.validation import is_storable_text
+
+log = logging.getLogger(__name__)
+
+Q = load_queries("shortlist.listings", "search.sql")
+
+RRF_K = 60
+MIN_POOL = 100
+EF_SEARCH = 100
+MAX_SIZE = 50
+MAX_OFFSET = 1000
+MAX_QUERY_LENGTH = 500
+LOG_TOP_N = 10
+
+
+class SearchHit(BaseModel):
+    listing: ListingOut
+    score: float
+
+
+class SearchResult(BaseModel):
+    query: str
+    took_ms: float
+    hits: list[SearchHit]
+
+
+@dataclass
+class Candidate:
+    id: UUID
+    company_name: str
+    job_title: str
+    distance: float | None = None
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    fused: float = 0.0
+    score: float = 0.0
+
+
+def candidate_pool_size(size: int, offset: int) -> int:
+    need = max(size * 4, 40, offset + size)
+    k = MIN_POOL
+    while k < need:
+        k *= 2
+    return k
+
+
+def score_from_cosine_distance(distance: float) -> float:
+    return min(1.0, max(0.0, 1.0 - distance / 2.0))
+
+
+def fuse(
+    vector_rows: Sequence[dict[str, Any]], text_rows: Sequence[dict[str, Any]]
+) -> list[Candidate]:
+    """Reciprocal rank fusion of the two candidate lists, best first, scores assigned.
+
+    Ties (equal fused value) go first to a listing the full-text list found — the vector list
+    returns its k nearest even when nothing is near, so at equal rank a text match is the
+    stronger evidence (and it is how a listing pending its embedding wins against noise) —
+    then to the smaller cosine distance, then to the id, so the order is deterministic.
+    """
+    by_id: dict[UUID, Candidate] = {}
+    for rank, row in enumerate(vector_rows, start=1):
+        by_id[row["id"]] = Candidate(
+            row["id"], row["company_name"], row["job_title"], float(row["distance"]), rank
+        )
+    for rank, row in enumerate(text_rows, start=1):
+        cand = by_id.get(row["id"])
+        if cand is None:
+            cand = by_id[row["id"]] = Candidate(row["id"], row["company_name"], row["job_title"])
+        cand.text_rank = rank
+    for cand in by_id.values():
+        cand.fused = sum(1.0 / (RRF_K + r) for r in (cand.vector_rank, cand.text_rank) if r)
+    ordered = sorted(
+        by_id.values(),
+        key=lambda c: (
+            -c.fused,
+            c.text_rank is None,
+            c.distance if c.distance is not None else 2.0,
+            str(c.id),
+        ),
+    )
+    best_possible = 2.0 / (RRF_K + 1)
+    floor = 0.0
+    for cand in reversed(ordered):
+        own = (
+            score_from_cosine_distance(cand.distance)
+            if cand.distance is not None
+            else min(1.0, cand.fused / best_possible)
+        )
+        cand.score = floor = max(own, floor)
+    return ordered
+
+
+def format_vector_top_for_log(rows: Sequence[dict[str, Any]], n: int) -> str:
+    """The seed's compact top-N summary, vector order."""
+    return " ; ".join(
+        f"{i}. {r['company_name']} | {r['job_title']} | id={r['id']} | distance={r['distance']:.4f}"
+        for i, r in enumerate(rows[:n], start=1)
+    )
+
+
+def format_final_for_log(cands: Sequence[Candidate], n: int) -> str:
+    def rank(r: int | None) -> str:
+        return f"#{r}" if r else "-"
+
+    return " ; ".join(
+        f"{i}. {c.company_name} | {c.job_title} | id={c.id} | rrf={c.fused:.5f}"
+        f" | vector={rank(c.vector_rank)} text={rank(c.text_rank)} | score={c.score:.4f}"
+        for i, c in enumerate(cands[:n], start=1)
+    )
+
+
+def _text_param(value: str, field: str, max_length: int) -> str:
+    value = value.strip()
+    if len(value) > max_length:
+        raise BadInput(f"{field} is longer than {max_length} characters", field=field)
+    if not is_storable_text(value):
+        raise BadInput(f"{field} contains characters that are not text", field=field)
+    return value
+
+
+def _check_params(
+    query: str, size: int, location: str | None, salary_min: int | None, offset: int
+) -> tuple[str, str | None]:
+    q = _text_param(query, "q", MAX_QUERY_LENGTH)
+    if not q:
+        raise BadInput("the search query must not be empty", field="q")
+    if not 1 <= size <= MAX_SIZE:
+        raise BadInput(f"size must be between 1 and {MAX_SIZE}", field="size")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise BadInput(f"offset must be between 0 and {MAX_OFFSET}", field="offset")
+    if salary_min is not None and not 0 <= salary_min <= MAX_SALARY_KS:
+        raise BadInput(
+            f"salary_min must be between 0 and {MAX_SALARY_KS} (thousands)", field="salary_min"
+        )
+    loc = _text_param(location, "location", MAX_CITY) if location else None
+    return q, loc or None
+
+
+async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
+    try:
+        [vector] = await embedder.embed([q])
+    except EmbeddingError as exc:
+        # Degrade to full-text results rather than fail the search: the provider being down
+        # should not take job search down with it.
+        log.warning("query embedding failed (%s); searching full text only", exc)
+        return None
+    return vector
+
+
+async def search_jobs(
+    pool: AsyncPool,
+    embedder: Embedder,
+    query: str,
+    size: int = 10,
+    location: str | None = None,
+    salary_min: int | None = None,
+    offset: int = 0,
+) -> SearchResult:
+    """Search job listings; raises ``BadInput`` for an empty query or out-of-range paging."""
+    started = time.perf_counter()
+    q, loc = _check_params(query, size, location, salary_min, offset)
+    vector = await _embed_query(embedder, q)
+    k = candidate_pool_size(size, offset)
+    params = {"q": q, "location": loc, "salary_min": salary_min, "k": k}
+    async with pool.connection() as conn, conn.transaction():
+        vector_rows: list[dict[str, Any]] = []
+        if vector is not None:
+            # Never a candidate list shorter than what we ask for (pgvector caps it at 1000;
+            # beyond that the iterative scan carries on).
+            ef_search = min(1000, max(EF_SEARCH, k))
+            await conn.execute(Q["tune_vector_scan"], {"ef_search": str(ef_search)})
+            # A numpy array goes over the wire as a pgvector value (register_vector_async).
+            qvec = np.asarray(vector, dtype=np.float32)
+            cur = await conn.execute(Q["vector_candidates"], {**params, "q": qvec})
+            vector_rows = await cur.fetchall()
+        cur = await conn.execute(Q["text_candidates"], params)
+        text_rows = await cur.fetchall()
+        ranked = fuse(vector_rows, text_rows)
+        page = ranked[offset : offset + size]
+        listings = await get_listings_by_ids(conn, [c.id for c in page])
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
+        )
+        log.debug("job search %r final order: %s", q, format_final_for_log(ranked, LOG_TOP_N))
+    # A listing deleted between the candidate queries and the fetch is simply left out.
+    hits = [SearchHit(listing=listings[c.id], score=c.score) for c in page if c.id in listings]
+    elapsed = time.perf_counter() - started
+    metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
+    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits)

@@ -1,0 +1,34 @@
+"""The bundled external talent-API simulator (see :mod:`shortlist.simulator.app`)."""
+
+from shortlist.simulator.app import (
+    BehaviourPatch,
+    SimulatorServer,
+    create_simulator_app,
+    serve_simulator,
+)
+from shortlist.simulator.behaviour import SimulatorConfig, SimulatorState
+from shortlist.simulator.population import (
+    LOCATIONS,
+    ROLE_FAMILIES,
+    Person,
+    PopulationIndex,
+    build_population,
+    expand_role_family,
+    role_family_of,
+)
+
+__all__ = [
+    "LOCATIONS",
+    "ROLE_FAMILIES",
+    "BehaviourPatch",
+    "Person",
+    "PopulationIndex",
+    "SimulatorConfig",
+    "SimulatorServer",
+    "SimulatorState",
+    "build_population",
+    "create_simulator_app",
+    "expand_role_family",
+    "role_family_of",
+    "serve_simulator",
+]

@@ -1,0 +1,327 @@
+"""What every external-provider call goes through: a per-provider gate, the retry wrapper and
+the mapping from HTTP outcomes to the error types of :mod:`shortlist.sources.base`.
+
+    ProviderClient.get_json(operation, url, params, time_limit, parse)
+        → retry wrapper (tenacity: one retry after ``retry_delay``, only on timeout / 5xx)
+            → Provider.slot()   (fail fast while paused; at most ``max_concurrency`` in flight)
+                → one HTTP GET with a hard deadline → parse(JSON), or a typed ProviderError
+
+The seed's rules: one retry, 5 s later, only on a timeout or a 5xx (the talent API's discovery
+hangs on ~41% of first attempts and answers on the second); never on a 429 — the provider is
+paused for its ``Retry-After`` instead — and never on another 4xx or a malformed answer.
+
+While a provider is paused, calls fail at once with ``ProviderPaused`` (no request is sent)
+rather than queueing behind the pause: the caller — a candidate worker holding a lease — records
+the candidate as ``failed_transient`` / gives it back and moves on, and nothing sits on a
+lease for an unbounded ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, BeforeValidator, ValidationError
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_fixed,
+)
+
+from shortlist import metrics
+from shortlist.embedding.openai import parse_retry_after
+from shortlist.sources.base import (
+    ProviderError,
+    ProviderNotFound,
+    ProviderPaused,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=ProviderError)
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+_MAX_DETAIL = 200
+# Connection set-up is never what a provider is slow at; a dead host should fail fast even when
+# the call itself may take a minute.
+_CONNECT_TIMEOUT = 10.0
+# Transport-level outcomes of one attempt, as the ``outcome`` label of EXTERNAL_CALLS.
+_OUTCOMES: dict[type[ProviderError], str] = {
+    ProviderTimeout: "timeout",
+    ProviderUnavailable: "unavailable",
+    ProviderRateLimited: "rate_limited",
+    ProviderPaused: "paused",
+    ProviderNotFound: "not_found",
+    ProviderRejected: "rejected",
+}
+
+
+def provider_error(cls: type[E], provider: str, message: str, **kwargs: Any) -> E:
+    """A ``ProviderError`` subclass naming the provider it came from."""
+    exc = cls(f"{provider}: {message}", **kwargs)
+    exc.provider = provider
+    return exc
+
+
+def path_segment(value: str) -> str:
+    """``value`` quoted to be exactly one URL path segment (a username may hold ``/``)."""
+    return quote(value, safe="")
+
+
+class Provider:
+    """The gate in front of one external provider, shared by every call to it in a process.
+
+    Bounds the calls in flight (``max_concurrency``), and after a 429 refuses calls until the
+    provider's ``Retry-After`` has passed. ``clock`` is monotonic seconds (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        max_concurrency: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.name = name
+        self.max_concurrency = max_concurrency
+        self._clock = clock
+        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._paused_until = 0.0
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Calls holding a slot right now."""
+        return self._in_flight
+
+    def paused_for(self) -> float:
+        """Seconds until the provider may be called again (0.0: not paused)."""
+        return max(0.0, self._paused_until - self._clock())
+
+    def pause(self, seconds: float) -> None:
+        """Refuse calls for ``seconds``. A shorter pause never cuts a longer one short."""
+        self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))
+
+    def check_open(self) -> None:
+        """Raise ``ProviderPaused`` (with the remaining pause as ``retry_after``) if paused."""
+        remaining = self.paused_for()
+        if remaining > 0:
+            raise provider_error(
+                ProviderPaused,
+                self.name,
+                f"paused after a 429 for another {remaining:.2f}s",
+                retry_after=remaining,
+            )
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the ``max_concurrency`` slots for one call; fail fast while paused."""
+        self.check_open()
+        async with self._semaphore:
+            # A 429 may have paused the provider while this call waited for its slot.
+            self.check_open()
+            self._in_flight += 1
+            try:
+                yield
+            finally:
+                self._in_flight -= 1
+
+
+class ProviderClient:
+    """HTTP plumbing shared by the adapters: one gate, one ``httpx.AsyncClient``, the retry
+    wrapper and the status mapping.
+
+    Pass ``client`` to share a connection pool (it is then not closed by :meth:`aclose`).
+    ``default_pause`` is how long a 429 without a usable ``Retry-After`` pauses the provider.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        retry_delay: float,
+        default_pause: float,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.provider = provider
+        self.retry_delay = retry_delay
+        self.default_pause = default_pause
+        self._owns_client = client is None
+        # As many connections as slots: a call that got a slot never waits on the pool, so the
+        # pool's wait is never mistaken for the provider being slow.
+        self._client = client or httpx.AsyncClient(
+            limits=httpx.Limits(
+                max_connections=provider.max_concurrency,
+                max_keepalive_connections=provider.max_concurrency,
+            ),
+            headers={"Accept": "application/json"},
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def get_json(
+        self,
+        operation: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        time_limit: float,
+        parse: Callable[[Any], T],
+    ) -> T:
+        """GET ``url`` and return ``parse`` of its JSON body, retried once on a timeout or a 5xx.
+
+        ``parse`` raises ``ProviderRejected`` for a body of the wrong shape (never retried, and
+        counted as ``rejected``). Raises the ``ProviderError`` of the last attempt.
+        """
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(2),
+            wait=wait_fixed(self.retry_delay),
+            retry=retry_if_exception_type((ProviderTimeout, ProviderUnavailable)),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._attempt(operation, url, params, time_limit, parse)
+        raise AssertionError("unreachable: tenacity returns or re-raises")  # pragma: no cover
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "%s call failed (%s); retrying in %.2fs",
+            self.provider.name,
+            exc,
+            self.retry_delay,
+        )
+
+    async def _attempt(
+        self,
+        operation: str,
+        url: str,
+        params: Mapping[str, str | int] | None,
+        time_limit: float,
+        parse: Callable[[Any], T],
+    ) -> T:
+        name = self.provider.name
+        outcome = "error"  # anything but a ProviderError escaping is a bug
+        try:
+            async with self.provider.slot():
+                started = time.perf_counter()
+                try:
+                    response = await self._send(url, params, time_limit)
+                finally:
+                    metrics.EXTERNAL_LATENCY.labels(provider=name, operation=operation).observe(
+                        time.perf_counter() - started
+                    )
+            result = parse(self._decode(response))
+        except ProviderError as exc:
+            outcome = _OUTCOMES.get(type(exc), "error")
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the caller gave up (shutdown, the search went away)
+            raise
+        else:
+            outcome = "ok"
+            return result
+        finally:
+            metrics.EXTERNAL_CALLS.labels(provider=name, operation=operation, outcome=outcome).inc()
+
+    async def _send(
+        self, url: str, params: Mapping[str, str | int] | None, time_limit: float
+    ) -> httpx.Response:
+        name = self.provider.name
+        try:
+            # httpx's timeouts are per phase (connect, each read...); the outer deadline also
+            # bounds a server that trickles its answer.
+            async with asyncio.timeout(time_limit):
+                response = await self._client.get(
+                    url,
+                    params=params,
+                    timeout=httpx.Timeout(time_limit, connect=min(time_limit, _CONNECT_TIMEOUT)),
+                )
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise provider_error(
+                ProviderTimeout, name, f"no answer within {time_limit}s ({type(exc).__name__})"
+            ) from exc
+        except httpx.RequestError as exc:
+            # Connection refused/reset, a broken response: the provider is not there right now.
+            raise provider_error(
+                ProviderUnavailable, name, f"request failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        self._raise_for_status(response)
+        return response
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if 200 <= status < 300:
+            return
+        name = self.provider.name
+        detail = f"HTTP {status} from {response.request.url.path}: {response.text[:_MAX_DETAIL]}"
+        if status == 429:
+            pause = parse_retry_after(response.headers.get("retry-after"))
+            if pause is None:
+                pause = self.default_pause
+            self.provider.pause(pause)
+            log.warning("%s rate-limited us; pausing it for %.2fs", name, pause)
+            raise provider_error(ProviderRateLimited, name, detail, retry_after=pause)
+        if status >= 500:
+            raise provider_error(ProviderUnavailable, name, detail)
+        if status == 404:
+            raise provider_error(ProviderNotFound, name, detail)
+        # Other 4xx, and 1xx/3xx we never asked for: the same request will fail the same way.
+        raise provider_error(ProviderRejected, name, detail)
+
+    def _decode(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise provider_error(
+                ProviderRejected,
+                self.provider.name,
+                f"invalid JSON from {response.request.url.path}: {response.text[:_MAX_DETAIL]!r}",
+            ) from exc
+
+
+def parse_model(model: type[M], provider: str, what: str) -> Callable[[Any], M]:
+    """A ``parse`` for :meth:`ProviderClient.get_json`: validate the body as ``model``, and
+    turn a body of the wrong shape into ``ProviderRejected`` (the same call returns the same)."""
+
+    def parse(body: Any) -> M:
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            errors = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}"
+                for e in exc.errors()[:3]
+            )
+            raise provider_error(
+                ProviderRejected, provider, f"malformed {what} response: {errors}"
+            ) from exc
+
+    return parse
+
+
+def _none_as_empty(value: Any) -> Any:
+    return "" if value is None else value
+
+
+Text = Annotated[str, BeforeValidator(_none_as_empty)]
+"""A descriptive text field: ``null`` or missing is the empty string, anything but text is
+malformed."""

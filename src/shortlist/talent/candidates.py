@@ -1,0 +1,226 @@
+"""The per-candidate pipeline: a queue over ``search_candidates``, one claim = one person.
+
+    enrich → ingest into the corpus (with its vector) → score against the query → append
+    → bump resultCount                                    (one commit, per candidate)
+
+Each stub is its own task (batch size 1, ``backfill_concurrency`` in flight), so a slow or hung
+enrichment holds back only itself — the seed's "bounded by the median, not the tail". The
+commit re-checks the lease first (``lock_claimed_candidate``): a worker that lost its claim
+(reaped, retried and re-claimed by someone else) writes nothing, and the unique
+``(search_id, candidate_id)`` catches whatever slips past, so a person is appended once.
+
+Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested); timeout / 5xx after
+the adapter's one retry → ``failed_transient``; 404 / other 4xx / malformed → ``failed_permanent``.
+A 429 or a paused provider is not the candidate's fault: the stub goes back to the queue and
+the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATTEMPTS claims).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from shortlist.db.types import AsyncPool
+from shortlist.embedding.base import Embedder, EmbeddingPermanentError, EmbeddingTransientError
+from shortlist.errors import TransientError
+from shortlist.queue import LeaseTable
+from shortlist.sources.base import (
+    TALENT_PREFIX,
+    Profile,
+    ProviderPaused,
+    ProviderRateLimited,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from shortlist.sources.factory import Sources
+from shortlist.talent import repository as repo
+from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
+from shortlist.talent.repository import CandidateRecord
+
+log = logging.getLogger(__name__)
+
+# Claims of one stub that may end throttled (429, paused provider, embedder throttling) before
+# it is failed forward as failed_transient instead of being put back once more.
+MAX_THROTTLED_ATTEMPTS = 5
+NO_EMAIL = "profile has no e-mail address"
+
+_LEASES = LeaseTable("search_candidates", "id")
+
+
+class MalformedProfile(ProviderRejected):
+    """The provider answered, but with a profile the corpus cannot hold."""
+
+
+def _cut(text: str | None, limit: int) -> str:
+    return (text or "").strip()[:limit]
+
+
+def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
+    """The profile cut to the corpus schema's limits. Over-long prose is truncated (it is not the
+    candidate's fault); a profile without a name, or with an impossible e-mail, is malformed."""
+    full_name = _cut(profile.full_name, 200)
+    if not full_name:
+        raise MalformedProfile(f"profile {profile.external_id} has no name")
+    email = (profile.email or "").strip() or None
+    if email is not None and (len(email) > 320 or "@" not in email):
+        raise MalformedProfile(f"profile {profile.external_id} has an invalid e-mail address")
+    years = profile.years_experience
+    skills = list(dict.fromkeys(s.strip()[:100] for s in profile.skills if s and s.strip()))
+    return CandidateRecord(
+        external_id=profile.external_id,
+        source="serp" if tier is Tier.serp else "talent_api",
+        full_name=full_name,
+        headline=_cut(profile.headline, 500),
+        role_title=_cut(profile.role_title, 200),
+        role_family=_cut(profile.role_family, 100),
+        skills=skills[:100],
+        years_experience=years if years is not None and 0 <= years <= 80 else None,
+        location=_cut(profile.location, 200),
+        email=email,
+        summary=_cut(profile.summary, 20000),
+        profile_url=_cut(profile.profile_url, 2000) or None,
+    )
+
+
+def username_of(external_id: str) -> str | None:
+    if not external_id.startswith(TALENT_PREFIX):
+        return None
+    return external_id[len(TALENT_PREFIX) :] or None
+
+
+class CandidateQueue:
+    """:class:`shortlist.queue.Queue` over ``search_candidates``."""
+
+    name = "backfill_candidates"
+    channel: str | None = repo.BACKFILL_CHANNEL
+
+    def __init__(self, pool: AsyncPool, embedder: Embedder, sources: Callable[[], Sources]):
+        self.pool = pool
+        self.embedder = embedder
+        self._sources = sources
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
+        return await repo.claim_candidates(self.pool, worker_id, limit, lease)
+
+    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedStub], lease: float) -> None:
+        await _LEASES.heartbeat(self.pool, worker_id, [s.id for s in items], lease)
+
+    async def release(self, worker_id: str, items: Sequence[ClaimedStub]) -> None:
+        await repo.release_candidates(self.pool, worker_id, [s.id for s in items])
+
+    async def handle(self, worker_id: str, items: list[ClaimedStub]) -> None:
+        for stub in items:
+            await self.process(worker_id, stub)
+
+    async def process(self, worker_id: str, stub: ClaimedStub) -> None:
+        username = username_of(stub.external_id)
+        if username is None:
+            await self._fail(
+                worker_id,
+                stub,
+                CandidateStatus.failed_permanent,
+                f"cannot enrich {stub.external_id!r}: not a talent-platform id",
+            )
+            return
+        try:
+            profile = await self._sources().talent.enrich(username)
+            record = candidate_record(profile, stub.tier)
+            # Embedded here, outside the transaction, with the indexer's own text for the row.
+            [vector] = await self.embedder.embed([await repo.candidate_text(self.pool, record)])
+        except (ProviderRateLimited, ProviderPaused, EmbeddingTransientError) as exc:
+            await self._throttled(worker_id, stub, exc)
+            return
+        except (ProviderTimeout, ProviderUnavailable) as exc:
+            await self._fail(worker_id, stub, CandidateStatus.failed_transient, str(exc))
+            return
+        except (ProviderRejected, EmbeddingPermanentError) as exc:
+            await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
+            return
+        await self._commit(worker_id, stub, record, vector)
+
+    async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
+        if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
+            await self._fail(
+                worker_id,
+                stub,
+                CandidateStatus.failed_transient,
+                f"throttled on {stub.attempts} attempts: {exc}",
+            )
+            return
+        # Raised to the worker loop, which gives the stub back (release → queued) and waits the
+        # provider's Retry-After before claiming again.
+        raise exc
+
+    async def _commit(
+        self, worker_id: str, stub: ClaimedStub, record: CandidateRecord, vector: list[float]
+    ) -> None:
+        """Ingest + append + status, one transaction, under the lease check."""
+        outcome: str
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                # The search row first, as every transaction that writes a search's work
+                # (see queries.sql): one lock order, no deadlock with a retry.
+                await repo.lock_search(conn, stub.search_id)
+                if not await repo.lock_claimed_candidate(conn, stub.id, worker_id):
+                    log.warning(
+                        "search %s candidate %d: claim lost before commit; result dropped",
+                        stub.search_id,
+                        stub.id,
+                    )
+                    return
+                candidate_id = await repo.upsert_candidate(conn, record, vector)
+                if record.email is None:
+                    status, error = CandidateStatus.failed_no_email, NO_EMAIL
+                    outcome = "no e-mail"
+                else:
+                    appended = await repo.append_result(
+                        conn,
+                        search_id=stub.search_id,
+                        candidate_id=candidate_id,
+                        search_candidate_id=stub.id,
+                        tier=stub.tier,
+                    )
+                    status, error = CandidateStatus.succeeded, None
+                    outcome = (
+                        f"rank {appended.rank} (score {appended.score:.3f})"
+                        if appended
+                        else "already in the results"
+                    )
+                await repo.finish_candidate(
+                    conn, stub.id, worker_id, status, candidate_id=candidate_id, error=error
+                )
+                await repo.touch_search(conn, stub.search_id)
+        except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+            # Something in this profile the schema refuses: this candidate's failure, not the
+            # worker's (raising would re-queue it forever).
+            # diag.message_primary, not str(exc): the DETAIL line quotes the whole row, e-mail
+            # address included, and last_error is shown and logged.
+            reason = exc.diag.message_primary or type(exc).__name__
+            await self._fail(
+                worker_id, stub, CandidateStatus.failed_permanent, f"cannot ingest: {reason}"
+            )
+            return
+        log.info("search %s candidate %d (%s): %s", stub.search_id, stub.id, stub.tier, outcome)
+        await repo.try_complete(self.pool, stub.search_id)
+
+    async def _fail(
+        self, worker_id: str, stub: ClaimedStub, status: CandidateStatus, error: str
+    ) -> None:
+        error = error_text(error)
+        async with self.pool.connection() as conn, conn.transaction():
+            await repo.lock_search(conn, stub.search_id)
+            moved = await repo.finish_candidate(conn, stub.id, worker_id, status, error=error)
+            if moved:
+                await repo.touch_search(conn, stub.search_id)
+        log.info(
+            "search %s candidate %d (%s): %s: %s",
+            stub.search_id,
+            stub.id,
+            stub.external_id,
+            status.value,
+            error,
+        )
+        await repo.try_complete(self.pool, stub.search_id)

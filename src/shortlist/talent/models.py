@@ -1,0 +1,154 @@
+"""The records of the candidate-search pipeline: the recruiter's request, the status machines of
+searches, tiers and candidate stubs, and the rows the workers claim."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from shortlist.validation import storable
+
+
+class SearchStatus(StrEnum):
+    running = "running"
+    complete = "complete"
+    stale = "stale"
+
+
+class Tier(StrEnum):
+    """Where a result came from: the internal corpus, or one of the three discovery tiers."""
+
+    internal = "internal"
+    strict = "strict"
+    broad = "broad"
+    serp = "serp"
+
+
+DISCOVERY_TIERS: tuple[Tier, ...] = (Tier.strict, Tier.broad, Tier.serp)
+
+
+class TierStatus(StrEnum):
+    queued = "queued"
+    running = "running"
+    exhausted = "exhausted"
+    failed = "failed"
+
+
+class CandidateStatus(StrEnum):
+    """``queued → running → succeeded | failed_*``; ``failed_* → queued`` on a retry."""
+
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed_no_email = "failed_no_email"
+    failed_transient = "failed_transient"
+    failed_permanent = "failed_permanent"
+
+
+FAILED_STATUSES = frozenset(
+    {
+        CandidateStatus.failed_no_email,
+        CandidateStatus.failed_transient,
+        CandidateStatus.failed_permanent,
+    }
+)
+
+_EMAIL = re.compile(r"[^\s@\"'<>(),;:]+@[^\s@\"'<>(),;:]+\.[^\s@\"'<>(),;:]+")
+MAX_ERROR_LENGTH = 1000
+
+
+def error_text(error: BaseException | str) -> str:
+    """An error as stored in ``last_error`` and logged: bounded, and with any e-mail address
+    masked — a provider's error body may quote a profile, and addresses never go to logs."""
+    return _EMAIL.sub("<e-mail>", str(error))[:MAX_ERROR_LENGTH]
+
+
+_Short = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+_Skill = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=50)]
+
+
+class SearchCreate(BaseModel):
+    """``POST /api/searches``: a free-text brief plus optional structured filters.
+
+    Blank optional strings count as absent; everything else out of range is refused (422),
+    before anything is written.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+    role: _Short | None = None
+    location: _Short | None = None
+    min_years_experience: Annotated[int, Field(ge=0, le=80)] | None = None
+    skills: Annotated[list[_Skill], Field(max_length=20)] = Field(default_factory=list)
+
+    @field_validator("query", "role", "location")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        return storable(value) if value is not None else None
+
+    @field_validator("skills")
+    @classmethod
+    def _storable_skills(cls, value: list[str]) -> list[str]:
+        return [storable(s) for s in value]
+
+    @field_validator("role", "location")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("skills")
+    @classmethod
+    def _dedupe_skills(cls, value: list[str]) -> list[str]:
+        # "Rust" and "rust" are one filter; keep the first spelling.
+        seen: dict[str, str] = {}
+        for skill in value:
+            seen.setdefault(skill.casefold(), skill)
+        return list(seen.values())
+
+
+@dataclass(frozen=True)
+class SearchStarted:
+    search_id: uuid.UUID
+    status: SearchStatus
+    result_count: int
+    backfill_started: bool
+
+    @property
+    def results_url(self) -> str:
+        return f"/api/results?searchId={self.search_id}"
+
+
+@dataclass(frozen=True)
+class SearchBrief:
+    """What the discovery tiers need to know about a search."""
+
+    search_id: uuid.UUID
+    query: str
+    role: str | None
+    location: str | None
+    min_years_experience: int | None
+    skills: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClaimedTier:
+    id: int
+    tier: Tier
+    next_page: int
+    attempts: int
+    search: SearchBrief
+
+
+@dataclass(frozen=True)
+class ClaimedStub:
+    id: int
+    search_id: uuid.UUID
+    external_id: str
+    tier: Tier
+    attempts: int

@@ -1,0 +1,540 @@
+-- The candidate-search pipeline (shortlist.talent). Every status transition is a guarded
+-- UPDATE … WHERE status = … RETURNING: a row only leaves a state it may leave, and a worker only
+-- moves a row it still holds the lease on (locked_by). Migration 0005 enforces the same state
+-- machines with triggers, so a transition missing here fails loudly instead of corrupting data.
+--
+-- Locking order, everywhere: a transaction that writes a search's work locks the searches row
+-- first (lock_search, FOR NO KEY UPDATE), then its tiers / stubs / results. One order means no
+-- deadlock between workers, retries and appends; and because everything that adds work to a
+-- search holds that lock, "is this search done?" (complete_search_if_done) is decided on a
+-- snapshot that sees it. The reaper takes single rows with SKIP LOCKED and never waits.
+
+-- ----------------------------------------------------------------------------------------
+-- Starting a search
+-- ----------------------------------------------------------------------------------------
+
+-- name: insert_search
+INSERT INTO searches (owner_token_id, query, role, location, min_years_experience, skills,
+                      query_embedding, target_count)
+VALUES (%(owner_token_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(skills)s,
+        %(embedding)s, %(target_count)s)
+RETURNING id
+
+-- name: search_corpus
+-- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (HNSW)
+-- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit)
+-- are fused by reciprocal rank; both lists obey the recruiter's filters. A hit only counts if
+-- its own cosine score clears min_score: rank fusion orders, the score gates, so a niche brief
+-- gets few internal hits instead of "the 15 least-bad people we have".
+WITH vector_hits AS (
+    SELECT id, row_number() OVER (ORDER BY distance, id) AS hit_rank
+      FROM (SELECT c.id, c.embedding <=> %(embedding)s AS distance
+              FROM candidates c
+             WHERE c.embedding IS NOT NULL
+               AND (%(location_pattern)s::text IS NULL
+                    OR c.location ILIKE %(location_pattern)s::text)
+               AND (%(min_years)s::integer IS NULL
+                    OR c.years_experience >= %(min_years)s::integer)
+               AND (cardinality(%(skills)s::text[]) = 0
+                    OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
+                                WHERE lower(s.skill) = ANY (%(skills)s::text[])))
+             ORDER BY c.embedding <=> %(embedding)s
+             LIMIT %(pool_size)s) AS nearest
+),
+text_hits AS (
+    SELECT id, row_number() OVER (ORDER BY text_rank DESC, id) AS hit_rank
+      FROM (SELECT c.id, ts_rank_cd(c.search_tsv, q.query) AS text_rank
+              FROM candidates c,
+                   (SELECT replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
+                           AS query) AS q
+             WHERE c.search_tsv @@ q.query
+               AND c.embedding IS NOT NULL
+               AND (%(location_pattern)s::text IS NULL
+                    OR c.location ILIKE %(location_pattern)s::text)
+               AND (%(min_years)s::integer IS NULL
+                    OR c.years_experience >= %(min_years)s::integer)
+               AND (cardinality(%(skills)s::text[]) = 0
+                    OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
+                                WHERE lower(s.skill) = ANY (%(skills)s::text[])))
+             ORDER BY text_rank DESC
+             LIMIT %(pool_size)s) AS matching
+),
+fused AS (
+    SELECT id, sum(1.0 / (60 + hit_rank)) AS rrf
+      FROM (SELECT id, hit_rank FROM vector_hits
+            UNION ALL
+            SELECT id, hit_rank FROM text_hits) AS both_lists
+     GROUP BY id
+)
+SELECT c.id AS candidate_id, (1 - (c.embedding <=> %(embedding)s) / 2)::real AS score
+  FROM fused f
+  JOIN candidates c ON c.id = f.id
+ WHERE 1 - (c.embedding <=> %(embedding)s) / 2 >= %(min_score)s
+ ORDER BY f.rrf DESC, score DESC, c.id
+ LIMIT %(limit)s
+
+-- name: append_internal_hits
+-- Ranks 1..k for the corpus hits, written in the transaction that creates the search, so no
+-- client can ever see the search without them.
+WITH appended AS (
+    INSERT INTO search_results (search_id, rank, candidate_id, tier, score)
+    SELECT %(search_id)s, h.ord::integer, h.candidate_id, 'internal', h.score
+      FROM unnest(%(candidate_ids)s::uuid[], %(scores)s::real[])
+           WITH ORDINALITY AS h (candidate_id, score, ord)
+    RETURNING rank
+)
+UPDATE searches
+   SET result_count = (SELECT count(*) FROM appended), last_progress_at = now()
+ WHERE id = %(search_id)s AND result_count = 0
+RETURNING result_count
+
+-- name: start_backfill
+WITH tiers AS (
+    INSERT INTO search_tiers (search_id, tier)
+    SELECT %(search_id)s, t.tier FROM unnest(%(tiers)s::text[]) AS t (tier)
+    ON CONFLICT (search_id, tier) DO NOTHING
+)
+UPDATE searches SET backfill_started = true
+ WHERE id = %(search_id)s AND status = 'running'
+RETURNING id
+
+-- name: complete_without_backfill
+UPDATE searches SET status = 'complete', finished_at = now()
+ WHERE id = %(search_id)s AND status = 'running' AND NOT backfill_started
+RETURNING id
+
+-- ----------------------------------------------------------------------------------------
+-- The search row: the lock every writer of a search's work takes, and completion
+-- ----------------------------------------------------------------------------------------
+
+-- name: lock_search
+SELECT status::text AS status, result_count, target_count
+  FROM searches
+ WHERE id = %(search_id)s
+   FOR NO KEY UPDATE
+
+-- name: touch_search
+-- A worker reported on this search: the reaper's "no progress for stale_after" clock restarts.
+UPDATE searches SET last_progress_at = now()
+ WHERE id = %(search_id)s AND status = 'running'
+
+-- name: complete_search_if_done
+-- running → complete once nothing is queued or running and either the target is reached or no
+-- tier can find anyone else. Run right after lock_search, in the same transaction: the lock
+-- waits out any transaction adding work, and this statement's snapshot then sees that work.
+UPDATE searches AS s
+   SET status = 'complete', finished_at = now()
+ WHERE s.id = %(search_id)s
+   AND s.status = 'running'
+   AND NOT EXISTS (SELECT 1 FROM search_candidates c
+                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+   AND (s.result_count >= s.target_count
+        OR NOT EXISTS (SELECT 1 FROM search_tiers t
+                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+RETURNING s.id
+
+-- ----------------------------------------------------------------------------------------
+-- Discovery tiers (queue: search_tiers)
+-- ----------------------------------------------------------------------------------------
+
+-- name: claim_tiers
+-- Claimable: queued and due, or running under an expired lease (its worker died) fewer than
+-- max_attempts times in a row; only for running searches that still need people, i.e. whose
+-- results plus candidates in flight fall short of the target ("stop paging when enough").
+WITH claimable AS (
+    SELECT t.id
+      FROM search_tiers t
+      JOIN searches s ON s.id = t.search_id
+     WHERE s.status = 'running'
+       AND ((t.status = 'queued' AND t.not_before <= now())
+            OR (t.status = 'running' AND t.locked_until < now()
+                AND t.attempts < %(max_attempts)s))
+       AND s.result_count + (SELECT count(*) FROM search_candidates c
+                              WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+           < s.target_count
+     ORDER BY t.not_before, t.id
+     LIMIT %(limit)s
+       FOR UPDATE OF t SKIP LOCKED
+)
+UPDATE search_tiers AS t
+   SET status = 'running',
+       attempts = t.attempts + 1,
+       locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s),
+       updated_at = now()
+  FROM claimable, searches AS s
+ WHERE t.id = claimable.id AND s.id = t.search_id
+RETURNING t.id, t.tier, t.next_page, t.attempts, s.id AS search_id, s.query, s.role,
+          s.location, s.min_years_experience, s.skills
+
+-- name: known_external_ids
+-- The seed's knownUsernames: everyone this search already attempted, whatever the outcome,
+-- plus internal hits that came from a provider (a person ingested by an earlier search).
+SELECT external_id FROM search_candidates WHERE search_id = %(search_id)s
+UNION
+SELECT c.external_id
+  FROM search_results r
+  JOIN candidates c ON c.id = r.candidate_id
+ WHERE r.search_id = %(search_id)s AND c.external_id IS NOT NULL
+
+-- name: insert_stubs
+-- Written before any enrichment, so every later discovery call sees them as known. The
+-- unique (search_id, external_id) is the real dedup; the known set only saves the round trip.
+INSERT INTO search_candidates (search_id, external_id, tier, display_name)
+SELECT %(search_id)s, s.external_id, %(tier)s, s.display_name
+  FROM unnest(%(external_ids)s::text[], %(display_names)s::text[])
+       WITH ORDINALITY AS s (external_id, display_name, ord)
+ ORDER BY s.ord
+ON CONFLICT (search_id, external_id) DO NOTHING
+RETURNING id
+
+-- name: search_shortfall
+-- How many more people the search needs: target - results - candidates in flight. Read after
+-- lock_search, in the same transaction, so concurrent tier pages see each other's stubs.
+SELECT s.target_count - s.result_count
+       - (SELECT count(*) FROM search_candidates c
+           WHERE c.search_id = s.id AND c.status IN ('queued', 'running')) AS shortfall
+  FROM searches s
+ WHERE s.id = %(search_id)s
+
+-- name: tier_page_done
+-- consumed: every new person of the page became a stub, so the next claim asks for the next
+-- page; otherwise the same page is asked again (the known set skips who was taken) once the
+-- search needs more. has_more = false on a consumed page: nothing left, exhausted.
+UPDATE search_tiers
+   SET status = (CASE WHEN %(has_more)s OR NOT %(consumed)s THEN 'queued' ELSE 'exhausted' END)
+                ::tier_status,
+       next_page = next_page + (CASE WHEN %(consumed)s THEN 1 ELSE 0 END),
+       found = found + %(found)s,
+       attempts = 0,
+       last_error = NULL,
+       not_before = now(),
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING status::text AS status
+
+-- name: tier_deferred
+-- Throttled (429 / provider paused): back in the queue, not due before the pause ends.
+UPDATE search_tiers
+   SET status = 'queued',
+       not_before = now() + make_interval(secs => %(delay)s),
+       attempts = 0,
+       last_error = %(error)s,
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING id
+
+-- name: tier_failed
+UPDATE search_tiers
+   SET status = 'failed',
+       last_error = %(error)s,
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING id
+
+-- name: release_tiers
+-- Give claims back untouched (shutdown, an unexpected error): due again at once.
+UPDATE search_tiers
+   SET status = 'queued', locked_by = NULL, locked_until = NULL, updated_at = now()
+ WHERE id = ANY (%(ids)s::bigint[]) AND status = 'running' AND locked_by = %(worker_id)s
+
+-- ----------------------------------------------------------------------------------------
+-- Candidates (queue: search_candidates)
+-- ----------------------------------------------------------------------------------------
+
+-- name: claim_candidates
+-- Of running searches only (a stale search waits for its retry). Fair across searches: the
+-- stub of the search with the fewest results + enrichments in flight goes first, so a search
+-- that just started gets its first results while older ones fill up, instead of queueing
+-- behind their whole backfill; within a search, oldest stub first. Unlike tiers, a running
+-- stub whose lease expired is NOT re-claimed: the reaper fails it forward (failed_transient)
+-- and the recruiter decides on a retry, as the seed's status machine says.
+WITH claimable AS (
+    SELECT c.id
+      FROM search_candidates c
+      JOIN searches s ON s.id = c.search_id
+     WHERE c.status = 'queued' AND s.status = 'running'
+     ORDER BY s.result_count + (SELECT count(*) FROM search_candidates r
+                                 WHERE r.search_id = c.search_id AND r.status = 'running'),
+              c.created_at, c.id
+     LIMIT %(limit)s
+       FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE search_candidates AS c
+   SET status = 'running',
+       attempts = c.attempts + 1,
+       locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s),
+       updated_at = now()
+  FROM claimable
+ WHERE c.id = claimable.id
+RETURNING c.id, c.search_id, c.external_id, c.tier, c.attempts
+
+-- name: lock_claimed_candidate
+-- First statement of a candidate's commit: holds the stub for the rest of the transaction, and
+-- proves this worker still owns it. No row: the lease was lost (reaped, retried, re-claimed)
+-- and this worker's result must not be written.
+SELECT id FROM search_candidates
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+   FOR UPDATE
+
+-- name: candidate_text
+-- The text the embedding indexer embeds for a candidates row (the placeholder is the
+-- indexer's own candidates_text expression), so a profile embedded here is embedded exactly as
+-- the indexer would have, and internal and backfilled candidates are scored alike.
+SELECT {text} AS text
+  FROM (SELECT %(full_name)s::text AS full_name, %(headline)s::text AS headline,
+               %(role_title)s::text AS role_title, %(location)s::text AS location,
+               %(skills)s::text[] AS skills, %(summary)s::text AS summary) AS candidates
+
+-- name: upsert_candidate
+-- Ingest into the corpus by external id, vector included: the profile is searchable at once
+-- and the indexer has nothing to redo (see mark_candidate_embedded). A row's source is where
+-- it first came from; a later ingest refreshes its fields.
+INSERT INTO candidates (external_id, source, full_name, headline, role_title, role_family,
+                        skills, years_experience, location, email, summary, profile_url,
+                        embedding, embedding_status, embedded_at)
+VALUES (%(external_id)s, %(source)s, %(full_name)s, %(headline)s, %(role_title)s,
+        %(role_family)s, %(skills)s, %(years_experience)s, %(location)s, %(email)s,
+        %(summary)s, %(profile_url)s, %(embedding)s, 'embedded', clock_timestamp())
+ON CONFLICT (external_id) DO UPDATE
+   SET full_name = EXCLUDED.full_name,
+       headline = EXCLUDED.headline,
+       role_title = EXCLUDED.role_title,
+       role_family = EXCLUDED.role_family,
+       skills = EXCLUDED.skills,
+       years_experience = EXCLUDED.years_experience,
+       location = EXCLUDED.location,
+       email = EXCLUDED.email,
+       summary = EXCLUDED.summary,
+       profile_url = EXCLUDED.profile_url,
+       embedding = EXCLUDED.embedding,
+       embedding_status = 'embedded',
+       embedded_at = clock_timestamp(),
+       embedding_error = NULL,
+       embedding_attempts = 0
+RETURNING id
+
+-- name: mark_candidate_embedded
+-- Second statement of the ingest: record which text the vector is of (content_hash is a
+-- generated column, readable only once the row is written), and make embedded_at no older
+-- than the updated_at the touch trigger just stamped, so the indexer's claim
+-- (updated_at > embedded_at) skips the row.
+UPDATE candidates
+   SET embedded_hash = content_hash,
+       embedded_at = greatest(embedded_at, updated_at)
+ WHERE id = %(id)s
+RETURNING id
+
+-- name: append_result
+-- THE append. One statement: lock the search row, take rank result_count + 1, insert unless
+-- this person is already in the results, and bump result_count only if a row went in. The row
+-- lock serialises appenders of one search, so ranks are 1..result_count with no gap and no
+-- repeat however many workers append at once; (search_id, candidate_id) turns a duplicate into
+-- a no-op (no row returned). The score is the candidate's cosine to the query, in [0, 1].
+WITH target AS (
+    SELECT id, result_count, query_embedding
+      FROM searches
+     WHERE id = %(search_id)s
+       FOR NO KEY UPDATE
+),
+appended AS (
+    INSERT INTO search_results (search_id, rank, candidate_id, search_candidate_id, tier, score)
+    SELECT target.id, target.result_count + 1, c.id, %(search_candidate_id)s, %(tier)s,
+           1 - (target.query_embedding <=> c.embedding) / 2
+      FROM target, candidates c
+     WHERE c.id = %(candidate_id)s
+    ON CONFLICT (search_id, candidate_id) DO NOTHING
+    RETURNING rank, score
+)
+UPDATE searches
+   SET result_count = appended.rank, last_progress_at = now()
+  FROM appended
+ WHERE searches.id = %(search_id)s
+RETURNING appended.rank, appended.score
+
+-- name: finish_candidate
+-- running → succeeded | failed_*, only by the worker holding the lease.
+UPDATE search_candidates
+   SET status = %(status)s::candidate_status,
+       candidate_id = coalesce(%(candidate_id)s::uuid, candidate_id),
+       last_error = %(error)s,
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING id
+
+-- name: release_candidates
+-- Give claims back untouched (shutdown, provider paused, an unexpected error).
+UPDATE search_candidates
+   SET status = 'queued', locked_by = NULL, locked_until = NULL, updated_at = now()
+ WHERE id = ANY (%(ids)s::bigint[]) AND status = 'running' AND locked_by = %(worker_id)s
+
+-- ----------------------------------------------------------------------------------------
+-- Reaper
+-- ----------------------------------------------------------------------------------------
+
+-- name: reap_lost_candidates
+-- A running stub whose lease ran out: its worker crashed or hung. Fail it forward. SKIP LOCKED:
+-- a row some transaction holds (a late commit, a retry) is left to the next round, so the
+-- reaper never waits on a lock and never takes part in a deadlock.
+WITH lost AS (
+    SELECT id FROM search_candidates
+     WHERE status = 'running' AND locked_until < now()
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE search_candidates AS c
+   SET status = 'failed_transient',
+       last_error = 'worker lost: lease expired',
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+  FROM lost
+ WHERE c.id = lost.id
+RETURNING c.id, c.search_id
+
+-- name: reap_lost_tiers
+-- A running tier whose lease ran out goes back to the queue, or fails after max_attempts lost
+-- workers in a row (a page that kills every worker that tries it).
+WITH lost AS (
+    SELECT id FROM search_tiers
+     WHERE status = 'running' AND locked_until < now()
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE search_tiers AS t
+   SET status = (CASE WHEN t.attempts >= %(max_attempts)s THEN 'failed' ELSE 'queued' END)
+                ::tier_status,
+       last_error = CASE WHEN t.attempts >= %(max_attempts)s
+                         THEN 'worker lost: lease expired ' || t.attempts || ' times'
+                         ELSE t.last_error END,
+       not_before = now(),
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+  FROM lost
+ WHERE t.id = lost.id
+RETURNING t.id, t.search_id, t.status::text AS status
+
+-- name: running_searches_without_work
+-- Candidates for completion (confirmed one by one by complete_search_if_done under the lock).
+SELECT s.id
+  FROM searches s
+ WHERE s.status = 'running'
+   AND NOT EXISTS (SELECT 1 FROM search_candidates c
+                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+   AND (s.result_count >= s.target_count
+        OR NOT EXISTS (SELECT 1 FROM search_tiers t
+                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+
+-- name: mark_stale_searches
+UPDATE searches
+   SET status = 'stale'
+ WHERE status = 'running'
+   AND last_progress_at < now() - make_interval(secs => %(stale_after)s)
+RETURNING id
+
+-- ----------------------------------------------------------------------------------------
+-- Retries (from the UI)
+-- ----------------------------------------------------------------------------------------
+
+-- name: retry_candidate
+UPDATE search_candidates
+   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+       locked_until = NULL, updated_at = now()
+ WHERE id = %(id)s AND search_id = %(search_id)s
+   AND status IN ('failed_no_email', 'failed_transient', 'failed_permanent')
+RETURNING id
+
+-- name: candidate_status
+SELECT status::text AS status
+  FROM search_candidates
+ WHERE id = %(id)s AND search_id = %(search_id)s
+
+-- name: requeue_failed_candidates
+-- A search retry re-runs what may succeed now: transient failures, and stubs left running by a
+-- worker that died (lease expired) before the reaper got to them.
+UPDATE search_candidates
+   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+       locked_until = NULL, updated_at = now()
+ WHERE search_id = %(search_id)s
+   AND (status = 'failed_transient' OR (status = 'running' AND locked_until < now()))
+RETURNING id
+
+-- name: requeue_failed_tiers
+UPDATE search_tiers
+   SET status = 'queued', attempts = 0, last_error = NULL, not_before = now(),
+       locked_by = NULL, locked_until = NULL, updated_at = now()
+ WHERE search_id = %(search_id)s
+   AND (status = 'failed' OR (status = 'running' AND locked_until < now()))
+RETURNING tier
+
+-- name: resume_search
+-- Its queued work becomes claimable again: wake the backfill workers (the triggers only fire
+-- for tier and stub changes, and a stale search's queued rows do not change).
+WITH resumed AS (
+    UPDATE searches
+       SET status = 'running', finished_at = NULL, last_progress_at = now()
+     WHERE id = %(search_id)s AND status IN ('complete', 'stale')
+    RETURNING id
+)
+SELECT id, pg_notify('shortlist_backfill', 'searches') FROM resumed
+
+-- ----------------------------------------------------------------------------------------
+-- Reads (the results endpoint and the search summaries)
+-- ----------------------------------------------------------------------------------------
+
+-- name: get_search
+SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
+       status::text AS status, result_count, target_count, backfill_started, created_at,
+       last_progress_at, finished_at
+  FROM searches
+ WHERE id = %(search_id)s
+
+-- name: list_searches
+SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
+       status::text AS status, result_count, target_count, backfill_started, created_at,
+       last_progress_at, finished_at
+  FROM searches
+ WHERE owner_token_id = %(owner_token_id)s
+ ORDER BY created_at DESC, id
+ LIMIT %(limit)s
+
+-- name: results_after
+SELECT r.rank, r.score, r.tier, r.search_candidate_id,
+       coalesce(sc.status::text, 'succeeded') AS status,
+       c.id AS candidate_id, c.full_name, c.headline, c.role_title, c.location, c.skills,
+       c.years_experience, c.email, c.profile_url
+  FROM search_results r
+  JOIN candidates c ON c.id = r.candidate_id
+  LEFT JOIN search_candidates sc ON sc.id = r.search_candidate_id
+ WHERE r.search_id = %(search_id)s AND r.rank > %(after)s
+ ORDER BY r.rank
+ LIMIT %(limit)s
+
+-- name: candidate_counts
+SELECT status::text AS status, count(*) AS n
+  FROM search_candidates
+ WHERE search_id = %(search_id)s
+ GROUP BY status
+
+-- name: open_attempts
+-- Every stub that did not (yet) make it into the results, for the UI to show with its state.
+SELECT id, external_id, display_name, tier, status::text AS status, last_error
+  FROM search_candidates
+ WHERE search_id = %(search_id)s AND status <> 'succeeded'
+ ORDER BY id
+ LIMIT %(limit)s
+
+-- name: tiers_of_search
+SELECT tier, status::text AS status, next_page, found, attempts, last_error, not_before,
+       updated_at
+  FROM search_tiers
+ WHERE search_id = %(search_id)s
+ ORDER BY array_position(ARRAY['strict', 'broad', 'serp'], tier)

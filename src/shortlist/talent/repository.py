@@ -1,0 +1,554 @@
+"""Every database operation of the candidate-search pipeline, in one place.
+
+Functions take a connection and run named SQL from ``queries.sql``; the caller owns the
+transaction (service and workers decide where the commit boundaries are — the seed's whole
+point). The few functions taking a pool run a complete transaction of their own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pgvector import Vector
+from psycopg import sql
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.talent.models import (
+    DISCOVERY_TIERS,
+    CandidateStatus,
+    ClaimedStub,
+    ClaimedTier,
+    SearchBrief,
+    Tier,
+)
+
+Q = load_queries("shortlist.talent")
+# Notified by the triggers of migration 0002 whenever tiers or stubs are added or change status
+# (and by resume_search): the backfill workers' wake-up call.
+BACKFILL_CHANNEL = "shortlist_backfill"
+_INDEXER_Q = load_queries("shortlist.listings", "indexer.sql")
+# The indexer's own text expression for a candidates row, spliced into candidate_text.
+_CANDIDATE_TEXT = sql.SQL(Q["candidate_text"]).format(text=sql.SQL(_INDEXER_Q["candidates_text"]))
+
+
+@dataclass(frozen=True)
+class CorpusHit:
+    candidate_id: uuid.UUID
+    score: float
+
+
+@dataclass(frozen=True)
+class CorpusFilters:
+    location: str | None
+    min_years: int | None
+    skills: Sequence[str]
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """A profile ready for the ``candidates`` table (already cut to the schema's limits)."""
+
+    external_id: str
+    source: str
+    full_name: str
+    headline: str
+    role_title: str
+    role_family: str
+    skills: list[str]
+    years_experience: int | None
+    location: str
+    email: str | None
+    summary: str
+    profile_url: str | None
+
+    def text_params(self) -> dict[str, Any]:
+        return {
+            "full_name": self.full_name,
+            "headline": self.headline,
+            "role_title": self.role_title,
+            "location": self.location,
+            "skills": self.skills,
+            "summary": self.summary,
+        }
+
+
+@dataclass(frozen=True)
+class Appended:
+    rank: int
+    score: float
+
+
+def _like_pattern(text: str) -> str:
+    """``%text%`` for ILIKE, with LIKE's own metacharacters taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+async def _one(conn: AsyncConn, query: Any, params: dict[str, Any]) -> Row | None:
+    cur = await conn.execute(query, params)
+    return await cur.fetchone()
+
+
+async def _all(conn: AsyncConn, query: Any, params: dict[str, Any]) -> list[Row]:
+    cur = await conn.execute(query, params)
+    return await cur.fetchall()
+
+
+# --- starting a search ---------------------------------------------------------------------
+
+
+async def insert_search(
+    conn: AsyncConn,
+    *,
+    owner_token_id: int,
+    query: str,
+    role: str | None,
+    location: str | None,
+    min_years: int | None,
+    skills: Sequence[str],
+    embedding: Sequence[float],
+    target_count: int,
+) -> uuid.UUID:
+    row = await _one(
+        conn,
+        Q["insert_search"],
+        {
+            "owner_token_id": owner_token_id,
+            "query": query,
+            "role": role,
+            "location": location,
+            "min_years": min_years,
+            "skills": list(skills),
+            "embedding": Vector(list(embedding)),
+            "target_count": target_count,
+        },
+    )
+    assert row is not None
+    search_id: uuid.UUID = row["id"]
+    return search_id
+
+
+async def search_corpus(
+    conn: AsyncConn,
+    *,
+    embedding: Sequence[float],
+    text: str,
+    filters: CorpusFilters,
+    min_score: float,
+    limit: int,
+    pool_size: int,
+) -> list[CorpusHit]:
+    # pgvector 0.8: keep scanning the HNSW graph until enough rows pass the filters, instead of
+    # filtering one ef_search-sized batch and coming back short.
+    await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    rows = await _all(
+        conn,
+        Q["search_corpus"],
+        {
+            "embedding": Vector(list(embedding)),
+            "text": text,
+            "location_pattern": _like_pattern(filters.location) if filters.location else None,
+            "min_years": filters.min_years,
+            "skills": [s.lower() for s in filters.skills],
+            "min_score": min_score,
+            "limit": limit,
+            "pool_size": pool_size,
+        },
+    )
+    return [CorpusHit(r["candidate_id"], float(r["score"])) for r in rows]
+
+
+async def append_internal_hits(
+    conn: AsyncConn, search_id: uuid.UUID, hits: Sequence[CorpusHit]
+) -> int:
+    row = await _one(
+        conn,
+        Q["append_internal_hits"],
+        {
+            "search_id": search_id,
+            "candidate_ids": [h.candidate_id for h in hits],
+            "scores": [h.score for h in hits],
+        },
+    )
+    if row is None:
+        raise RuntimeError(f"search {search_id} already had results before its corpus hits")
+    return int(row["result_count"])
+
+
+async def start_backfill(conn: AsyncConn, search_id: uuid.UUID) -> bool:
+    row = await _one(
+        conn,
+        Q["start_backfill"],
+        {"search_id": search_id, "tiers": [t.value for t in DISCOVERY_TIERS]},
+    )
+    return row is not None
+
+
+async def complete_without_backfill(conn: AsyncConn, search_id: uuid.UUID) -> bool:
+    return await _one(conn, Q["complete_without_backfill"], {"search_id": search_id}) is not None
+
+
+# --- the search row ------------------------------------------------------------------------
+
+
+async def lock_search(conn: AsyncConn, search_id: uuid.UUID) -> Row | None:
+    return await _one(conn, Q["lock_search"], {"search_id": search_id})
+
+
+async def touch_search(conn: AsyncConn, search_id: uuid.UUID) -> None:
+    await conn.execute(Q["touch_search"], {"search_id": search_id})
+
+
+async def complete_if_done(conn: AsyncConn, search_id: uuid.UUID) -> bool:
+    """running → complete if nothing is left to do. Takes the search lock first (see
+    ``complete_search_if_done`` in queries.sql for why the order matters)."""
+    if await lock_search(conn, search_id) is None:
+        return False
+    return await _one(conn, Q["complete_search_if_done"], {"search_id": search_id}) is not None
+
+
+async def try_complete(pool: AsyncPool, search_id: uuid.UUID) -> bool:
+    async with pool.connection() as conn, conn.transaction():
+        return await complete_if_done(conn, search_id)
+
+
+# --- discovery tiers -------------------------------------------------------------------------
+
+
+def _brief(row: Row) -> SearchBrief:
+    return SearchBrief(
+        search_id=row["search_id"],
+        query=row["query"],
+        role=row["role"],
+        location=row["location"],
+        min_years_experience=row["min_years_experience"],
+        skills=tuple(row["skills"] or ()),
+    )
+
+
+async def claim_tiers(
+    pool: AsyncPool, worker_id: str, limit: int, lease: float, max_attempts: int
+) -> list[ClaimedTier]:
+    async with pool.connection() as conn, conn.transaction():
+        rows = await _all(
+            conn,
+            Q["claim_tiers"],
+            {"worker_id": worker_id, "limit": limit, "lease": lease, "max_attempts": max_attempts},
+        )
+    return [
+        ClaimedTier(
+            id=int(r["id"]),
+            tier=Tier(r["tier"]),
+            next_page=int(r["next_page"]),
+            attempts=int(r["attempts"]),
+            search=_brief(r),
+        )
+        for r in rows
+    ]
+
+
+async def known_external_ids(pool: AsyncPool, search_id: uuid.UUID) -> set[str]:
+    async with pool.connection() as conn:
+        rows = await _all(conn, Q["known_external_ids"], {"search_id": search_id})
+    return {str(r["external_id"]) for r in rows}
+
+
+async def insert_stubs(
+    conn: AsyncConn,
+    search_id: uuid.UUID,
+    tier: Tier,
+    stubs: Sequence[tuple[str, str]],
+) -> int:
+    """Insert ``(external_id, display_name)`` stubs as queued; returns how many were new."""
+    if not stubs:
+        return 0
+    rows = await _all(
+        conn,
+        Q["insert_stubs"],
+        {
+            "search_id": search_id,
+            "tier": tier.value,
+            "external_ids": [s[0] for s in stubs],
+            "display_names": [s[1] for s in stubs],
+        },
+    )
+    return len(rows)
+
+
+async def search_shortfall(conn: AsyncConn, search_id: uuid.UUID) -> int:
+    row = await _one(conn, Q["search_shortfall"], {"search_id": search_id})
+    return 0 if row is None else int(row["shortfall"])
+
+
+async def tier_page_done(
+    conn: AsyncConn,
+    tier_id: int,
+    worker_id: str,
+    *,
+    found: int,
+    has_more: bool,
+    consumed: bool,
+) -> str | None:
+    """The tier's new status (queued/exhausted), or None if this worker lost its claim."""
+    row = await _one(
+        conn,
+        Q["tier_page_done"],
+        {
+            "id": tier_id,
+            "worker_id": worker_id,
+            "found": found,
+            "has_more": has_more,
+            "consumed": consumed,
+        },
+    )
+    return None if row is None else str(row["status"])
+
+
+async def tier_deferred(
+    conn: AsyncConn, tier_id: int, worker_id: str, *, delay: float, error: str
+) -> bool:
+    params = {"id": tier_id, "worker_id": worker_id, "delay": delay, "error": error}
+    return await _one(conn, Q["tier_deferred"], params) is not None
+
+
+async def tier_failed(conn: AsyncConn, tier_id: int, worker_id: str, *, error: str) -> bool:
+    params = {"id": tier_id, "worker_id": worker_id, "error": error}
+    return await _one(conn, Q["tier_failed"], params) is not None
+
+
+async def release_tiers(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(Q["release_tiers"], {"ids": list(ids), "worker_id": worker_id})
+
+
+# --- candidates -------------------------------------------------------------------------------
+
+
+async def claim_candidates(
+    pool: AsyncPool, worker_id: str, limit: int, lease: float
+) -> list[ClaimedStub]:
+    async with pool.connection() as conn, conn.transaction():
+        rows = await _all(
+            conn, Q["claim_candidates"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+        )
+    return [
+        ClaimedStub(
+            id=int(r["id"]),
+            search_id=r["search_id"],
+            external_id=str(r["external_id"]),
+            tier=Tier(r["tier"]),
+            attempts=int(r["attempts"]),
+        )
+        for r in rows
+    ]
+
+
+async def candidate_text(pool: AsyncPool, record: CandidateRecord) -> str:
+    """The text to embed for ``record``, built by the indexer's own SQL expression."""
+    async with pool.connection() as conn:
+        row = await _one(conn, _CANDIDATE_TEXT, record.text_params())
+    assert row is not None
+    return str(row["text"])
+
+
+async def lock_claimed_candidate(conn: AsyncConn, stub_id: int, worker_id: str) -> bool:
+    params = {"id": stub_id, "worker_id": worker_id}
+    return await _one(conn, Q["lock_claimed_candidate"], params) is not None
+
+
+async def upsert_candidate(
+    conn: AsyncConn, record: CandidateRecord, embedding: Sequence[float]
+) -> uuid.UUID:
+    row = await _one(
+        conn,
+        Q["upsert_candidate"],
+        {
+            "external_id": record.external_id,
+            "source": record.source,
+            "full_name": record.full_name,
+            "headline": record.headline,
+            "role_title": record.role_title,
+            "role_family": record.role_family,
+            "skills": record.skills,
+            "years_experience": record.years_experience,
+            "location": record.location,
+            "email": record.email,
+            "summary": record.summary,
+            "profile_url": record.profile_url,
+            "embedding": Vector(list(embedding)),
+        },
+    )
+    assert row is not None
+    candidate_id: uuid.UUID = row["id"]
+    await conn.execute(Q["mark_candidate_embedded"], {"id": candidate_id})
+    return candidate_id
+
+
+async def append_result(
+    conn: AsyncConn,
+    *,
+    search_id: uuid.UUID,
+    candidate_id: uuid.UUID,
+    search_candidate_id: int | None,
+    tier: Tier,
+) -> Appended | None:
+    """Append one result at the next rank; None if the person is already in the results."""
+    row = await _one(
+        conn,
+        Q["append_result"],
+        {
+            "search_id": search_id,
+            "candidate_id": candidate_id,
+            "search_candidate_id": search_candidate_id,
+            "tier": tier.value,
+        },
+    )
+    return None if row is None else Appended(int(row["rank"]), float(row["score"]))
+
+
+async def finish_candidate(
+    conn: AsyncConn,
+    stub_id: int,
+    worker_id: str,
+    status: CandidateStatus,
+    *,
+    candidate_id: uuid.UUID | None = None,
+    error: str | None = None,
+) -> bool:
+    row = await _one(
+        conn,
+        Q["finish_candidate"],
+        {
+            "id": stub_id,
+            "worker_id": worker_id,
+            "status": status.value,
+            "candidate_id": candidate_id,
+            "error": error,
+        },
+    )
+    return row is not None
+
+
+async def release_candidates(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(Q["release_candidates"], {"ids": list(ids), "worker_id": worker_id})
+
+
+# --- reaper -----------------------------------------------------------------------------------
+
+
+async def reap_lost_candidates(conn: AsyncConn) -> list[Row]:
+    return await _all(conn, Q["reap_lost_candidates"], {})
+
+
+async def reap_lost_tiers(conn: AsyncConn, max_attempts: int) -> list[Row]:
+    return await _all(conn, Q["reap_lost_tiers"], {"max_attempts": max_attempts})
+
+
+async def running_searches_without_work(conn: AsyncConn) -> list[uuid.UUID]:
+    rows = await _all(conn, Q["running_searches_without_work"], {})
+    return [r["id"] for r in rows]
+
+
+async def mark_stale_searches(conn: AsyncConn, stale_after: float) -> list[uuid.UUID]:
+    rows = await _all(conn, Q["mark_stale_searches"], {"stale_after": stale_after})
+    return [r["id"] for r in rows]
+
+
+# --- retries ----------------------------------------------------------------------------------
+
+
+async def retry_candidate(conn: AsyncConn, search_id: uuid.UUID, stub_id: int) -> bool:
+    params = {"id": stub_id, "search_id": search_id}
+    return await _one(conn, Q["retry_candidate"], params) is not None
+
+
+async def candidate_status(conn: AsyncConn, search_id: uuid.UUID, stub_id: int) -> str | None:
+    row = await _one(conn, Q["candidate_status"], {"id": stub_id, "search_id": search_id})
+    return None if row is None else str(row["status"])
+
+
+async def requeue_failed_candidates(conn: AsyncConn, search_id: uuid.UUID) -> int:
+    return len(await _all(conn, Q["requeue_failed_candidates"], {"search_id": search_id}))
+
+
+async def requeue_failed_tiers(conn: AsyncConn, search_id: uuid.UUID) -> int:
+    return len(await _all(conn, Q["requeue_failed_tiers"], {"search_id": search_id}))
+
+
+async def resume_search(conn: AsyncConn, search_id: uuid.UUID) -> bool:
+    return await _one(conn, Q["resume_search"], {"search_id": search_id}) is not None
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    id: uuid.UUID
+    owner_token_id: int
+    query: str
+    role: str | None
+    location: str | None
+    min_years_experience: int | None
+    skills: list[str]
+    status: str
+    result_count: int
+    target_count: int
+    backfill_started: bool
+    created_at: datetime
+    last_progress_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> SearchRecord:
+        return cls(
+            id=row["id"],
+            owner_token_id=int(row["owner_token_id"]),
+            query=row["query"],
+            role=row["role"],
+            location=row["location"],
+            min_years_experience=row["min_years_experience"],
+            skills=list(row["skills"] or ()),
+            status=str(row["status"]),
+            result_count=int(row["result_count"]),
+            target_count=int(row["target_count"]),
+            backfill_started=bool(row["backfill_started"]),
+            created_at=row["created_at"],
+            last_progress_at=row["last_progress_at"],
+            finished_at=row["finished_at"],
+        )
+
+
+async def get_search(conn: AsyncConn, search_id: uuid.UUID) -> SearchRecord | None:
+    row = await _one(conn, Q["get_search"], {"search_id": search_id})
+    return None if row is None else SearchRecord.from_row(row)
+
+
+async def list_searches(conn: AsyncConn, owner_token_id: int, limit: int) -> list[SearchRecord]:
+    rows = await _all(conn, Q["list_searches"], {"owner_token_id": owner_token_id, "limit": limit})
+    return [SearchRecord.from_row(r) for r in rows]
+
+
+async def results_after(conn: AsyncConn, search_id: uuid.UUID, after: int, limit: int) -> list[Row]:
+    return await _all(
+        conn, Q["results_after"], {"search_id": search_id, "after": after, "limit": limit}
+    )
+
+
+async def candidate_counts(conn: AsyncConn, search_id: uuid.UUID) -> dict[str, int]:
+    rows = await _all(conn, Q["candidate_counts"], {"search_id": search_id})
+    return {str(r["status"]): int(r["n"]) for r in rows}
+
+
+async def open_attempts(conn: AsyncConn, search_id: uuid.UUID, limit: int) -> list[Row]:
+    return await _all(conn, Q["open_attempts"], {"search_id": search_id, "limit": limit})
+
+
+async def tiers_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
+    return await _all(conn, Q["tiers_of_search"], {"search_id": search_id})

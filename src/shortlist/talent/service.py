@@ -1,0 +1,250 @@
+"""The recruiter-facing operations: start a search, read its results, retry what failed.
+
+Starting a search is synchronous only up to the internal corpus: the query is embedded once,
+the corpus hits are appended as ranks 1..k, and if they fall short of the target the three
+discovery tiers are queued for the backfill workers — all in the one transaction that creates
+the search, so a client never sees a search without its first results, nor a backfill without
+its tiers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from shortlist import metrics
+from shortlist.auth import Principal
+from shortlist.db.types import AsyncConn, Row
+from shortlist.embedding.base import EmbeddingPermanentError
+from shortlist.errors import BadInput, Conflict, NotFound
+from shortlist.services import Services
+from shortlist.talent import repository as repo
+from shortlist.talent.models import (
+    CandidateStatus,
+    SearchCreate,
+    SearchStarted,
+    SearchStatus,
+)
+from shortlist.talent.repository import CorpusFilters, SearchRecord
+
+log = logging.getLogger(__name__)
+
+# How many nearest neighbours / full-text matches feed the fusion; hits beyond the first
+# INTERNAL_HIT_LIMIT are not appended (the backfill never runs for such a search anyway).
+CORPUS_POOL_SIZE = 200
+INTERNAL_HIT_LIMIT = 100
+# Bounds of what one response carries.
+MAX_PAGE = 500
+MAX_ATTEMPTS_LISTED = 500
+
+
+def search_text(payload: SearchCreate) -> str:
+    """What the query embedding is of: the brief, plus the role and skills, which describe the
+    person wanted. Location and experience are filters, not meaning, and stay out."""
+    parts = [payload.query]
+    if payload.role:
+        parts.append(f"Role: {payload.role}")
+    if payload.skills:
+        parts.append("Skills: " + ", ".join(payload.skills))
+    return "\n".join(parts)
+
+
+def parse_search_create(data: Mapping[str, Any]) -> SearchCreate:
+    """A ``SearchCreate`` from untrusted input (CLI, scripts); the API gets the same checks from
+    FastAPI's body validation."""
+    try:
+        return SearchCreate.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or None
+        raise BadInput(f"{where or 'search'}: {first.get('msg', 'invalid')}", field=where) from None
+
+
+def parse_search_id(raw: str) -> uuid.UUID:
+    """A search id from a URL; anything malformed is simply a search that does not exist."""
+    try:
+        return uuid.UUID(raw)
+    except (ValueError, TypeError, AttributeError):
+        raise NotFound("no such search") from None
+
+
+def _check_visible(record: SearchRecord | None, principal: Principal) -> SearchRecord:
+    # Someone else's search answers exactly like a missing one: no probing for ids.
+    if record is None or not (principal.is_admin or record.owner_token_id == principal.token_id):
+        raise NotFound("no such search")
+    return record
+
+
+async def _visible_search(
+    conn: AsyncConn, principal: Principal, search_id: uuid.UUID
+) -> SearchRecord:
+    return _check_visible(await repo.get_search(conn, search_id), principal)
+
+
+# --- start -----------------------------------------------------------------------------------
+
+
+async def start_search(
+    services: Services, principal: Principal, payload: SearchCreate
+) -> SearchStarted:
+    settings = services.settings
+    started = time.perf_counter()
+    try:
+        [embedding] = await services.embedder.embed([search_text(payload)])
+    except EmbeddingPermanentError as exc:
+        raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
+    target = settings.backfill_min_results
+    async with services.pool.connection() as conn, conn.transaction():
+        search_id = await repo.insert_search(
+            conn,
+            owner_token_id=principal.token_id,
+            query=payload.query,
+            role=payload.role,
+            location=payload.location,
+            min_years=payload.min_years_experience,
+            skills=payload.skills,
+            embedding=embedding,
+            target_count=target,
+        )
+        hits = await repo.search_corpus(
+            conn,
+            embedding=embedding,
+            text=search_text(payload),
+            filters=CorpusFilters(payload.location, payload.min_years_experience, payload.skills),
+            min_score=settings.internal_min_score,
+            limit=INTERNAL_HIT_LIMIT,
+            pool_size=CORPUS_POOL_SIZE,
+        )
+        count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0
+        if count < target:
+            await repo.start_backfill(conn, search_id)
+            status = SearchStatus.running
+        else:
+            await repo.complete_without_backfill(conn, search_id)
+            status = SearchStatus.complete
+    metrics.SEARCH_LATENCY.labels("candidates").observe(time.perf_counter() - started)
+    log.info(
+        "search %s started: %d internal hits, %s",
+        search_id,
+        count,
+        "backfilling" if status is SearchStatus.running else "complete",
+    )
+    return SearchStarted(search_id, status, count, status is SearchStatus.running)
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResultsPage:
+    search: SearchRecord
+    results: list[Row]
+    candidate_counts: dict[str, int]
+    attempts: list[Row]
+    next_after: int
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    search: SearchRecord
+    tiers: list[Row]
+    candidate_counts: dict[str, int] = field(default_factory=dict)
+
+
+def _all_counts(counts: dict[str, int]) -> dict[str, int]:
+    """Every status, zeros included, so the client never has to guess a missing key."""
+    return {s.value: counts.get(s.value, 0) for s in CandidateStatus}
+
+
+async def results_page(
+    services: Services, principal: Principal, raw_search_id: str, *, after: int, limit: int
+) -> ResultsPage:
+    """Results with rank > ``after``, in rank order, plus the state around them.
+
+    Read in one REPEATABLE READ snapshot, so ``resultCount`` and the rows agree: a poll never
+    reports a count whose ranks it does not also return (up to ``limit``).
+    """
+    search_id = parse_search_id(raw_search_id)
+    async with services.pool.connection() as conn, conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        search = await _visible_search(conn, principal, search_id)
+        rows = await repo.results_after(conn, search_id, after, min(limit, MAX_PAGE))
+        counts = await repo.candidate_counts(conn, search_id)
+        attempts = await repo.open_attempts(conn, search_id, MAX_ATTEMPTS_LISTED)
+    next_after = int(rows[-1]["rank"]) if rows else after
+    return ResultsPage(search, rows, _all_counts(counts), attempts, next_after)
+
+
+async def search_summary(
+    services: Services, principal: Principal, raw_search_id: str
+) -> SearchSummary:
+    search_id = parse_search_id(raw_search_id)
+    async with services.pool.connection() as conn, conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        search = await _visible_search(conn, principal, search_id)
+        tiers = await repo.tiers_of_search(conn, search_id)
+        counts = await repo.candidate_counts(conn, search_id)
+    return SearchSummary(search, tiers, _all_counts(counts))
+
+
+async def list_searches(
+    services: Services, principal: Principal, limit: int = 50
+) -> list[SearchRecord]:
+    async with services.pool.connection() as conn:
+        return await repo.list_searches(conn, principal.token_id, limit)
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+async def retry_candidate(
+    services: Services, principal: Principal, raw_search_id: str, stub_id: int
+) -> SearchRecord:
+    """failed_* → queued for one candidate; a complete or stale search runs again."""
+    search_id = parse_search_id(raw_search_id)
+    async with services.pool.connection() as conn, conn.transaction():
+        # The search lock first, as every writer of a search's work (see queries.sql).
+        _check_visible(await repo.get_search(conn, search_id), principal)
+        await repo.lock_search(conn, search_id)
+        if not await repo.retry_candidate(conn, search_id, stub_id):
+            status = await repo.candidate_status(conn, search_id, stub_id)
+            if status is None:
+                raise NotFound("no such candidate in this search")
+            raise Conflict(f"candidate is {status}; only a failed candidate can be retried")
+        await repo.resume_search(conn, search_id)
+        search = await repo.get_search(conn, search_id)
+    assert search is not None
+    log.info("search %s: candidate %d re-queued", search_id, stub_id)
+    return search
+
+
+async def retry_search(
+    services: Services, principal: Principal, raw_search_id: str
+) -> SearchRecord:
+    """Resume a stale search, or re-run the failures of a complete one: failed tiers and
+    transient candidate failures go back to the queue, and the search runs again."""
+    search_id = parse_search_id(raw_search_id)
+    async with services.pool.connection() as conn, conn.transaction():
+        _check_visible(await repo.get_search(conn, search_id), principal)
+        locked = await repo.lock_search(conn, search_id)
+        assert locked is not None
+        if locked["status"] == SearchStatus.running:
+            raise Conflict("search is still running")
+        tiers = await repo.requeue_failed_tiers(conn, search_id)
+        stubs = await repo.requeue_failed_candidates(conn, search_id)
+        if locked["status"] == SearchStatus.complete and tiers == 0 and stubs == 0:
+            raise Conflict("search is complete and nothing in it failed transiently")
+        await repo.resume_search(conn, search_id)
+    # A stale search may have had nothing left but its status: settle it at once.
+    await repo.try_complete(services.pool, search_id)
+    async with services.pool.connection() as conn:
+        search = await repo.get_search(conn, search_id)
+    assert search is not None
+    log.info("search %s resumed (%d tiers, %d candidates re-queued)", search_id, tiers, stubs)
+    return search

@@ -1,0 +1,208 @@
+"""The discovery tiers: a queue over ``search_tiers``, one claim = one page of one tier.
+
+    strict  the recruiter's brief mapped 1:1 onto the talent API's filters
+    broad   experience and location dropped, the role widened to its family (roles.py)
+    serp    free-text people search: the last resort, reliably non-empty
+
+A page becomes ``queued`` stubs (written before any enrichment, deduplicated against everyone
+the search already attempted and then by the database) and the tier goes back to the queue for
+its next page, so the three tiers of a search — and the tiers of many searches — interleave
+page by page, and a worker that dies loses at most one page. A tier is only claimed while its
+search still falls short (results + candidates in flight < target), which is how paging stops
+once there is enough; it ends ``exhausted`` when the provider has no more, or ``failed`` when
+the provider fails it (after the adapter's one retry) — the other tiers go on regardless.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from shortlist.config import Settings
+from shortlist.db.types import AsyncPool
+from shortlist.queue import LeaseTable
+from shortlist.sources.base import (
+    DiscoveryPage,
+    DiscoveryQuery,
+    ProviderError,
+    ProviderPaused,
+    ProviderRateLimited,
+)
+from shortlist.sources.factory import Sources
+from shortlist.talent import repository as repo
+from shortlist.talent.models import ClaimedTier, SearchBrief, SearchStatus, Tier, error_text
+from shortlist.talent.roles import role_family
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_PAGE_SIZE = 10
+# A tier page whose worker vanished is tried again this many times before the tier fails.
+MAX_TIER_ATTEMPTS = 3
+
+_LEASES = LeaseTable("search_tiers", "id")
+
+
+def strict_query(brief: SearchBrief) -> DiscoveryQuery:
+    return DiscoveryQuery(
+        role=brief.role,
+        location=brief.location,
+        min_years=brief.min_years_experience,
+        skills=brief.skills,
+    )
+
+
+def broad_query(brief: SearchBrief) -> DiscoveryQuery:
+    """No experience or location filter, and the role widened to its whole family. Without a
+    role, the family is guessed from the free-text brief."""
+    family = role_family(brief.role or brief.query)
+    return DiscoveryQuery(role=family.name if family else brief.role, skills=brief.skills)
+
+
+def serp_text(brief: SearchBrief) -> str:
+    return " ".join(part for part in (brief.query, brief.role, brief.location) if part)
+
+
+def _has_filters(query: DiscoveryQuery) -> bool:
+    return bool(query.role or query.location or query.min_years is not None or query.skills)
+
+
+class TierQueue:
+    """:class:`shortlist.queue.Queue` over ``search_tiers``."""
+
+    name = "backfill_tiers"
+    channel: str | None = repo.BACKFILL_CHANNEL
+
+    def __init__(self, pool: AsyncPool, settings: Settings, sources: Callable[[], Sources]):
+        self.pool = pool
+        self.settings = settings
+        self._sources = sources
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedTier]:
+        return await repo.claim_tiers(self.pool, worker_id, limit, lease, MAX_TIER_ATTEMPTS)
+
+    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedTier], lease: float) -> None:
+        await _LEASES.heartbeat(self.pool, worker_id, [t.id for t in items], lease)
+
+    async def release(self, worker_id: str, items: Sequence[ClaimedTier]) -> None:
+        await repo.release_tiers(self.pool, worker_id, [t.id for t in items])
+
+    async def handle(self, worker_id: str, items: list[ClaimedTier]) -> None:
+        for item in items:
+            await self.run_page(worker_id, item)
+
+    async def _discover(self, claimed: ClaimedTier) -> DiscoveryPage | None:
+        """One page from the tier's provider; None when the tier has nothing to ask (a brief
+        with no structured filters gives the strict tier nothing to map)."""
+        sources = self._sources()
+        brief, page = claimed.search, claimed.next_page
+        if claimed.tier is Tier.serp:
+            return await sources.serp.search(serp_text(brief), page)
+        query = strict_query(brief) if claimed.tier is Tier.strict else broad_query(brief)
+        if not _has_filters(query):
+            return None
+        return await sources.talent.discover(query, page, DISCOVERY_PAGE_SIZE)
+
+    async def run_page(self, worker_id: str, claimed: ClaimedTier) -> None:
+        search_id = claimed.search.search_id
+        # The seed's knownUsernames, loaded BEFORE the call: the hot-path filter. The unique
+        # constraint on (search_id, external_id) is what makes dedup correct under races.
+        known = await repo.known_external_ids(self.pool, search_id)
+        try:
+            page = await self._discover(claimed)
+        except (ProviderRateLimited, ProviderPaused) as exc:
+            # Throttled: not this tier's failure. Wait out the provider's pause, no hammering.
+            delay = exc.retry_after if exc.retry_after is not None else self.settings.retry_delay
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.tier_deferred(
+                    conn, claimed.id, worker_id, delay=delay, error=error_text(exc)
+                )
+            log.info(
+                "search %s tier %s deferred %.2fs: %s",
+                search_id,
+                claimed.tier,
+                delay,
+                error_text(exc),
+            )
+            return
+        except ProviderError as exc:
+            # Timeout / 5xx after the adapter's one retry, or a rejected request: this tier is
+            # done for; the others go on, and a search retry re-queues it.
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.lock_search(conn, search_id)
+                if await repo.tier_failed(conn, claimed.id, worker_id, error=error_text(exc)):
+                    await repo.touch_search(conn, search_id)
+            log.warning("search %s tier %s failed: %s", search_id, claimed.tier, error_text(exc))
+            await repo.try_complete(self.pool, search_id)
+            return
+        stubs, has_more = self._fresh_stubs(page, known)
+        status = await self._record_page(worker_id, claimed, stubs, has_more)
+        if status == "exhausted":
+            await repo.try_complete(self.pool, search_id)
+
+    @staticmethod
+    def _fresh_stubs(
+        page: DiscoveryPage | None, known: set[str]
+    ) -> tuple[list[tuple[str, str]], bool]:
+        if page is None:
+            return [], False
+        fresh: dict[str, str] = {}
+        for stub in page.stubs:
+            if stub.external_id not in known:
+                fresh.setdefault(stub.external_id, stub.display_name[:200])
+        # A page of people all known still advances (the next page may have new ones); an
+        # empty page ends the tier whatever has_more says, so a confused provider cannot keep
+        # it paging forever.
+        return list(fresh.items()), page.has_more and bool(page.stubs)
+
+    async def _record_page(
+        self,
+        worker_id: str,
+        claimed: ClaimedTier,
+        stubs: list[tuple[str, str]],
+        has_more: bool,
+    ) -> str | None:
+        search_id = claimed.search.search_id
+        async with self.pool.connection() as conn:
+            try:
+                async with conn.transaction():
+                    search = await repo.lock_search(conn, search_id)
+                    if search is None or search["status"] != SearchStatus.running:
+                        # Went stale or complete meanwhile: keep the page for a resume.
+                        raise _Discard("search is no longer running")
+                    # Every tier's first page goes in whole: the three run in parallel and the
+                    # strict tier's strongest matches must not lose the race to a faster
+                    # broad page. Later pages only fill the shortfall, so nobody is enriched
+                    # (a paid, ~8 s call) beyond the target.
+                    take = stubs
+                    if claimed.next_page > 1:
+                        shortfall = await repo.search_shortfall(conn, search_id)
+                        take = stubs[: max(shortfall, 0)]
+                    found = await repo.insert_stubs(conn, search_id, claimed.tier, take)
+                    status = await repo.tier_page_done(
+                        conn,
+                        claimed.id,
+                        worker_id,
+                        found=found,
+                        has_more=has_more,
+                        consumed=len(take) == len(stubs),
+                    )
+                    if status is None:
+                        raise _Discard("claim lost (lease expired and re-claimed)")
+                    await repo.touch_search(conn, search_id)
+            except _Discard as why:
+                log.info("search %s tier %s: page dropped: %s", search_id, claimed.tier, why)
+                await repo.release_tiers(self.pool, worker_id, [claimed.id])
+                return None
+        log.info(
+            "search %s tier %s page %d: %d new candidates (%s)",
+            search_id,
+            claimed.tier,
+            claimed.next_page,
+            found,
+            status,
+        )
+        return status
+
+
+class _Discard(Exception):
+    """Roll the page's transaction back: its result must not be written."""

@@ -1,0 +1,563 @@
+"""The web UI's routes: server-rendered pages, the static files they use, and (included from
+``shortlist.web.events``) the SSE stream of a recruiter search.
+
+* ``/`` — job search. Rendered on the server (a plain GET form), so it works without
+  JavaScript, every result page has a URL, and pagination is a pair of links (``offset``).
+* ``/jobs/{slug}`` — a listing's detail page with its own ``<title>``, meta description,
+  canonical link and schema.org ``JobPosting`` data; an unknown slug gets a friendly 404 page.
+* ``/recruit`` — the recruiter console: a page shell plus ``static/recruit.js``, which keeps the
+  token in ``sessionStorage`` and follows a search over SSE, or by polling ``/api/results``.
+* ``/status`` — queue depths, failures and running searches for operators (see
+  :func:`status_page` for what is public and what needs an admin token).
+* ``/static/{name}`` — files of ``shortlist/web/static`` read from the package.
+
+Every page is sent with a strict Content-Security-Policy: scripts and styles only from this
+origin, no inline script or style, nothing loaded from anywhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import psycopg
+import psycopg_pool
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from shortlist import __version__
+from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
+from shortlist.errors import BadInput, NotFound, RateLimited
+from shortlist.listings.models import ListingOut
+from shortlist.listings.repository import find_listing
+from shortlist.listings.search import MAX_OFFSET, search_jobs
+from shortlist.ops_status import collect_status
+from shortlist.web import events, small_int
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(include_in_schema=False)
+router.include_router(events.router)
+
+PAGE_SIZE = 10
+DEFAULT_POLL_MS = 5000
+MIN_POLL_MS = 100
+MAX_POLL_MS = 60_000
+TRANSPORTS = ("auto", "sse", "poll")
+META_DESCRIPTION_LENGTH = 160
+SNIPPET_LENGTH = 220
+
+CSP = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+        "form-action 'self'",
+    )
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+# Failures that mean "the database is not answering", shown as a message rather than a 500.
+UNAVAILABLE = (psycopg.OperationalError, psycopg_pool.PoolTimeout)
+
+
+# --- static files ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaticFile:
+    body: bytes
+    media_type: str
+    version: str
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.version}"'
+
+
+STATIC_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+IMMUTABLE = "public, max-age=31536000, immutable"
+REVALIDATE = "public, max-age=0, must-revalidate"
+
+
+@lru_cache(maxsize=1)
+def static_files() -> Mapping[str, StaticFile]:
+    """Every servable file of ``static/``, by name, read once from the package.
+
+    Requests are answered only from this table, so no path a client sends ever reaches the
+    file system: ``..``, absolute paths and encoded separators simply are not keys.
+    """
+    folder = resources.files("shortlist.web").joinpath("static")
+    files: dict[str, StaticFile] = {}
+    for entry in folder.iterdir():
+        suffix = "." + entry.name.rpartition(".")[2] if "." in entry.name else ""
+        if entry.is_file() and suffix in STATIC_TYPES and not entry.name.startswith("."):
+            body = entry.read_bytes()
+            version = hashlib.sha256(body).hexdigest()[:16]
+            files[entry.name] = StaticFile(body, STATIC_TYPES[suffix], version)
+    return files
+
+
+def static_url(root: str, name: str) -> str:
+    """URL of a static file carrying its content hash, so it can be cached forever."""
+    file = static_files().get(name)
+    if file is None:
+        raise LookupError(f"no static file {name!r}")
+    return f"{root}/static/{name}?v={file.version}"
+
+
+@router.api_route("/static/{name}", methods=["GET", "HEAD"])
+async def static(request: Request, name: str) -> Response:
+    file = static_files().get(name)
+    if file is None:
+        return Response("not found\n", 404, media_type="text/plain; charset=utf-8")
+    # Versioned URLs (what the pages link to) never change; anything else revalidates.
+    cache = IMMUTABLE if request.query_params.get("v") == file.version else REVALIDATE
+    headers = {"ETag": file.etag, "Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
+    if file.etag in _etags(request.headers.get("if-none-match", "")):
+        return Response(status_code=304, headers=headers)
+    body = b"" if request.method == "HEAD" else file.body
+    headers["Content-Length"] = str(len(file.body))
+    return Response(body, media_type=file.media_type, headers=headers)
+
+
+def _etags(header: str) -> set[str]:
+    return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
+
+
+# --- templates ---------------------------------------------------------------------------
+
+_env = Environment(
+    loader=PackageLoader("shortlist.web", "templates"),
+    autoescape=select_autoescape(("html",), default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def age(iso: str | None, now_iso: str) -> str:
+    """``"3 min ago"`` for a timestamp of the status report, relative to when it was made."""
+    if not iso:
+        return "—"
+    seconds = max(
+        0.0, (datetime.fromisoformat(now_iso) - datetime.fromisoformat(iso)).total_seconds()
+    )
+    if seconds < 60:
+        return f"{int(seconds)} s ago"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} d ago"
+
+
+_env.filters["age"] = age
+templates = Jinja2Templates(env=_env)
+
+
+def root_path(request: Request) -> str:
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
+
+
+def render(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    *,
+    status_code: int = 200,
+    nav: str = "",
+) -> HTMLResponse:
+    root = root_path(request)
+    full = {
+        "root": root,
+        "nav": nav,
+        "version": __version__,
+        "static_url": lambda file: static_url(root, file),
+        **context,
+    }
+    response: HTMLResponse = templates.TemplateResponse(
+        request, name, full, status_code=status_code, headers=PAGE_HEADERS
+    )
+    return response
+
+
+def not_found_page(request: Request, title: str, message: str) -> HTMLResponse:
+    return render(
+        request,
+        "not_found.html",
+        {"title": title, "message": message, "status_code": 404},
+        status_code=404,
+    )
+
+
+@dataclass(frozen=True)
+class Notice:
+    code: str
+    title: str
+    detail: str = ""
+    kind: str = "info"  # info | warn | error
+
+
+# --- job search --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobHit:
+    title: str
+    company: str
+    city: str
+    salary_range: str | None
+    slug: str
+    score: float
+    snippet: str
+
+    @property
+    def score_pct(self) -> int:
+        return round(max(0.0, min(1.0, self.score)) * 100)
+
+    @classmethod
+    def of(cls, listing: ListingOut, score: float) -> JobHit:
+        return cls(
+            title=listing.job_title,
+            company=listing.company_name,
+            city=listing.city_location,
+            salary_range=listing.salary_range,
+            slug=quote(listing.detail_page_slug),
+            score=score,
+            snippet=shorten(listing.description, SNIPPET_LENGTH),
+        )
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def _whole_number(text: str | None) -> int | None:
+    if not (text or "").strip():
+        return None
+    value = small_int(text)
+    if value is None:
+        raise BadInput("Minimum salary must be a whole number of thousands, e.g. 120.")
+    return value
+
+
+def _search_url(root: str, q: str, location: str, salary_min: str, offset: int) -> str:
+    params = {"q": q, "location": location, "salary_min": salary_min, "offset": offset or ""}
+    return f"{root}/?" + urlencode({k: v for k, v in params.items() if v != ""})
+
+
+@router.get("/", response_class=HTMLResponse)
+async def job_search_page(
+    request: Request,
+    services: ServicesDep,
+    client_ip: ClientIPDep,
+    q: str | None = None,
+    location: str | None = None,
+    salary_min: str | None = None,
+    offset: str | None = None,
+) -> HTMLResponse:
+    """Job search. Query parameters as ``GET /api/jobs/search``; bad ones become messages."""
+    form = {"q": (q or "").strip(), "location": (location or "").strip(), "salary_min": ""}
+    form["salary_min"] = (salary_min or "").strip()
+    context: dict[str, Any] = {"form": form, "hits": [], "notice": None}
+    if q is None:
+        return render(request, "jobs_search.html", context, nav="jobs")
+    if not form["q"]:
+        context["notice"] = Notice(
+            "empty-query",
+            "Type what you are looking for.",
+            "A job title, a skill or a few words about the work, e.g. “python backend remote”.",
+        )
+        return render(request, "jobs_search.html", context, nav="jobs")
+
+    start = small_int(offset) or 0
+    start = start if start <= MAX_OFFSET else 0
+    status = 200
+    try:
+        request.app.state.search_limiter.check(client_ip)
+        floor = _whole_number(salary_min)
+        # One more than a page, to know whether a next page exists.
+        result = await search_jobs(
+            services.pool,
+            services.embedder,
+            form["q"],
+            size=PAGE_SIZE + 1,
+            location=form["location"] or None,
+            salary_min=floor,
+            offset=start,
+        )
+    except BadInput as exc:
+        context["notice"] = Notice("bad-input", "That search could not be run.", str(exc), "error")
+        status = 400
+    except RateLimited as exc:
+        wait = max(1, round(exc.retry_after))
+        context["notice"] = Notice(
+            "rate-limited",
+            "Too many searches from your address.",
+            f"Please wait about {wait} second{'s' if wait != 1 else ''} and search again.",
+            "warn",
+        )
+        status = 429
+    except UNAVAILABLE:
+        log.exception("job search page: database unavailable")
+        context["notice"] = Notice(
+            "unavailable",
+            "Search is unavailable right now.",
+            "The service could not reach its database. Please try again in a moment.",
+            "error",
+        )
+        status = 503
+    else:
+        page = result.hits[:PAGE_SIZE]
+        root = root_path(request)
+        context.update(
+            hits=[JobHit.of(h.listing, h.score) for h in page],
+            took_ms=round(result.took_ms),
+            first=start + 1,
+            last=start + len(page),
+            page=start // PAGE_SIZE + 1,
+            prev_url=(
+                _search_url(
+                    root, form["q"], form["location"], form["salary_min"], max(0, start - PAGE_SIZE)
+                )
+                if start > 0
+                else None
+            ),
+            next_url=(
+                _search_url(
+                    root, form["q"], form["location"], form["salary_min"], start + PAGE_SIZE
+                )
+                if len(result.hits) > PAGE_SIZE and start + PAGE_SIZE <= MAX_OFFSET
+                else None
+            ),
+        )
+        if not page:
+            filters = [f"in {form['location']}" if form["location"] else ""]
+            filters.append(f"paying from {form['salary_min']}K" if form["salary_min"] else "")
+            where = " ".join(f for f in filters if f)
+            if start:
+                context["notice"] = Notice(
+                    "no-more", "No more results.", "That was the last page for this search."
+                )
+            else:
+                context["notice"] = Notice(
+                    "no-hits",
+                    f"No jobs matched “{form['q']}”{' ' + where if where else ''}.",
+                    "Try fewer or broader words"
+                    + (", or remove the location or salary filter." if where else "."),
+                )
+    return render(request, "jobs_search.html", context, status_code=status, nav="jobs")
+
+
+# --- job detail --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobView:
+    title: str
+    company: str
+    city: str
+    salary_range: str | None
+    paragraphs: list[str]
+    posted: str
+    posted_iso: str
+
+
+def meta_description(listing: ListingOut) -> str:
+    lead = f"{listing.company_name} is hiring a {listing.job_title} in {listing.city_location}."
+    if listing.salary_range:
+        lead += f" {listing.salary_range}."
+    return shorten(f"{lead} {listing.description}", META_DESCRIPTION_LENGTH)
+
+
+def job_posting_json_ld(listing: ListingOut, url: str) -> Markup:
+    """schema.org ``JobPosting``, safe to put inside a ``<script>`` element."""
+    data: dict[str, Any] = {
+        "@context": "https://schema.org",
+        "@type": "JobPosting",
+        "title": listing.job_title,
+        "description": listing.description,
+        "datePosted": listing.created_at.date().isoformat(),
+        "url": url,
+        "hiringOrganization": {"@type": "Organization", "name": listing.company_name},
+        "jobLocation": {
+            "@type": "Place",
+            "address": {"@type": "PostalAddress", "addressLocality": listing.city_location},
+        },
+    }
+    if listing.salary_min_ks is not None or listing.salary_max_ks is not None:
+        value: dict[str, Any] = {"@type": "QuantitativeValue", "unitText": "YEAR"}
+        if listing.salary_min_ks is not None:
+            value["minValue"] = listing.salary_min_ks * 1000
+        if listing.salary_max_ks is not None:
+            value["maxValue"] = listing.salary_max_ks * 1000
+        data["baseSalary"] = {
+            "@type": "MonetaryAmount",
+            "currency": listing.currency_code,
+            "value": value,
+        }
+    text = json.dumps(data, ensure_ascii=False)
+    # "</script>" or "<!--" inside a string must not end the element early.
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def _posted(created_at: datetime) -> tuple[str, str]:
+    return f"{created_at:%B} {created_at.day}, {created_at:%Y}", created_at.date().isoformat()
+
+
+@router.get("/jobs/{slug}", response_class=HTMLResponse)
+async def job_detail_page(request: Request, services: ServicesDep, slug: str) -> Response:
+    try:
+        async with services.pool.connection() as conn:
+            listing = await find_listing(conn, slug)
+    except NotFound:
+        return not_found_page(
+            request,
+            "We couldn't find that job",
+            "The listing may have been filled or removed, or the link is mistyped. "
+            "Search for similar jobs instead.",
+        )
+    except UNAVAILABLE:
+        log.exception("job detail page: database unavailable")
+        return render(
+            request,
+            "not_found.html",
+            {
+                "title": "This page is unavailable right now",
+                "message": "The service could not reach its database. Try again in a moment.",
+                "status_code": 503,
+            },
+            status_code=503,
+        )
+    root = root_path(request)
+    path = f"{root}/jobs/{quote(listing.detail_page_slug)}"
+    if slug != listing.detail_page_slug:
+        # An id or an old slug (the listing was renamed): one canonical URL per listing.
+        return RedirectResponse(path, status_code=301)
+    canonical = str(request.base_url).rstrip("/") + path.removeprefix(root)
+    posted, posted_iso = _posted(listing.created_at)
+    job = JobView(
+        title=listing.job_title,
+        company=listing.company_name,
+        city=listing.city_location,
+        salary_range=listing.salary_range,
+        paragraphs=[p.strip() for p in re.split(r"\n\s*\n", listing.description) if p.strip()],
+        posted=posted,
+        posted_iso=posted_iso,
+    )
+    context = {
+        "job": job,
+        "meta_description": meta_description(listing),
+        "canonical_url": canonical,
+        "json_ld": job_posting_json_ld(listing, canonical),
+        "back_url": f"{root}/",
+    }
+    return render(request, "job_detail.html", context, nav="jobs")
+
+
+# --- recruiter console -------------------------------------------------------------------
+
+
+@router.get("/recruit", response_class=HTMLResponse)
+async def recruit_page(
+    request: Request,
+    search: str | None = None,
+    poll: str | None = None,
+    transport: str | None = None,
+) -> HTMLResponse:
+    """The console shell. ``?search=<id>`` reopens a search; ``?poll=<ms>`` sets the polling
+    interval (default the seed's 5 s) and ``?transport=sse|poll`` forces one transport."""
+    search_id = ""
+    link_error = ""
+    if search:
+        try:
+            search_id = str(uuid.UUID(search.strip()))
+        except ValueError:
+            link_error = "That search link is not valid: check that it was copied completely."
+    requested = small_int(poll)
+    poll_ms = (
+        DEFAULT_POLL_MS if requested is None else min(MAX_POLL_MS, max(MIN_POLL_MS, requested))
+    )
+    context = {
+        "search_id": search_id,
+        "link_error": link_error,
+        "poll_ms": poll_ms,
+        "transport": transport if transport in TRANSPORTS else "auto",
+    }
+    return render(request, "recruit.html", context, nav="recruit")
+
+
+# --- operator status ---------------------------------------------------------------------
+
+
+@router.get("/status", response_class=HTMLResponse)
+async def status_page(
+    request: Request,
+    services: ServicesDep,
+    principal: OptionalPrincipalDep,
+    fragment: str | None = None,
+) -> HTMLResponse:
+    """Queue depths, recent failures and running searches (what ``shortlist status`` prints).
+
+    Public, because none of it identifies a person: the report never holds e-mail addresses,
+    owners or tokens, and candidate failures are labelled by role. The one thing withheld
+    without an admin token is the running searches' query text and ids — recruiters' briefs
+    are their business. ``static/status.js`` sends the admin token kept in ``sessionStorage``
+    as ``Authorization: Bearer`` when it refreshes the report (``?fragment=1``).
+    """
+    admin = principal is not None and principal.is_admin
+    status_code = 200
+    try:
+        async with services.pool.connection() as conn:
+            report: dict[str, Any] | None = await collect_status(conn)
+    except UNAVAILABLE:
+        log.exception("status page: database unavailable")
+        report, status_code = None, 503
+    context = {
+        "report": report,
+        "admin": admin,
+        "signed_in_role": principal.role.value if principal else "",
+        "generated": _ago_label(report["generated_at"]) if report else "",
+    }
+    name = "_status_body.html" if fragment else "status.html"
+    return render(request, name, context, status_code=status_code, nav="status")
+
+
+def _ago_label(iso: str) -> str:
+    return datetime.fromisoformat(iso).strftime("%H:%M:%S UTC")

@@ -1,0 +1,886 @@
+// Recruiter console: start a search, then follow it as the seed's client does.
+//
+// Rows are appended strictly in server rank order (rank N+1 after rank N) and are never
+// re-sorted, moved or replaced. New rows arrive over Server-Sent Events (a fetch() stream, so
+// the token travels in the Authorization header and never in a URL) or, as the fallback, by
+// polling GET /api/results?searchId=…&after=<last rank> every few seconds. Both feed the same
+// functions, so the page shows the same ranks and rows either way.
+"use strict";
+
+(function () {
+  const root = document.getElementById("recruit");
+  if (!root) {
+    return;
+  }
+
+  const TOKEN_KEY = "shortlist.recruiterToken";
+  const QUERY_KEY = "shortlist.searchQuery.";
+  const API = root.dataset.apiRoot || "";
+  const POLL_MS = clampInt(root.dataset.pollMs, 5000, 100, 60000);
+  const TRANSPORT = root.dataset.transport || "auto"; // auto | sse | poll
+  const STATUS_ORDER = [
+    "queued",
+    "running",
+    "succeeded",
+    "failed_no_email",
+    "failed_transient",
+    "failed_permanent",
+  ];
+  const STATUS_LABEL = {
+    queued: "Queued",
+    running: "Enriching",
+    succeeded: "Ready",
+    failed_no_email: "No e-mail found",
+    failed_transient: "Temporary failure",
+    failed_permanent: "Failed",
+  };
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const FAILED = new Set(["failed_no_email", "failed_transient", "failed_permanent"]);
+  const SEARCH_STATE = {
+    running: ["Running", "badge-running"],
+    complete: ["Complete", "badge-complete"],
+    stale: ["Stale", "badge-stale"],
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    signedIn: $("signed-in"),
+    signOut: $("sign-out"),
+    message: $("page-message"),
+    signinPanel: $("signin-panel"),
+    signinForm: $("signin-form"),
+    signinError: $("signin-error"),
+    token: $("token"),
+    searchPanel: $("search-panel"),
+    searchForm: $("search-form"),
+    searchError: $("search-error"),
+    searchSubmit: $("search-submit"),
+    resultsPanel: $("results-panel"),
+    resultsTitle: $("results-title"),
+    searchQuery: $("search-query"),
+    count: $("result-count"),
+    state: $("search-state"),
+    statusCounts: $("status-counts"),
+    staleBox: $("stale-box"),
+    retrySearch: $("retry-search"),
+    retrySearchError: $("retry-search-error"),
+    empty: $("results-empty"),
+    results: $("results"),
+    pipeline: $("pipeline"),
+    attempts: $("attempts"),
+    transportInfo: $("transport-info"),
+  };
+
+  /** The search on screen (at most one). */
+  let view = null;
+
+  // --- small helpers -----------------------------------------------------------------------
+
+  function clampInt(text, fallback, lo, hi) {
+    const n = Number.parseInt(text, 10);
+    return Number.isFinite(n) ? Math.min(hi, Math.max(lo, n)) : fallback;
+  }
+
+  /** createElement with attributes and text/element children (never innerHTML). */
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) {
+        continue;
+      }
+      node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === "") {
+        continue;
+      }
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function safeHttpUrl(text) {
+    try {
+      const url = new URL(String(text));
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+    } catch {
+      return null;
+    }
+  }
+
+  function plural(n, one, many) {
+    return `${n} ${n === 1 ? one : many}`;
+  }
+
+  function showMessage(text, kind, code) {
+    ui.message.hidden = !text;
+    ui.message.className = "notice" + (kind ? ` notice-${kind}` : "");
+    ui.message.setAttribute("role", kind === "error" ? "alert" : "status");
+    ui.message.dataset.notice = code || "";
+    ui.message.textContent = text || "";
+  }
+
+  function setTransportInfo(v, mode, note) {
+    root.dataset.mode = mode || "";
+    if (mode) {
+      root.dataset.transportUsed = mode; // which transport delivered updates (for tests)
+    }
+    const what =
+      mode === "sse"
+        ? "Live updates (server-sent events)"
+        : mode === "poll"
+          ? `Checking for new candidates every ${POLL_MS >= 1000 ? `${POLL_MS / 1000} s` : `${POLL_MS} ms`}`
+          : "";
+    ui.transportInfo.textContent = [what, note].filter(Boolean).join(" · ");
+  }
+
+  // --- token --------------------------------------------------------------------------------
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function renderAuth() {
+    const signedIn = Boolean(token());
+    ui.signinPanel.hidden = signedIn;
+    ui.searchPanel.hidden = !signedIn;
+    ui.signedIn.hidden = !signedIn;
+  }
+
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    closeView();
+    ui.resultsPanel.hidden = true;
+    renderAuth();
+    ui.signinError.textContent = message || "";
+    if (message) {
+      ui.token.focus();
+    }
+  }
+
+  // --- API ----------------------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  async function errorOf(res) {
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      body = null;
+    }
+    const err = (body && body.error) || {};
+    return new ApiError(res.status, err.code || `http_${res.status}`, err.message || res.statusText);
+  }
+
+  async function api(method, path, body) {
+    const headers = { Authorization: `Bearer ${token()}`, Accept: "application/json" };
+    const init = { method, headers, cache: "no-store" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const res = await fetch(API + path, init);
+    if (!res.ok) {
+      throw await errorOf(res);
+    }
+    return res.status === 204 ? null : res.json();
+  }
+
+  /** Auth and access errors end the view; returns true when it handled ``err``. */
+  function handleAccessError(v, err) {
+    if (!(err instanceof ApiError)) {
+      return false;
+    }
+    if (err.status === 401) {
+      signOut("That token was not accepted. Sign in again with a recruiter token.");
+      return true;
+    }
+    if (err.status === 403 || err.status === 404 || err.status === 400 || err.status === 422) {
+      closeView();
+      ui.resultsPanel.hidden = true;
+      const text =
+        err.status === 403
+          ? "This console needs a recruiter token."
+          : "Search not found. It may belong to another recruiter, or the link is incomplete.";
+      showMessage(text, "error", "search-not-found");
+      return true;
+    }
+    return false;
+  }
+
+  // --- rendering ----------------------------------------------------------------------------
+
+  function renderResult(r) {
+    const c = r.candidate || {};
+    const status = r.status || "succeeded";
+    const name = c.fullName || "Unnamed candidate";
+    const profile = safeHttpUrl(c.profileUrl);
+    const facts = [c.roleTitle, c.location];
+    if (Number.isInteger(c.yearsExperience)) {
+      facts.push(plural(c.yearsExperience, "year", "years"));
+    }
+    const skills = Array.isArray(c.skills) ? c.skills.slice(0, 10) : [];
+    const score = Number(r.score);
+    const scoreText =
+      Number.isFinite(score) && score >= 0 && score <= 1
+        ? `${Math.round(score * 100)}% match`
+        : `score ${Number.isFinite(score) ? score.toFixed(2) : "–"}`;
+
+    return h(
+      "li",
+      {
+        class: "result is-new",
+        "data-rank": r.rank,
+        "data-candidate-id": c.id || "",
+        "data-status": status,
+        "data-tier": r.tier || "",
+      },
+      h("div", { class: "rank" }, h("span", { class: "visually-hidden" }, "Rank "), String(r.rank)),
+      h(
+        "div",
+        { class: "who" },
+        h(
+          "h3",
+          {},
+          profile
+            ? h("a", { href: profile, target: "_blank", rel: "noopener noreferrer" }, name)
+            : name,
+        ),
+        c.headline ? h("p", { class: "headline" }, c.headline) : null,
+        h("p", { class: "person-facts" }, facts.filter(Boolean).join(" · ")),
+        skills.length ? h("ul", { class: "chips", "aria-label": "Skills" }, ...skills.map((s) => h("li", {}, s))) : null,
+      ),
+      h(
+        "div",
+        { class: "aside" },
+        h("span", { class: `pill pill-${status}` }, STATUS_LABEL[status] || status),
+        h("span", { class: "score", title: `Relevance score ${Number.isFinite(score) ? score.toFixed(3) : ""}` }, scoreText),
+        r.tier ? h("span", { class: "tier" }, r.tier === "internal" ? "corpus" : `${r.tier} tier`) : null,
+        c.email ? h("a", { class: "contact", href: `mailto:${c.email}` }, c.email) : null,
+      ),
+    );
+  }
+
+  /** Append one row if it is the next rank; rows already shown are never touched. */
+  function appendResult(v, r) {
+    const rank = Number(r && r.rank);
+    if (!Number.isInteger(rank) || rank <= v.lastRank) {
+      return true; // already shown (or junk): ignore, never move
+    }
+    if (rank !== v.lastRank + 1) {
+      return false; // a gap: wait for the missing rank instead of showing rows out of order
+    }
+    ui.results.append(renderResult(r));
+    v.lastRank = rank;
+    root.dataset.lastRank = String(rank);
+    ui.empty.hidden = true;
+    return true;
+  }
+
+  function appendResults(v, rows) {
+    const sorted = [...(rows || [])].sort((a, b) => a.rank - b.rank);
+    for (const r of sorted) {
+      if (!appendResult(v, r)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  function setCount(v, n) {
+    const count = Number.isInteger(n) ? Math.max(n, v.lastRank) : v.lastRank;
+    if (count === v.count) {
+      return;
+    }
+    v.count = count;
+    ui.count.dataset.count = String(count);
+    ui.count.replaceChildren(h("strong", {}, String(count)), count === 1 ? " candidate" : " candidates");
+  }
+
+  function setStatus(v, status) {
+    if (!status || status === v.status) {
+      return;
+    }
+    v.status = status;
+    const [label, cls] = SEARCH_STATE[status] || [status, "badge-unknown"];
+    ui.state.textContent = label;
+    ui.state.className = `badge ${cls}`;
+    ui.state.dataset.state = status;
+    root.dataset.state = status;
+    ui.staleBox.hidden = status !== "stale";
+    if (v.lastRank === 0) {
+      ui.empty.textContent =
+        status === "complete"
+          ? "No candidates matched this search."
+          : status === "stale"
+            ? "No candidates found yet."
+            : "Waiting for the first candidates…";
+    }
+  }
+
+  function setCounts(v, counts) {
+    if (!counts || typeof counts !== "object") {
+      return;
+    }
+    v.counts = counts;
+    const items = STATUS_ORDER.filter((s) => counts[s] > 0).map((s) =>
+      h("li", { class: `pill pill-${s}`, "data-status": s }, `${counts[s]} ${STATUS_LABEL[s].toLowerCase()}`),
+    );
+    ui.statusCounts.replaceChildren(...items);
+  }
+
+  function attemptRetryButton(v, a) {
+    const button = h("button", { type: "button", class: "btn btn-secondary btn-small retry" }, "Retry");
+    button.setAttribute("aria-label", `Retry ${a.displayName || a.externalId || "candidate"}`);
+    button.addEventListener("click", () => retryCandidate(v, String(a.candidateId), button));
+    return button;
+  }
+
+  /** Insert or update one in-flight/failed candidate; succeeded ones leave the list. */
+  function upsertAttempt(v, a) {
+    if (!a || a.candidateId === undefined || a.candidateId === null) {
+      return;
+    }
+    const id = String(a.candidateId);
+    let li = v.attempts.get(id);
+    if (a.status === "succeeded") {
+      if (li) {
+        li.remove();
+        v.attempts.delete(id);
+      }
+      renderPipeline(v);
+      return;
+    }
+    if (!li) {
+      li = h(
+        "li",
+        { class: "attempt", "data-candidate-id": id },
+        h("span", { class: "who" }),
+        h("p", { class: "why" }),
+        h("div", { class: "actions" }, h("span", { class: "pill" }), h("span", { class: "inline-error", role: "alert" })),
+      );
+      v.attempts.set(id, li);
+      ui.attempts.append(li);
+    }
+    li.dataset.status = a.status;
+    if (a.externalId) {
+      li.dataset.externalId = a.externalId;
+    }
+    const name = a.displayName || a.externalId || `Candidate ${id}`;
+    li.querySelector(".who").textContent = name;
+    const why = [a.tier ? `${a.tier} tier` : "", FAILED.has(a.status) && a.lastError ? a.lastError : ""];
+    li.querySelector(".why").textContent = why.filter(Boolean).join(" · ");
+    const pill = li.querySelector(".pill");
+    pill.className = `pill pill-${a.status}`;
+    pill.textContent = STATUS_LABEL[a.status] || a.status;
+    const actions = li.querySelector(".actions");
+    const existing = actions.querySelector("button.retry");
+    if (FAILED.has(a.status) && !existing) {
+      actions.append(attemptRetryButton(v, a));
+    } else if (!FAILED.has(a.status) && existing) {
+      existing.remove();
+    }
+    renderPipeline(v);
+  }
+
+  function syncAttempts(v, list) {
+    const keep = new Set(list.map((a) => String(a.candidateId)));
+    for (const [id, li] of v.attempts) {
+      if (!keep.has(id)) {
+        li.remove();
+        v.attempts.delete(id);
+      }
+    }
+    for (const a of list) {
+      upsertAttempt(v, a);
+    }
+    renderPipeline(v);
+  }
+
+  function renderPipeline(v) {
+    ui.pipeline.hidden = v.attempts.size === 0;
+  }
+
+  /** One /api/results answer (the initial load and every poll). */
+  function applySnapshot(v, data) {
+    const complete = appendResults(v, data.results);
+    setCount(v, data.resultCount);
+    setStatus(v, data.status);
+    setCounts(v, data.candidates);
+    if (Array.isArray(data.attempts)) {
+      syncAttempts(v, data.attempts);
+    }
+    return complete;
+  }
+
+  function busy(v) {
+    const c = v.counts || {};
+    return (c.queued || 0) + (c.running || 0) > 0;
+  }
+
+  /** Nothing more will arrive until someone retries: stop following. */
+  function finished(v) {
+    return v.status === "stale" || (v.status === "complete" && !busy(v));
+  }
+
+  // --- following a search -------------------------------------------------------------------
+
+  function closeView() {
+    if (!view) {
+      return;
+    }
+    view.closed = true;
+    clearTimeout(view.timer);
+    if (view.abort) {
+      view.abort.abort();
+    }
+    view = null;
+    root.dataset.mode = "";
+  }
+
+  function openSearch(id, { focus = false } = {}) {
+    closeView();
+    showMessage("");
+    const v = {
+      id,
+      lastRank: 0,
+      count: -1,
+      status: null,
+      counts: {},
+      attempts: new Map(),
+      timer: null,
+      abort: null,
+      mode: null,
+      sseFailed: false,
+      closed: false,
+    };
+    view = v;
+    root.dataset.searchId = id;
+    root.dataset.lastRank = "0";
+    root.dataset.state = "";
+    ui.results.replaceChildren();
+    ui.attempts.replaceChildren();
+    ui.statusCounts.replaceChildren();
+    ui.empty.hidden = false;
+    ui.empty.textContent = "Waiting for the first candidates…";
+    ui.pipeline.hidden = true;
+    ui.staleBox.hidden = true;
+    ui.state.textContent = "Loading";
+    ui.state.className = "badge badge-unknown";
+    const query = sessionStorage.getItem(QUERY_KEY + id);
+    ui.searchQuery.textContent = query ? `“${query}”` : "";
+    if (!query) {
+      describeSearch(v);
+    }
+    setCount(v, 0);
+    ui.resultsPanel.hidden = false;
+    if (focus) {
+      ui.resultsTitle.setAttribute("tabindex", "-1");
+      ui.resultsTitle.focus();
+    }
+
+    // The stream (or the first poll) brings every row so far, then what follows.
+    follow(v, 0);
+  }
+
+  /** The brief of a search opened from a link (best effort: the rows do not depend on it). */
+  async function describeSearch(v) {
+    try {
+      const s = await api("GET", `/api/searches/${encodeURIComponent(v.id)}`);
+      if (!v.closed && view === v) {
+        const text = describe({
+          query: s.query,
+          role: s.role || undefined,
+          location: s.location || undefined,
+          min_years_experience: s.minYearsExperience ?? undefined,
+          skills: s.skills && s.skills.length ? s.skills : undefined,
+        });
+        sessionStorage.setItem(QUERY_KEY + v.id, text);
+        ui.searchQuery.textContent = `“${text}”`;
+      }
+    } catch {
+      // errors of access are reported by the results themselves
+    }
+  }
+
+  function resultsPath(v) {
+    return `/api/results?searchId=${encodeURIComponent(v.id)}&after=${v.lastRank}`;
+  }
+
+  function streamingSupported() {
+    return (
+      typeof ReadableStream !== "undefined" &&
+      typeof TextDecoderStream !== "undefined" &&
+      typeof AbortController !== "undefined"
+    );
+  }
+
+  function wantSse(v) {
+    if (TRANSPORT === "poll" || !streamingSupported()) {
+      return false;
+    }
+    return TRANSPORT === "sse" || !v.sseFailed;
+  }
+
+  /** Follow ``v`` until it is finished: SSE when available, else polling. */
+  async function follow(v, pollDelay) {
+    if (v.closed || v.mode) {
+      return;
+    }
+    if (wantSse(v)) {
+      v.mode = "sse";
+      const outcome = await streamEvents(v);
+      v.mode = null;
+      if (v.closed || outcome === "done") {
+        if (!v.closed) {
+          setTransportInfo(v, "", "");
+        }
+        return;
+      }
+      v.sseFailed = true; // the stream broke: poll for the rest of this search
+    }
+    startPolling(v, pollDelay);
+  }
+
+  /** After a retry: pick the search up again, at once. */
+  function resume(v) {
+    if (v.closed) {
+      return;
+    }
+    if (v.mode === "poll") {
+      clearTimeout(v.timer);
+      v.timer = setTimeout(() => pollOnce(v), 0);
+    } else if (!v.mode) {
+      follow(v, 0);
+    }
+    // mode "sse": the open stream reports the change itself
+  }
+
+  function startPolling(v, delay) {
+    v.mode = "poll";
+    setTransportInfo(v, "poll", "");
+    clearTimeout(v.timer);
+    v.timer = setTimeout(() => pollOnce(v), delay);
+  }
+
+  async function pollOnce(v) {
+    if (v.closed) {
+      return;
+    }
+    let data;
+    try {
+      data = await api("GET", resultsPath(v));
+    } catch (err) {
+      if (v.closed || handleAccessError(v, err)) {
+        return;
+      }
+      setTransportInfo(v, "poll", "connection problem, retrying");
+      v.timer = setTimeout(() => pollOnce(v), POLL_MS);
+      return;
+    }
+    if (v.closed) {
+      return;
+    }
+    setTransportInfo(v, "poll", "");
+    const before = v.lastRank;
+    applySnapshot(v, data);
+    if (finished(v) && v.lastRank >= v.count) {
+      v.mode = null;
+      setTransportInfo(v, "", "");
+      return;
+    }
+    // More rows than one page: fetch the rest at once rather than on the next tick.
+    const behind = v.lastRank > before && v.lastRank < v.count;
+    v.timer = setTimeout(() => pollOnce(v), behind ? 0 : POLL_MS);
+  }
+
+  function parseFrame(frame) {
+    let event = "message";
+    const data = [];
+    for (const line of frame.split("\n")) {
+      if (!line || line.startsWith(":")) {
+        continue; // comments are heartbeats
+      }
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) {
+        value = value.slice(1);
+      }
+      if (field === "event") {
+        event = value;
+      } else if (field === "data") {
+        data.push(value);
+      }
+    }
+    return data.length ? { event, data: data.join("\n") } : null;
+  }
+
+  /** Returns "continue", "done" (complete/stale) or "broken". */
+  function handleEvent(v, ev) {
+    let body;
+    try {
+      body = JSON.parse(ev.data);
+    } catch {
+      return "broken";
+    }
+    switch (ev.event) {
+      case "result":
+        return appendResult(v, body) ? "continue" : "broken";
+      case "status":
+        setCount(v, body.resultCount);
+        setStatus(v, body.status);
+        setCounts(v, body.candidates);
+        return body.status === "stale" ? "done" : "continue";
+      case "candidate":
+        upsertAttempt(v, body);
+        return "continue";
+      case "complete":
+        setCount(v, body.resultCount);
+        setStatus(v, body.status || "complete");
+        if (body.candidates) {
+          setCounts(v, body.candidates);
+        }
+        return "done";
+      default:
+        return "continue";
+    }
+  }
+
+  /** Follow over SSE (fetch streaming, token in the header). "done" | "failed" | "closed". */
+  async function streamEvents(v) {
+    const ctrl = new AbortController();
+    v.abort = ctrl;
+    const url = `${API}/api/searches/${encodeURIComponent(v.id)}/events?after=${v.lastRank}`;
+    try {
+      const res = await fetch(url, {
+        headers: { Authorization: `Bearer ${token()}`, Accept: "text/event-stream" },
+        cache: "no-store",
+        signal: ctrl.signal,
+      });
+      if (!res.ok || !res.body) {
+        if (res.status === 401 || res.status === 403 || res.status === 404) {
+          handleAccessError(v, await errorOf(res));
+          return "closed";
+        }
+        return "failed";
+      }
+      setTransportInfo(v, "sse", "");
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) {
+          return v.closed ? "closed" : "failed"; // ended without "complete"
+        }
+        buffer += value.replace(/\r\n?/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const frame = parseFrame(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+          if (!frame) {
+            continue;
+          }
+          const outcome = handleEvent(v, frame);
+          if (outcome !== "continue") {
+            ctrl.abort();
+            return outcome === "done" ? "done" : "failed";
+          }
+        }
+      }
+    } catch {
+      return v.closed ? "closed" : "failed";
+    } finally {
+      if (v.abort === ctrl) {
+        v.abort = null;
+      }
+    }
+  }
+
+  // --- actions ------------------------------------------------------------------------------
+
+  async function retryCandidate(v, candidateId, button) {
+    const li = button.closest("li");
+    const error = li && li.querySelector(".inline-error");
+    button.disabled = true;
+    button.textContent = "Retrying…";
+    if (error) {
+      error.textContent = "";
+    }
+    try {
+      await api(
+        "POST",
+        `/api/searches/${encodeURIComponent(v.id)}/candidates/${encodeURIComponent(candidateId)}/retry`,
+      );
+    } catch (err) {
+      if (handleAccessError(v, err)) {
+        return;
+      }
+      button.disabled = false;
+      button.textContent = "Retry";
+      if (error) {
+        error.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
+      }
+      return;
+    }
+    if (v.closed) {
+      return;
+    }
+    // Shown as queued until the next update says otherwise; keep following until it settles.
+    const known = li ? li.dataset.status : "";
+    upsertAttempt(v, { candidateId, status: "queued", displayName: li && li.querySelector(".who").textContent });
+    if (known && v.counts[known] > 0) {
+      const counts = { ...v.counts, [known]: v.counts[known] - 1, queued: (v.counts.queued || 0) + 1 };
+      setCounts(v, counts);
+    }
+    resume(v);
+  }
+
+  async function retrySearch() {
+    const v = view;
+    if (!v) {
+      return;
+    }
+    ui.retrySearch.disabled = true;
+    ui.retrySearchError.textContent = "";
+    try {
+      await api("POST", `/api/searches/${encodeURIComponent(v.id)}/retry`);
+    } catch (err) {
+      ui.retrySearch.disabled = false;
+      if (!handleAccessError(v, err)) {
+        ui.retrySearchError.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
+      }
+      return;
+    }
+    ui.retrySearch.disabled = false;
+    if (v.closed) {
+      return;
+    }
+    setStatus(v, "running");
+    resume(v);
+  }
+
+  function searchBody(form) {
+    const data = new FormData(form);
+    const body = { query: String(data.get("query") || "").trim() };
+    const role = String(data.get("role") || "").trim();
+    const location = String(data.get("location") || "").trim();
+    const years = String(data.get("min_years_experience") || "").trim();
+    const skills = String(data.get("skills") || "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (role) body.role = role;
+    if (location) body.location = location;
+    if (years) body.min_years_experience = Number(years);
+    if (skills.length) body.skills = skills;
+    return body;
+  }
+
+  function describe(body) {
+    const parts = [body.query];
+    if (body.role) parts.push(body.role);
+    if (body.location) parts.push(body.location);
+    if (body.min_years_experience !== undefined) parts.push(`${body.min_years_experience}+ years`);
+    if (body.skills) parts.push(body.skills.join(", "));
+    return parts.join(" · ");
+  }
+
+  function urlFor(searchId) {
+    const url = new URL(window.location.href);
+    if (searchId) {
+      url.searchParams.set("search", searchId);
+    } else {
+      url.searchParams.delete("search");
+    }
+    return url.pathname + url.search;
+  }
+
+  async function submitSearch(event) {
+    event.preventDefault();
+    ui.searchError.textContent = "";
+    const body = searchBody(ui.searchForm);
+    if (!body.query) {
+      ui.searchError.textContent = "Describe who you are looking for.";
+      $("s-query").focus();
+      return;
+    }
+    if (body.min_years_experience !== undefined && !(Number.isInteger(body.min_years_experience) && body.min_years_experience >= 0)) {
+      ui.searchError.textContent = "Minimum years must be a whole number of 0 or more.";
+      $("s-years").focus();
+      return;
+    }
+    ui.searchSubmit.disabled = true;
+    let created;
+    try {
+      created = await api("POST", "/api/searches", body);
+    } catch (err) {
+      ui.searchSubmit.disabled = false;
+      if (err instanceof ApiError && err.status === 401) {
+        signOut("That token was not accepted. Sign in again with a recruiter token.");
+      } else if (err instanceof ApiError && err.status === 403) {
+        ui.searchError.textContent = "This token may not search candidates: it needs the recruiter role.";
+      } else {
+        ui.searchError.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
+      }
+      return;
+    }
+    ui.searchSubmit.disabled = false;
+    const id = String(created.searchId);
+    sessionStorage.setItem(QUERY_KEY + id, describe(body));
+    window.history.pushState({ search: id }, "", urlFor(id));
+    openSearch(id, { focus: true });
+  }
+
+  function signIn(event) {
+    event.preventDefault();
+    const value = ui.token.value.trim();
+    if (!value) {
+      ui.signinError.textContent = "Paste your recruiter token.";
+      ui.token.focus();
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, value);
+    ui.token.value = "";
+    ui.signinError.textContent = "";
+    renderAuth();
+    routeFromUrl();
+    if (!view) {
+      $("s-query").focus();
+    }
+  }
+
+  function routeFromUrl() {
+    const id = (new URLSearchParams(window.location.search).get("search") || "").trim();
+    if (!token()) {
+      return;
+    }
+    if (id && UUID.test(id.trim())) {
+      if (!view || view.id !== id) {
+        openSearch(id);
+      }
+    } else {
+      closeView();
+      ui.resultsPanel.hidden = true;
+    }
+  }
+
+  ui.signinForm.addEventListener("submit", signIn);
+  ui.searchForm.addEventListener("submit", submitSearch);
+  ui.signOut.addEventListener("click", () => signOut(""));
+  ui.retrySearch.addEventListener("click", retrySearch);
+  window.addEventListener("popstate", routeFromUrl);
+
+  renderAuth();
+  if (root.dataset.searchId && !token()) {
+    showMessage("Sign in to open this search.", "", "sign-in-to-open");
+  }
+  routeFromUrl();
+})();

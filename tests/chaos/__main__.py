@@ -1,0 +1,45 @@
+"""``python -m tests.chaos`` (``make chaos``): the full reliability and security suite.
+
+Runs, with pytest, the full-size scenarios of ``tests/chaos/suite.py`` (20 crash rounds, three
+database restarts, provider chaos, graceful stops, ≥ 1,000 schemathesis cases) and the
+access-control and bad-input tests, then prints every figure. Extra arguments go to pytest
+(e.g. ``python -m tests.chaos -k crashes``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = [
+    "tests/chaos/suite.py",
+    "tests/test_access_control.py",
+    "tests/test_bad_input.py",
+]
+
+
+class FiguresReport:
+    """Prints the figures of every scenario that ran, at the end of the session."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from tests.chaos.scenarios import FIGURES
+
+        terminalreporter.section("chaos figures")
+        for entry in FIGURES:
+            terminalreporter.write_line(json.dumps(entry, default=str))
+
+
+def main(argv: list[str]) -> int:
+    os.chdir(ROOT)
+    args = [*TARGETS, "-p", "no:cacheprovider", "-o", "timeout=1800", "-ra", *argv]
+    return int(pytest.main(args, plugins=[FiguresReport()]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

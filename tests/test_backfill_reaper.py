@@ -1,0 +1,256 @@
+"""Recovery: the reaper and the retries. A worker process killed with SIGKILL mid-enrichment, a
+search that goes silent and is resumed, lost tier claims, searches whose last worker died
+before it could mark them complete."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.auth import Role
+from shortlist.config import Settings
+from shortlist.services import Services
+from shortlist.simulator import SimulatorServer
+from shortlist.talent import repository as repo
+from shortlist.talent.reaper import reap_once
+from shortlist.talent.tiers import MAX_TIER_ATTEMPTS
+from tests.backfill_support import (
+    MakeToken,
+    auth,
+    fast_settings,
+    get_results,
+    running_workers,
+    set_behaviour,
+    stub_rows,
+    wait_complete,
+)
+from tests.backfill_support import simulator as simulator  # the fixture
+from tests.helpers import wait_for
+
+pytest_plugins = ["tests.api_fixtures"]
+
+NICHE = {"query": "FPGA verification with UVM", "role": "FPGA Verification Engineer"}
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Tiers only reach exhausted/failed from running (migration 0005's state machine).
+CLAIM_TIERS = (
+    "UPDATE search_tiers SET status = 'running', locked_by = 'test',"
+    " locked_until = now() + interval '1 minute' WHERE search_id = %s"
+)
+
+
+@pytest.fixture
+def settings(db_url: str, simulator: SimulatorServer) -> Settings:
+    return fast_settings(db_url, simulator.base_url)
+
+
+@pytest.fixture
+async def recruiter(make_token: MakeToken) -> str:
+    return await make_token("recruiter", Role.recruiter)
+
+
+async def start(client: httpx.AsyncClient, token: str) -> str:
+    response = await client.post("/api/searches", json=NICHE, headers=auth(token))
+    assert response.status_code == 202, response.text
+    search_id: str = response.json()["searchId"]
+    return search_id
+
+
+async def execute(services: Services, query: str, *params: Any) -> None:
+    async with services.pool.connection() as conn:
+        await conn.execute(query, params)
+        await conn.commit()
+
+
+async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_lease(
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    db_url: str,
+    tmp_path: Path,
+) -> None:
+    # Enrichment takes ~100 s (scaled): the worker process is surely inside one when killed.
+    await set_behaviour(simulator, enrich_mean_s=10_000, enrich_max_s=100_000, enrich_tail_rate=0)
+    search_id = await start(client, recruiter)
+    lease = 1.0
+    env = {
+        **os.environ,
+        "SHORTLIST_DATABASE_URL": db_url,
+        "SHORTLIST_TALENT_API_URL": simulator.base_url,
+        "SHORTLIST_SERP_API_URL": simulator.base_url,
+        "SHORTLIST_LEASE_SECONDS": str(lease),
+        "SHORTLIST_DISCOVERY_TIMEOUT": "0.3",
+        "SHORTLIST_RETRY_DELAY": "0.05",
+        "SHORTLIST_ENRICHMENT_TIMEOUT": "600",
+        "SHORTLIST_LOG_LEVEL": "WARNING",
+    }
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.backfill_support",
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+
+        async def mid_enrichment() -> list[dict[str, Any]]:
+            assert proc.returncode is None, log_path.read_text()
+            stubs = await stub_rows(services.pool, search_id)
+            return [
+                s
+                for s in stubs
+                if s["status"] == "running" and f":{proc.pid}:" in (s["locked_by"] or "")
+            ]
+
+        held = await wait_for(mid_enrichment, timeout=30, message="the worker enriching")
+        # A live worker heartbeats its leases: the reaper leaves its candidates alone.
+        assert (await reap_once(services.pool, services.settings)).lost_candidates == 0
+        proc.send_signal(signal.SIGKILL)
+        assert await asyncio.wait_for(proc.wait(), 10) == -signal.SIGKILL
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+    held_ids = {s["id"] for s in held}
+
+    # Once their lease runs out, the reaper fails them forward.
+    async def reaped() -> bool:
+        await reap_once(services.pool, services.settings)
+        stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
+        return all(stubs[i]["status"] == "failed_transient" for i in held_ids)
+
+    await wait_for(reaped, timeout=lease * 10, interval=0.1, message="stubs reaped")
+    body = await get_results(client, recruiter, search_id)
+    lost = [a for a in body["attempts"] if a["candidateId"] in held_ids]
+    assert len(lost) == len(held_ids)
+    assert all(a["lastError"] == "worker lost: lease expired" for a in lost)
+
+    # The recruiter retries one; a healthy worker takes it to the results.
+    await set_behaviour(simulator, enrich_mean_s=None, enrich_max_s=None, enrich_tail_rate=None)
+    one = lost[0]["candidateId"]
+    retried = await client.post(
+        f"/api/searches/{search_id}/candidates/{one}/retry", headers=auth(recruiter)
+    )
+    assert retried.status_code == 200, retried.text
+    async with running_workers(services):
+
+        async def one_done() -> bool:
+            stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
+            return stubs[one]["status"] in ("succeeded", "failed_no_email")
+
+        await wait_for(one_done, timeout=20, message="the retried candidate")
+
+
+async def test_a_silent_search_goes_stale_and_a_retry_resumes_it_to_complete(
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    db_url: str,
+) -> None:
+    services.settings = fast_settings(db_url, simulator.base_url, stale_after=0.3)
+    search_id = await start(client, recruiter)  # no worker is running: nothing happens
+
+    async def stale() -> bool:
+        report = await reap_once(services.pool, services.settings)
+        return report.stale == 1
+
+    await wait_for(stale, timeout=10, interval=0.1, message="search marked stale")
+    body = await get_results(client, recruiter, search_id)
+    assert body["status"] == "stale" and body["isRunning"] is False
+    # Workers leave a stale search alone: neither its tiers nor its candidates are claimable.
+    assert await repo.claim_tiers(services.pool, "w", 10, 5.0, MAX_TIER_ATTEMPTS) == []
+    async with running_workers(services):
+        # Until the recruiter resumes it.
+        resumed = await client.post(f"/api/searches/{search_id}/retry", headers=auth(recruiter))
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.json()["status"] == "running"
+        again = await client.post(f"/api/searches/{search_id}/retry", headers=auth(recruiter))
+        assert again.status_code == 409  # running: nothing to resume
+        body = await wait_complete(client, recruiter, search_id)
+    assert body["resultCount"] > 0
+
+
+async def test_reaper_requeues_a_lost_tier_then_fails_it_after_repeated_losses(
+    client: httpx.AsyncClient, services: Services, recruiter: str
+) -> None:
+    search_id = await start(client, recruiter)
+    lost_tier = (
+        "UPDATE search_tiers SET status = 'running', attempts = %s, locked_by = 'gone',"
+        " locked_until = now() - interval '1 second' WHERE search_id = %s AND tier = 'strict'"
+    )
+    await execute(services, lost_tier, 1, search_id)
+    report = await reap_once(services.pool, services.settings)
+    assert (report.requeued_tiers, report.failed_tiers) == (1, 0)
+    await execute(services, lost_tier, MAX_TIER_ATTEMPTS, search_id)
+    report = await reap_once(services.pool, services.settings)
+    assert (report.requeued_tiers, report.failed_tiers) == (0, 1)
+    summary = (await client.get(f"/api/searches/{search_id}", headers=auth(recruiter))).json()
+    tiers = {t["tier"]: t for t in summary["tiers"]}
+    assert tiers["strict"]["status"] == "failed"
+    assert tiers["strict"]["lastError"] == f"worker lost: lease expired {MAX_TIER_ATTEMPTS} times"
+    assert tiers["broad"]["status"] == tiers["serp"]["status"] == "queued"
+
+
+async def test_reaper_completes_a_search_whose_work_is_all_done(
+    client: httpx.AsyncClient, services: Services, recruiter: str
+) -> None:
+    search_id = await start(client, recruiter)
+    # As if the last worker died between its commit and the completion check.
+    await execute(services, CLAIM_TIERS, search_id)
+    await execute(
+        services,
+        "UPDATE search_tiers SET status = 'exhausted', locked_by = NULL, locked_until = NULL"
+        " WHERE search_id = %s",
+        search_id,
+    )
+    assert (await get_results(client, recruiter, search_id))["status"] == "running"
+    report = await reap_once(services.pool, services.settings)
+    assert report.completed == 1 and report.stale == 0
+    body = await get_results(client, recruiter, search_id)
+    assert body["status"] == "complete"
+    # Complete with nothing failed: a retry has nothing to do.
+    retried = await client.post(f"/api/searches/{search_id}/retry", headers=auth(recruiter))
+    assert retried.status_code == 409
+
+
+async def test_search_retry_requeues_failed_tiers_and_transient_failures(
+    client: httpx.AsyncClient, services: Services, recruiter: str
+) -> None:
+    search_id = await start(client, recruiter)
+    await execute(services, CLAIM_TIERS, search_id)
+    await execute(
+        services,
+        "UPDATE search_tiers SET status = 'failed', last_error = 'boom', locked_by = NULL,"
+        " locked_until = NULL WHERE search_id = %s",
+        search_id,
+    )
+    await execute(
+        services,
+        "INSERT INTO search_candidates (search_id, external_id, tier, status, last_error)"
+        " VALUES (%s, 'talent:a', 'strict', 'failed_transient', 'timeout'),"
+        " (%s, 'talent:b', 'strict', 'failed_permanent', 'HTTP 404')",
+        search_id,
+        search_id,
+    )
+    await reap_once(services.pool, services.settings)
+    assert (await get_results(client, recruiter, search_id))["status"] == "complete"
+    retried = await client.post(f"/api/searches/{search_id}/retry", headers=auth(recruiter))
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["status"] == "running"
+    summary = (await client.get(f"/api/searches/{search_id}", headers=auth(recruiter))).json()
+    assert {t["status"] for t in summary["tiers"]} == {"queued"}
+    assert summary["candidates"]["queued"] == 1  # the transient one; 404 stays failed
+    assert summary["candidates"]["failed_permanent"] == 1

@@ -1,0 +1,434 @@
+"""The web UI in a real headless browser (Debian's Chromium driven by Playwright) against a real
+server: uvicorn + workers + the talent-API simulator at a small time scale (tests.live_server).
+
+Chromium is never downloaded: without /usr/bin/chromium these tests skip — except in CI
+(``CI=true``), where a missing browser is a failure. Screenshots go to ``test-artifacts/``.
+Every request the pages make is checked to stay on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from shortlist.simulator import SimulatorConfig
+from tests.backfill_support import Person, seed_corpus
+from tests.helpers import wait_for_sync
+
+if TYPE_CHECKING:
+    from tests.live_server import LiveServer
+
+pytestmark = pytest.mark.browser
+pytest_plugins = ["tests.live_server"]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+POLL_MS = 300
+TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+# The recruiter's brief, and the internal corpus that answers part of it.
+BRIEF = {
+    "query": "site reliability engineer kubernetes prometheus on-call",
+    "role": "Site Reliability Engineer",
+    "location": "Lisbon",
+}
+INTERNAL = [
+    Person(
+        full_name=f"Internal Sre{i}",
+        role_title="Site Reliability Engineer",
+        skills=("Kubernetes", "Prometheus"),
+        location="Lisbon, Portugal",
+        summary="Site reliability engineer: kubernetes, prometheus, on-call.",
+    )
+    for i in range(3)
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        reason = f"no browser: {CHROMIUM} is missing (apt-get install chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI=true: browser tests must run)")
+        pytest.skip(reason)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+class Tab:
+    """A browser page on the live server, with the requests and console errors it produced."""
+
+    def __init__(self, context: BrowserContext, server: LiveServer) -> None:
+        self.server = server
+        self.page = context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+        self.page.on(
+            "console",
+            lambda msg: self.errors.append(f"console: {msg.text}") if msg.type == "error" else None,
+        )
+
+    def goto(self, path: str) -> Page:
+        self.page.goto(self.server.url(path))
+        return self.page
+
+    def screenshot(self, name: str) -> None:
+        self.page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+@pytest.fixture
+def live_server(
+    live_server_factory: Callable[..., LiveServer], request: pytest.FixtureRequest
+) -> LiveServer:
+    """The live server; a test may pass settings overrides with ``indirect`` parametrization."""
+    return live_server_factory(settings_overrides=getattr(request, "param", None))
+
+
+@pytest.fixture
+def tabs(browser: Browser, live_server: LiveServer) -> Iterator[Callable[[], Tab]]:
+    """``new_tab()`` → a page in a fresh context (its own sessionStorage); only loopback loads."""
+    contexts: list[BrowserContext] = []
+    foreign: list[str] = []
+    opened: list[Tab] = []
+
+    def guard(route: Any) -> None:
+        host = urlsplit(route.request.url).hostname
+        if host in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            foreign.append(route.request.url)
+            route.abort()
+
+    def new_tab() -> Tab:
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        context.route("**/*", guard)
+        contexts.append(context)
+        tab = Tab(context, live_server)
+        opened.append(tab)
+        return tab
+
+    yield new_tab
+    for context in contexts:
+        context.close()
+    assert foreign == [], f"pages tried to load from outside loopback: {foreign}"
+    problems = [e for t in opened for e in t.errors if "Failed to load resource" not in e]
+    assert problems == [], problems
+
+
+def post_listings(server: LiveServer) -> list[dict[str, Any]]:
+    token = server.token("acme", "company")
+    bodies = [
+        ("Northwind Payments", "Senior Python Backend Engineer", "Berlin", 95, 125),
+        ("Acme Analytics", "Data Engineer", "Lisbon", 70, None),
+        ("Globex", "Frontend Developer", "Berlin", None, None),
+        ("Initech", "Python Platform Engineer", "Remote", 100, 140),
+    ]
+    created = []
+    for company, title, city, low, high in bodies:
+        body: dict[str, Any] = {
+            "company_name": company,
+            "job_title": title,
+            "city_location": city,
+            "description": f"{title} at {company}. Python services, PostgreSQL, on-call.\n\n"
+            "A small team that ships every day.",
+        }
+        if low is not None:
+            body["salary_min_ks"] = low
+        if high is not None:
+            body["salary_max_ks"] = high
+        response = httpx.post(
+            server.url("/api/jobs"), json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 201, response.text
+        created.append(response.json())
+
+    def all_embedded() -> bool:
+        rows = server.sql(
+            "SELECT count(*) AS n FROM job_listings WHERE embedding_status = 'embedded'"
+        )
+        return rows[0]["n"] == len(created)
+
+    wait_for_sync(all_embedded, timeout=20, message="the indexer embedding the listings")
+    return created
+
+
+def test_job_search_shows_relevant_hits_and_the_detail_page(
+    live_server: LiveServer, tabs: Callable[[], Tab]
+) -> None:
+    listings = post_listings(live_server)
+    tab = tabs()
+    page = tab.goto("/")
+    expect(page).to_have_title("Find jobs | shortlist")
+
+    # An empty query is a message, not a blank page.
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("[data-notice=empty-query]")).to_be_visible()
+
+    page.get_by_label("What").fill("python backend engineer")
+    page.get_by_label("What").press("Enter")
+    hits = page.locator("li.hit")
+    expect(hits.first).to_be_visible()
+    titles = hits.locator("h2").all_inner_texts()
+    assert titles[0] == "Senior Python Backend Engineer", titles
+    assert titles.index("Senior Python Backend Engineer") < titles.index("Frontend Developer")
+    first = hits.first
+    expect(first.locator(".company")).to_have_text("Northwind Payments")
+    expect(first.locator(".city")).to_have_text("Berlin")
+    expect(first.locator(".salary")).to_have_text("$95K - $125K USD")
+    expect(first.locator(".score")).to_contain_text("% match")
+    tab.screenshot("job-search.png")
+
+    # No hits: a message.
+    page.get_by_label("Where").fill("Atlantis")
+    page.get_by_label("What").press("Enter")
+    expect(page.locator("[data-notice=no-hits]")).to_be_visible()
+    page.go_back()
+
+    # Keyboard only: focus the first hit's link and follow it.
+    expect(hits.first).to_be_visible()
+    hits.first.locator("h2 a").focus()
+    page.keyboard.press("Enter")
+    slug = listings[0]["detail_page_slug"]
+    expect(page).to_have_url(live_server.url(f"/jobs/{slug}"))
+    expect(page).to_have_title(
+        "Senior Python Backend Engineer at Northwind Payments — Berlin | shortlist"
+    )
+    description = page.locator("meta[name=description]").get_attribute("content") or ""
+    assert description.startswith(
+        "Northwind Payments is hiring a Senior Python Backend Engineer in Berlin. $95K - $125K USD."
+    )
+    expect(page.get_by_role("heading", level=1)).to_have_text("Senior Python Backend Engineer")
+    tab.screenshot("job-detail.png")
+
+    page.goto(live_server.url("/jobs/no-such-job-00000000-0000-0000-0000-000000000000"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("We couldn't find that job")
+
+
+# The page keeps a log of what it showed: the ranks/ids of the rows and the count, at every
+# change. Installed before the search starts.
+RECORDER = """() => {
+  const rows = () => [...document.querySelectorAll('#results > li')].map(
+    (li) => [Number(li.dataset.rank), li.dataset.candidateId]);
+  const count = () => Number(document.querySelector('#result-count').dataset.count || 0);
+  window.__seen = [];
+  const record = () => window.__seen.push({rows: rows(), count: count()});
+  new MutationObserver(record).observe(document.querySelector('#results-panel'),
+    {subtree: true, childList: true, attributes: true, characterData: true});
+}"""
+
+
+def first_discovered(server: LiveServer, n: int) -> list[Any]:
+    """People the strict and the SERP tier find first for BRIEF (all with an e-mail address):
+    whatever the tiers' timing, some of them are attempted."""
+    assert server.simulator is not None
+    index = server.simulator.app.state.index
+    strict = index.search(role=BRIEF["role"], location=BRIEF["location"])
+    serp = index.serp(" ".join((BRIEF["query"], BRIEF["role"], BRIEF["location"])), 50)
+    chosen = [p for p in strict if p.email][:n] + [p for p in serp if p.email][:n]
+    return list({p.username: p for p in chosen}.values())
+
+
+def sign_in(page: Page, token: str) -> None:
+    page.get_by_label("Recruiter token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="New search")).to_be_visible()
+
+
+def test_recruiter_search_streams_rows_in_rank_order_with_failures_and_retry(
+    live_server: LiveServer, tabs: Callable[[], Tab]
+) -> None:
+    server = live_server
+    assert server.services is not None and server.simulator is not None
+    services = server.services
+    server.call(lambda: seed_corpus(services.pool, server.embedder, INTERNAL))
+    # The tiers' first finds have no e-mail (this time): shown as failed, retryable.
+    doomed = {p.username: p for p in first_discovered(server, 2)}
+    server.simulator.set_behaviour(force_enrich=dict.fromkeys(doomed, "no_email"))
+    token = server.token("recruiter one", "recruiter")
+
+    tab = tabs()
+    page = tab.goto(f"/recruit?poll={POLL_MS}&transport=poll")
+    expect(page).to_have_title("Recruiter console | shortlist")
+    sign_in(page, token)
+    assert page.evaluate("sessionStorage.getItem('shortlist.recruiterToken')") == token
+    page.evaluate(RECORDER)
+
+    page.get_by_label("What are you looking for?").fill(BRIEF["query"])
+    page.get_by_label("Role").fill(BRIEF["role"])
+    page.get_by_label("Location").fill(BRIEF["location"])
+    page.get_by_role("button", name="Search candidates").click()
+    expect(page).to_have_url(re.compile(r"/recruit\?.*search=[0-9a-f-]{36}"))
+    search_id = page.locator("#recruit").get_attribute("data-search-id")
+    assert search_id
+
+    state = page.locator("#search-state")
+    expect(state).to_have_text("Complete", timeout=TIMEOUT_MS)
+    rows = page.locator("#results > li")
+    count = int(page.locator("#result-count").get_attribute("data-count") or 0)
+    assert count >= 15 and rows.count() == count
+    ranks = [int(r) for r in rows.evaluate_all("els => els.map(e => e.dataset.rank)")]
+    assert ranks == list(range(1, count + 1))
+    tiers = rows.evaluate_all("els => els.map(e => e.dataset.tier)")
+    assert tiers[:3] == ["internal"] * 3 and set(tiers[3:]) <= {"strict", "broad", "serp"}
+    expect(rows.first.locator("h3")).to_contain_text("Internal Sre")
+
+    # Seen across time: the count only rose, in several steps, and every earlier view of the
+    # list is a prefix of the final one (no row ever moved, vanished or changed its rank).
+    seen = page.evaluate("window.__seen")
+    final = seen[-1]["rows"]
+    counts = [s["count"] for s in seen]
+    assert counts == sorted(counts) and len(set(counts)) >= 3, counts
+    for snapshot in seen:
+        assert snapshot["rows"] == final[: len(snapshot["rows"])]
+    assert len({len(s["rows"]) for s in seen}) >= 3  # rows arrived in several batches
+
+    # The failed candidates are shown with their status and a retry button.
+    failed = page.locator("#attempts > li[data-status=failed_no_email]")
+    expect(failed.first).to_be_visible()
+    handles = failed.evaluate_all("els => els.map(e => e.dataset.externalId)")
+    retry_person = next(doomed[h.split(":", 1)[1]] for h in handles if h.split(":", 1)[1] in doomed)
+    target = page.locator(f"#attempts > li[data-external-id='talent:{retry_person.username}']")
+    expect(target.locator(".pill")).to_have_text("No e-mail found")
+    expect(page.locator("#status-counts [data-status=failed_no_email]")).to_be_visible()
+    tab.screenshot("recruiter-search.png")
+
+    # Retry works: the person is enriched again (with an e-mail this time), appended at the
+    # next rank; polling resumed and stopped again at complete.
+    server.simulator.set_behaviour(force_enrich={retry_person.username: "ok"})
+    target.get_by_role("button", name=f"Retry {retry_person.full_name}").click()
+    appended = rows.nth(count)
+    expect(appended.locator("h3")).to_have_text(retry_person.full_name)
+    expect(appended).to_have_attribute("data-rank", str(count + 1))
+    expect(target).to_have_count(0)
+    expect(state).to_have_text("Complete")
+    seen = page.evaluate("window.__seen")
+    final = seen[-1]["rows"]
+    assert [r[0] for r in final] == list(range(1, count + 2))
+    for snapshot in seen:
+        assert snapshot["rows"] == final[: len(snapshot["rows"])]
+    polled = [r[1] for r in final]
+    tab.screenshot("recruiter-search-after-retry.png")
+
+    # The deep link reopens the search — over SSE this time — with the same rows and ranks.
+    page.goto(server.url(f"/recruit?search={search_id}&transport=sse"))
+    expect(state).to_have_text("Complete")
+    expect(rows).to_have_count(count + 1)
+    assert page.locator("#recruit").get_attribute("data-transport-used") == "sse"
+    streamed = rows.evaluate_all(
+        "els => els.map(e => [Number(e.dataset.rank), e.dataset.candidateId])"
+    )
+    assert [r[1] for r in streamed] == polled
+    assert [r[0] for r in streamed] == list(range(1, count + 2))
+
+
+# A discovery call that hangs is waited for (until teardown releases it), not timed out: the
+# search stays running throughout.
+@pytest.mark.parametrize("live_server", [{"discovery_timeout": 120.0}], indirect=True)
+def test_another_recruiter_cannot_open_the_search_and_status_hides_queries(
+    live_server: LiveServer, tabs: Callable[[], Tab]
+) -> None:
+    assert live_server.simulator is not None
+    live_server.simulator.set_behaviour(force_search="hang", force_serp="hang")
+    owner = live_server.token("owner", "recruiter")
+    started = httpx.post(
+        live_server.url("/api/searches"),
+        json={"query": "rust firmware engineer"},
+        headers={"Authorization": f"Bearer {owner}"},
+    )
+    search_id = started.json()["searchId"]
+
+    tab = tabs()
+    page = tab.goto(f"/recruit?search={search_id}")
+    expect(page.locator("[data-notice=sign-in-to-open]")).to_be_visible()
+    sign_in(page, live_server.token("someone else", "recruiter"))
+    message = page.locator("[data-notice=search-not-found]")
+    expect(message).to_contain_text("Search not found")
+    expect(page.locator("#results-panel")).to_be_hidden()
+    expect(page.locator("#results > li")).to_have_count(0)
+
+    # A token that is not accepted at all sends the user back to sign in (the deep link is
+    # still in the address bar, so signing in opens the search at once).
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_label("Recruiter token").fill("sl_not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#signin-error")).to_contain_text("not accepted")
+    assert page.evaluate("sessionStorage.getItem('shortlist.recruiterToken')") is None
+
+    # The status page: public without the queries, complete with an admin token.
+    status = tab.goto("/status")
+    expect(status).to_have_title("Status | shortlist")
+    running = status.locator("tr.running-search")
+    expect(running).to_have_count(1)
+    expect(running).not_to_contain_text("rust firmware")
+    status.get_by_text("Operator sign-in").click()
+    status.get_by_label("Admin token").fill(live_server.token("ops", "admin"))
+    status.get_by_role("button", name="Sign in").click()
+    expect(running).to_contain_text("rust firmware engineer")
+    expect(running).to_contain_text(search_id)
+    expect(status.locator("#status-auth-label")).to_have_text("Admin view")
+    tab.screenshot("status.png")
+
+
+def test_stale_search_offers_retry_and_resumes(
+    live_server_factory: Callable[..., LiveServer], browser: Browser
+) -> None:
+    # Discovery hangs; the reaper marks the search stale after a second without progress.
+    server = live_server_factory(
+        settings_overrides={"stale_after": 1.0, "reaper_interval": 0.2},
+        simulator=SimulatorConfig(time_scale=0.02),
+    )
+    assert server.simulator is not None
+    server.simulator.set_behaviour(force_search="hang", force_serp="hang")
+    token = server.token("recruiter", "recruiter")
+    started = httpx.post(
+        server.url("/api/searches"),
+        json={"query": "rust firmware engineer"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    search_id = started.json()["searchId"]
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(server.url(f"/recruit?search={search_id}&poll={POLL_MS}&transport=poll"))
+        sign_in(page, token)
+        state = page.locator("#search-state")
+        expect(state).to_have_text("Stale")
+        retry = page.get_by_role("button", name="Retry search")
+        expect(retry).to_be_visible()
+        tab_path = ARTIFACTS / "recruiter-stale.png"
+        page.screenshot(path=str(tab_path), full_page=True)
+
+        server.simulator.set_behaviour(force_search=None, force_serp=None)
+        retry.click()
+        expect(page.locator("#stale-box")).to_be_hidden()
+        expect(state).to_have_text("Complete")
+        expect(page.locator("#results > li").first).to_have_attribute("data-rank", "1")
+    finally:
+        context.close()

@@ -1,0 +1,522 @@
+"""/api/jobs writes and reads: auth matrix, bad input (4xx JSON, database unchanged), slugs and
+salary ranges."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from shortlist.auth import Role
+from shortlist.db.types import AsyncPool
+from shortlist.listings.models import ListingCreate, ListingPatch, format_salary_range
+from shortlist.listings.slug import listing_id_from_slug, make_detail_page_slug, slugify_part
+
+pytest_plugins = ["tests.api_fixtures"]
+
+MakeToken = Callable[[str, Role], Awaitable[str]]
+
+GOOD = {
+    "company_name": "  Acme Robotics ",
+    "job_title": "Senior Backend Engineer (Python)",
+    "city_location": "Zürich",
+    "description": "Build the APIs behind our warehouse robots. PostgreSQL, Python, Kafka.",
+    "salary_min_ks": 120,
+    "salary_max_ks": 150,
+    "currency_code": "chf",
+}
+SLUG_SHAPE = re.compile(r"^[^\W_]+(?:-[^\W_]+)*$")
+
+
+# --- pure functions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "currency", "expected"),
+    [
+        (120, 150, "USD", "$120K - $150K USD"),
+        (120, None, "USD", "From $120K USD"),
+        (None, 150, "USD", "Up to $150K USD"),
+        (None, None, "USD", None),
+        (0, 0, "EUR", "$0K - $0K EUR"),
+        (0, None, "GBP", "From $0K GBP"),
+    ],
+)
+def test_salary_range_formats_as_the_seed(
+    low: int | None, high: int | None, currency: str, expected: str | None
+) -> None:
+    assert format_salary_range(low, high, currency) == expected
+
+
+def test_slug_joins_parts_and_id() -> None:
+    listing_id = uuid.UUID("0b6f3a52-7c1e-4d7a-9f55-2f1f0e0c9a11")
+    slug = make_detail_page_slug("Acme, Inc.", "Sr. Engineer -- Python!", "São Paulo", listing_id)
+    assert slug == "acme-inc-sr-engineer-python-sao-paulo-0b6f3a52-7c1e-4d7a-9f55-2f1f0e0c9a11"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Zürich", "zurich"),
+        ("Montréal", "montreal"),
+        ("Kraków", "krakow"),
+        ("東京", "東京"),
+        ("İstanbul", "istanbul"),
+        ("ﬁnance", "finance"),
+        ("C++ / C#", "c-c"),
+        ("---", ""),
+        ("  ", ""),
+        ("!!!", ""),
+    ],
+)
+def test_slugify_part_transliterates_latin_keeps_other_scripts(text: str, expected: str) -> None:
+    assert slugify_part(text) == expected
+
+
+def test_punctuation_only_parts_leave_no_double_hyphens() -> None:
+    listing_id = uuid.uuid4()
+    assert make_detail_page_slug("!!!", "Engineer", "???", listing_id) == f"engineer-{listing_id}"
+    assert make_detail_page_slug("—", "…", "", listing_id) == str(listing_id)
+
+
+def test_long_slug_is_capped_without_trailing_hyphen() -> None:
+    listing_id = uuid.uuid4()
+    slug = make_detail_page_slug("a" * 100, "b " * 100, "c", listing_id)
+    text = slug.removesuffix(f"-{listing_id}")
+    assert len(text) <= 120
+    assert not text.endswith("-")
+    assert listing_id_from_slug(slug) == listing_id
+
+
+@given(st.text(), st.text(), st.text(), st.uuids())
+def test_slug_shape_holds_for_any_input(company: str, title: str, city: str, u: uuid.UUID) -> None:
+    slug = make_detail_page_slug(company, title, city, u)
+    assert SLUG_SHAPE.match(slug), slug
+    assert slug == slug.lower()
+    assert slug.endswith(str(u))
+    assert listing_id_from_slug(slug) == u
+
+
+@pytest.mark.parametrize(
+    "ref", ["nope", "", "123", "0b6f3a52-7c1e-4d7a-9f55-2f1f0e0c9a1", "x0b6f3a52-7c1e-4d7a-9f55"]
+)
+def test_listing_id_from_slug_rejects_non_ids(ref: str) -> None:
+    assert listing_id_from_slug(ref) is None
+
+
+def test_listing_create_normalises_and_validates() -> None:
+    data = ListingCreate.model_validate(GOOD)
+    assert data.company_name == "Acme Robotics"
+    assert data.currency_code == "CHF"
+    with pytest.raises(ValidationError, match="must not be greater than salary_max_ks"):
+        ListingCreate.model_validate({**GOOD, "salary_min_ks": 200})
+    for bad in (
+        {"currency_code": "US"},
+        {"currency_code": "US1"},
+        {"salary_min_ks": -1},
+        {"salary_max_ks": True},
+        {"salary_min_ks": 1.5},
+        {"company_name": "   "},
+        {"job_title": "x" * 301},
+        {"description": "bad \x00 byte"},
+        {"description": "lone \ud800 surrogate"},
+        {"unexpected": 1},
+    ):
+        with pytest.raises(ValidationError):
+            ListingCreate.model_validate({**GOOD, **bad})
+
+
+def test_listing_patch_rules() -> None:
+    assert ListingPatch.model_validate({"salary_max_ks": None}).changes() == {"salary_max_ks": None}
+    for bad in ({}, {"company_name": None}, {"salary_min_ks": 5, "salary_max_ks": 4}):
+        with pytest.raises(ValidationError):
+            ListingPatch.model_validate(bad)
+
+
+# --- API helpers ----------------------------------------------------------------------------
+
+
+async def snapshot(pool: AsyncPool) -> list[tuple[Any, ...]]:
+    """Everything a write could change, to prove a refused request changed nothing."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, company_name, job_title, city_location, description, salary_min_ks,"
+            " salary_max_ks, currency_code, detail_page_slug, updated_at, owner_token_id"
+            " FROM job_listings ORDER BY id"
+        )
+        return [tuple(r.values()) for r in await cur.fetchall()]
+
+
+def assert_error(resp: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"].startswith("application/json")
+    err = resp.json()["error"]
+    assert err["message"]
+    if code is not None:
+        assert err["code"] == code
+    return dict(err)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+async def tokens(make_token: MakeToken) -> dict[str, str]:
+    return {
+        "acme": await make_token("Acme Robotics", Role.company),
+        "globex": await make_token("Globex", Role.company),
+        "recruiter": await make_token("Rita Recruiter", Role.recruiter),
+        "admin": await make_token("Ops", Role.admin),
+    }
+
+
+async def create(client: httpx.AsyncClient, token: str, **overrides: Any) -> dict[str, Any]:
+    resp = await client.post("/api/jobs", json={**GOOD, **overrides}, headers=bearer(token))
+    assert resp.status_code == 201, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+# --- create and read ------------------------------------------------------------------------
+
+
+async def test_create_returns_listing_with_location_slug_and_salary_range(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    resp = await client.post("/api/jobs", json=GOOD, headers=bearer(tokens["acme"]))
+    assert resp.status_code == 201, resp.text
+    body = resp.json()
+    assert resp.headers["location"] == f"/api/jobs/{body['id']}"
+    assert body["company_name"] == "Acme Robotics"
+    assert body["currency_code"] == "CHF"
+    assert body["salary_range"] == "$120K - $150K CHF"
+    assert body["detail_page_slug"] == (
+        f"acme-robotics-senior-backend-engineer-python-zurich-{body['id']}"
+    )
+    assert body["embedding_status"] == "pending"
+    assert body["embedded_at"] is None and body["embedding_error"] is None
+    assert set(body) == {
+        "id", "company_name", "job_title", "city_location", "description", "salary_min_ks",
+        "salary_max_ks", "currency_code", "salary_range", "detail_page_slug", "created_at",
+        "updated_at", "embedding_status", "embedded_at", "embedding_error",
+    }  # fmt: skip
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT l.source, t.name FROM job_listings l JOIN api_tokens t"
+            " ON t.id = l.owner_token_id WHERE l.id = %s",
+            (body["id"],),
+        )
+        assert await cur.fetchone() == {"source": "api", "name": "Acme Robotics"}
+
+
+async def test_get_by_id_and_by_slug_is_public(
+    client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    created = await create(client, tokens["acme"], salary_min_ks=None)
+    for ref in (created["id"], created["detail_page_slug"], created["id"].upper()):
+        resp = await client.get(f"/api/jobs/{ref}")
+        assert resp.status_code == 200, ref
+        assert resp.json()["id"] == created["id"]
+        assert resp.json()["salary_range"] == "Up to $150K CHF"
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        str(uuid.uuid4()),
+        f"acme-engineer-{uuid.uuid4()}",
+        "not-a-uuid",
+        "12345",
+        "%00",
+        "x" * 5000,
+        "0b6f3a52-7c1e-4d7a-9f55-2f1f0e0c9a1z",
+    ],
+)
+async def test_unknown_or_malformed_reference_is_404_json(
+    client: httpx.AsyncClient, ref: str
+) -> None:
+    assert_error(await client.get(f"/api/jobs/{ref}"), 404, "not_found")
+
+
+# --- auth matrix ------------------------------------------------------------------------------
+
+
+async def test_writes_need_a_company_or_admin_token(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    before = await snapshot(pool)
+    assert_error(await client.post("/api/jobs", json=GOOD), 401, "unauthorized")
+    assert_error(
+        await client.post("/api/jobs", json=GOOD, headers=bearer("sl_not-a-real-token")), 401
+    )
+    assert_error(
+        await client.post("/api/jobs", json=GOOD, headers={"Authorization": "Basic abc"}), 401
+    )
+    assert_error(
+        await client.post("/api/jobs", json=GOOD, headers=bearer(tokens["recruiter"])),
+        403,
+        "forbidden",
+    )
+    assert await snapshot(pool) == before
+    await create(client, tokens["acme"])
+    await create(client, tokens["admin"])
+    assert len(await snapshot(pool)) == 2
+
+
+async def test_patch_by_owner_recomputes_slug_bumps_updated_at_and_queues_re_embed(
+    client: httpx.AsyncClient,
+    embed_pending: Callable[[], Awaitable[int]],
+    tokens: dict[str, str],
+) -> None:
+    created = await create(client, tokens["acme"])
+    assert await embed_pending() == 1
+    embedded = (await client.get(f"/api/jobs/{created['id']}")).json()
+    assert embedded["embedding_status"] == "embedded"
+
+    resp = await client.patch(
+        f"/api/jobs/{created['id']}",
+        json={"job_title": "Staff Engineer", "salary_max_ks": None},
+        headers=bearer(tokens["acme"]),
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["job_title"] == "Staff Engineer"
+    assert body["salary_range"] == "From $120K CHF"
+    assert body["detail_page_slug"] == f"acme-robotics-staff-engineer-zurich-{created['id']}"
+    assert body["updated_at"] > embedded["updated_at"]
+    assert body["updated_at"] > body["embedded_at"]  # the indexer's re-embed condition
+    # The old slug still resolves (by its id), to the renamed listing.
+    old = await client.get(f"/api/jobs/{created['detail_page_slug']}")
+    assert old.status_code == 200 and old.json()["job_title"] == "Staff Engineer"
+
+
+async def test_patch_and_delete_permissions(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    created = await create(client, tokens["acme"])
+    url = f"/api/jobs/{created['id']}"
+    change = {"description": "Changed."}
+    before = await snapshot(pool)
+    assert_error(await client.patch(url, json=change), 401)
+    assert_error(await client.patch(url, json=change, headers=bearer(tokens["recruiter"])), 403)
+    assert_error(await client.patch(url, json=change, headers=bearer(tokens["globex"])), 403)
+    assert_error(await client.delete(url), 401)
+    assert_error(await client.delete(url, headers=bearer(tokens["recruiter"])), 403)
+    assert_error(await client.delete(url, headers=bearer(tokens["globex"])), 403)
+    assert await snapshot(pool) == before
+
+    resp = await client.patch(url, json=change, headers=bearer(tokens["admin"]))
+    assert resp.status_code == 200 and resp.json()["description"] == "Changed."
+    resp = await client.delete(url, headers=bearer(tokens["acme"]))
+    assert resp.status_code == 204 and resp.content == b""
+    assert_error(await client.get(url), 404)
+    assert_error(await client.delete(url, headers=bearer(tokens["acme"])), 404)
+
+    other = await create(client, tokens["globex"])
+    resp = await client.delete(f"/api/jobs/{other['id']}", headers=bearer(tokens["admin"]))
+    assert resp.status_code == 204
+    assert await snapshot(pool) == []
+
+
+async def test_unchanged_patch_does_not_bump_updated_at(
+    client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    created = await create(client, tokens["acme"])
+    resp = await client.patch(
+        f"/api/jobs/{created['id']}",
+        json={"job_title": created["job_title"]},
+        headers=bearer(tokens["acme"]),
+    )
+    assert resp.status_code == 200
+    assert resp.json()["updated_at"] == created["updated_at"]
+
+
+# --- bad input: 4xx JSON, nothing changed -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({k: v for k, v in GOOD.items() if k != "company_name"}, 422),
+        ({k: v for k, v in GOOD.items() if k != "description"}, 422),
+        ({**GOOD, "salary_min_ks": 200}, 422),
+        ({**GOOD, "currency_code": "dollars"}, 422),
+        ({**GOOD, "currency_code": "U$D"}, 422),
+        ({**GOOD, "salary_max_ks": -5}, 422),
+        ({**GOOD, "salary_max_ks": 10**9}, 422),
+        ({**GOOD, "salary_max_ks": "lots"}, 422),
+        ({**GOOD, "job_title": "t" * 301}, 422),
+        ({**GOOD, "description": "nul \u0000 inside"}, 422),
+        ({**GOOD, "owner_token_id": 1}, 422),
+        ({**GOOD, "company_name": None}, 422),
+        ([GOOD], 422),
+        ("just a string", 422),
+    ],
+)
+async def test_bad_create_bodies_are_refused(
+    client: httpx.AsyncClient,
+    pool: AsyncPool,
+    tokens: dict[str, str],
+    body: Any,
+    status: int,
+) -> None:
+    before = await snapshot(pool)
+    resp = await client.post("/api/jobs", json=body, headers=bearer(tokens["acme"]))
+    assert_error(resp, status)
+    assert await snapshot(pool) == before
+
+
+async def test_salary_order_error_names_the_problem(
+    client: httpx.AsyncClient, tokens: dict[str, str]
+) -> None:
+    resp = await client.post(
+        "/api/jobs", json={**GOOD, "salary_min_ks": 200}, headers=bearer(tokens["acme"])
+    )
+    err = assert_error(resp, 422, "invalid_request")
+    assert "salary_min_ks (200) must not be greater than salary_max_ks (150)" in err["message"]
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        (b"{not json", "application/json"),
+        (b"", "application/json"),
+        (b"company_name=Acme", "application/x-www-form-urlencoded"),
+        (b"\xff\xfe\x00garbage", "application/json"),
+    ],
+)
+async def test_non_json_bodies_are_refused(
+    client: httpx.AsyncClient,
+    pool: AsyncPool,
+    tokens: dict[str, str],
+    content: bytes,
+    content_type: str,
+) -> None:
+    resp = await client.post(
+        "/api/jobs",
+        content=content,
+        headers={**bearer(tokens["acme"]), "Content-Type": content_type},
+    )
+    assert_error(resp, 422)
+    assert await snapshot(pool) == []
+
+
+async def test_bad_patches_are_refused_and_change_nothing(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    created = await create(client, tokens["acme"])
+    url = f"/api/jobs/{created['id']}"
+    auth = bearer(tokens["acme"])
+    before = await snapshot(pool)
+    for body in ({}, {"company_name": None}, {"nope": 1}, {"currency_code": "EURO"}):
+        assert_error(await client.patch(url, json=body, headers=auth), 422)
+    # Valid alone, invalid against the stored salary_max_ks (150).
+    err = assert_error(await client.patch(url, json={"salary_min_ks": 151}, headers=auth), 400)
+    assert err["field"] == "salary_min_ks"
+    assert_error(
+        await client.patch(f"/api/jobs/{uuid.uuid4()}", json={"description": "x"}, headers=auth),
+        404,
+    )
+    assert_error(
+        await client.patch("/api/jobs/not-an-id", json={"description": "x"}, headers=auth), 404
+    )
+    assert_error(await client.delete("/api/jobs/not-an-id", headers=auth), 404)
+    assert await snapshot(pool) == before
+
+
+# --- e-mail submissions -------------------------------------------------------------------------
+
+EMAIL = (
+    b"From: Acme Careers <jobs@acme-robotics.io>\r\n"
+    b"To: post@shortlist.example\r\n"
+    b"Subject: Robotics Software Engineer at Acme Robotics (Berlin)\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"\r\n"
+    b"Salary: EUR 70k - 90k\r\n"
+    b"\r\n"
+    b"Write ROS 2 software for our warehouse robots.\r\n"
+)
+
+
+async def test_email_post_creates_a_listing(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    resp = await client.post(
+        "/api/jobs/email",
+        content=EMAIL,
+        headers={**bearer(tokens["acme"]), "Content-Type": "message/rfc822"},
+    )
+    assert resp.status_code == 201, resp.text
+    body = resp.json()
+    assert resp.headers["location"] == f"/api/jobs/{body['id']}"
+    assert (body["job_title"], body["company_name"], body["city_location"]) == (
+        "Robotics Software Engineer",
+        "Acme Robotics",
+        "Berlin",
+    )
+    assert body["salary_range"] == "$70K - $90K EUR"
+    assert body["description"] == "Write ROS 2 software for our warehouse robots."
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT source FROM job_listings WHERE id = %s", (body["id"],))
+        assert await cur.fetchone() == {"source": "email"}
+
+
+async def test_email_post_refusals(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    rfc822 = {"Content-Type": "message/rfc822"}
+    assert_error(await client.post("/api/jobs/email", content=EMAIL, headers=rfc822), 401)
+    assert_error(
+        await client.post(
+            "/api/jobs/email", content=EMAIL, headers={**rfc822, **bearer(tokens["recruiter"])}
+        ),
+        403,
+    )
+    for content_type in ("text/plain", "application/json", "message/rfc8222"):
+        resp = await client.post(
+            "/api/jobs/email",
+            content=EMAIL,
+            headers={**bearer(tokens["acme"]), "Content-Type": content_type},
+        )
+        assert_error(resp, 415, "unsupported_media_type")
+    no_city = EMAIL.replace(b" (Berlin)", b"")
+    err = assert_error(
+        await client.post(
+            "/api/jobs/email", content=no_city, headers={**rfc822, **bearer(tokens["acme"])}
+        ),
+        400,
+        "bad_input",
+    )
+    assert "location" in err["message"]
+    assert_error(
+        await client.post(
+            "/api/jobs/email", content=b"", headers={**rfc822, **bearer(tokens["acme"])}
+        ),
+        400,
+    )
+    assert await snapshot(pool) == []
+    # Content-Type parameters are fine.
+    resp = await client.post(
+        "/api/jobs/email",
+        content=EMAIL,
+        headers={**bearer(tokens["acme"]), "Content-Type": "Message/RFC822; charset=utf-8"},
+    )
+    assert resp.status_code == 201
+
+
+async def test_fixed_paths_are_not_taken_for_listing_references(
+    client: httpx.AsyncClient,
+) -> None:
+    # GET /email names no listing (only POST is an endpoint there); /search is the search.
+    assert_error(await client.get("/api/jobs/email"), 404)
+    assert_error(await client.get("/api/jobs/search"), 422)
+    resp = await client.get("/api/jobs/search", params={"q": "anything"})
+    assert resp.status_code == 200 and resp.json()["hits"] == []

@@ -1,0 +1,108 @@
+"""The reliability proofs at reduced size, inside ``make test``: real ``shortlist`` processes
+against a real PostgreSQL (``tests/chaos``; figures and method in ``docs/reliability.md``).
+``make chaos`` runs the same scenarios at full size (``python -m tests.chaos``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from shortlist.db.types import AsyncPool
+from shortlist.queue import GRACE_OVER, QueueWorker, WorkerConfig
+from shortlist.queue.lease import LeaseTable
+from tests.chaos import scenarios
+from tests.chaos.scenarios import REDUCED
+
+pytestmark = pytest.mark.slow
+
+COMMAND = "pytest tests/test_reliability.py"
+
+
+def test_worker_crashes_lose_and_duplicate_nothing(db_url: str) -> None:
+    figures = scenarios.worker_crashes(REDUCED, db_url)
+    scenarios.record("worker crashes", COMMAND, figures)
+    assert figures["kills"] == REDUCED.crash_rounds
+
+
+def test_database_restart_is_survived() -> None:
+    figures = scenarios.database_restart(REDUCED)
+    scenarios.record("database restart", COMMAND, figures)
+
+
+def test_provider_chaos_ends_with_every_item_done_once(db_url: str) -> None:
+    figures = scenarios.provider_chaos(REDUCED, db_url)
+    scenarios.record("provider chaos", COMMAND, figures)
+
+
+def test_sigterm_under_load_commits_in_flight_work_within_the_grace(db_url: str) -> None:
+    # `shortlist worker` here; `make chaos` also stops a busy `shortlist serve`.
+    figures = scenarios.graceful_stop(REDUCED, db_url, command="worker")
+    scenarios.record("graceful stop (worker)", COMMAND, figures)
+
+
+def test_sigterm_with_a_hung_provider_call_still_exits_within_the_grace(db_url: str) -> None:
+    figures = scenarios.stop_with_hung_call(db_url)
+    scenarios.record("graceful stop (hung call)", COMMAND, figures)
+
+
+# --- the primitive behind the last one, in-process --------------------------------------------
+
+
+class _HangingQueue:
+    """Claims listings; its handler never returns (a provider call that hangs)."""
+
+    name = "hanging"
+    channel: str | None = None
+
+    def __init__(self, pool: AsyncPool) -> None:
+        self.pool = pool
+        self.lease = LeaseTable("job_listings")
+        self.started = asyncio.Event()
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[object]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE job_listings SET locked_by = %s, locked_until = now() + interval '1 hour'"
+                " WHERE id IN (SELECT id FROM job_listings WHERE locked_by IS NULL LIMIT %s)"
+                " RETURNING id",
+                (worker_id, limit),
+            )
+            return [r["id"] for r in await cur.fetchall()]
+
+    async def handle(self, worker_id: str, items: list[object]) -> None:
+        self.started.set()
+        await asyncio.Event().wait()
+
+    async def heartbeat(self, worker_id: str, items: object, lease: float) -> None:
+        pass
+
+    async def release(self, worker_id: str, items: list[object]) -> None:
+        await self.lease.release(self.pool, worker_id, items)
+
+
+async def test_only_the_end_of_the_grace_cancels_work_and_its_claims_are_released(
+    pool: AsyncPool,
+) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug) SELECT 'A', 'B', 'C', 'D', 'hang-' || i"
+            " FROM generate_series(1, 3) AS i"
+        )
+        await conn.commit()
+    queue = _HangingQueue(pool)
+    task = asyncio.create_task(
+        QueueWorker(queue, WorkerConfig(batch_size=3, poll_interval=0.05)).run(asyncio.Event())
+    )
+    await asyncio.wait_for(queue.started.wait(), 10)
+    task.cancel()  # a plain cancellation does not cut the batch ...
+    done, _ = await asyncio.wait([task], timeout=0.3)
+    assert not done
+    task.cancel(GRACE_OVER)  # ... the end of the shutdown grace does, and hands the items back
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM job_listings WHERE locked_by IS NULL")
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 3

@@ -1,0 +1,486 @@
+"""Job search: relevance and scores with the FakeEmbedder, filters that still fill a page,
+pending listings found by full text, paging, the rerank log, rate limiting and bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from shortlist.api.app import create_app
+from shortlist.config import Settings
+from shortlist.db.pool import open_async_pool
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.errors import BadInput
+from shortlist.listings.models import ListingCreate
+from shortlist.listings.repository import insert_listings
+from shortlist.listings.sample import iter_sample_listings
+from shortlist.listings.search import (
+    RRF_K,
+    Q,
+    candidate_pool_size,
+    fuse,
+    score_from_cosine_distance,
+    search_jobs,
+)
+from shortlist.queue.notify import Notifier
+from shortlist.services import Services
+from tests.fakes import FakeEmbedder
+
+pytest_plugins = ["tests.api_fixtures"]
+
+VECTOR_CANDIDATES = Q["vector_candidates"]
+
+EmbedPending = Callable[[], Awaitable[int]]
+
+
+def listing(title: str, company: str, city: str, description: str, **kw: Any) -> ListingCreate:
+    return ListingCreate(
+        job_title=title, company_name=company, city_location=city, description=description, **kw
+    )
+
+
+CORPUS = [
+    listing(
+        "Backend Engineer",
+        "Cedar Labs",
+        "Berlin",
+        "Python services on PostgreSQL; build APIs with FastAPI and Kafka.",
+        salary_min_ks=70,
+        salary_max_ks=90,
+        currency_code="EUR",
+    ),
+    listing(
+        "Registered Nurse",
+        "Harbor Health",
+        "Boston, MA",
+        "Care for patients in our intensive care unit; medication and triage.",
+        salary_min_ks=90,
+    ),
+    listing(
+        "Account Executive",
+        "Summit Software",
+        "London",
+        "Own a sales territory, prospect new customers and close contracts.",
+        salary_max_ks=120,
+        currency_code="GBP",
+    ),
+    listing(
+        "Mathematics Teacher",
+        "Maple Academy",
+        "Toronto",
+        "Plan and teach algebra and geometry lessons to secondary students.",
+    ),
+    listing(
+        "Data Engineer",
+        "Copper Analytics",
+        "Berlin",
+        "Build batch pipelines in Python and SQL with Airflow and dbt.",
+        salary_min_ks=65,
+        salary_max_ks=85,
+        currency_code="EUR",
+    ),
+]
+
+
+async def insert(pool: AsyncPool, items: list[ListingCreate]) -> None:
+    async with pool.connection() as conn:
+        await insert_listings(conn, items, source="import")
+
+
+# --- pure parts ---------------------------------------------------------------------------------
+
+
+def row(distance: float | None = None, name: str = "x") -> dict[str, Any]:
+    r: dict[str, Any] = {"id": uuid.uuid4(), "company_name": name, "job_title": name}
+    if distance is not None:
+        r["distance"] = distance
+    return r
+
+
+def test_fuse_is_reciprocal_rank_fusion_with_monotone_scores() -> None:
+    a, b, c = row(0.2, "a"), row(0.3, "b"), row(0.4, "c")
+    text_only = row(name="t")
+    # b is second by vector but first by text: fusion puts it first.
+    ranked = fuse([a, b, c], [{**b}, {**text_only}])
+    assert [x.id for x in ranked] == [b["id"], a["id"], text_only["id"], c["id"]]
+    assert ranked[0].fused == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert ranked[1].fused == pytest.approx(1 / (RRF_K + 1))
+    scores = [x.score for x in ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    # b's own similarity (0.85) is lifted to a's (0.9), which b outranks.
+    assert ranked[0].score == pytest.approx(score_from_cosine_distance(0.2))
+    # The text-only hit: its fused value over the best possible, 2/(k+1); then lifted to c's.
+    own = (1 / (RRF_K + 2)) / (2 / (RRF_K + 1))
+    assert ranked[2].score == pytest.approx(max(own, score_from_cosine_distance(0.4)))
+
+
+def test_score_from_cosine_distance_is_clamped() -> None:
+    assert score_from_cosine_distance(0.0) == 1.0
+    assert score_from_cosine_distance(1.0) == 0.5
+    assert score_from_cosine_distance(2.0) == 0.0
+    assert score_from_cosine_distance(-1e-7) == 1.0
+    assert score_from_cosine_distance(2.0000001) == 0.0
+
+
+def test_candidate_pool_is_stable_across_the_first_pages() -> None:
+    assert candidate_pool_size(10, 0) == candidate_pool_size(10, 90) == 100
+    assert candidate_pool_size(50, 0) == 200
+    assert candidate_pool_size(10, 95) == 200
+    assert candidate_pool_size(50, 1000) == 1600
+    for size in (1, 10, 50):
+        for offset in (0, 17, 500, 1000):
+            assert candidate_pool_size(size, offset) >= max(size * 4, 40, offset + size)
+
+
+# --- search against the database ----------------------------------------------------------------
+
+
+async def test_relevant_listing_first_with_scores_in_range_and_descending(
+    pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, CORPUS)
+    assert await embed_pending() == len(CORPUS)
+    result = await search_jobs(pool, embedder, "  python backend engineer postgresql  ", size=5)
+    assert result.query == "python backend engineer postgresql"
+    assert result.took_ms >= 0
+    titles = [h.listing.job_title for h in result.hits]
+    assert titles[0] == "Backend Engineer"
+    assert titles[1] == "Data Engineer"  # shares "python" and "engineer"
+    scores = [h.score for h in result.hits]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] > scores[-1]
+
+    nurse = await search_jobs(pool, embedder, "nurse intensive care patients", size=3)
+    assert nurse.hits[0].listing.company_name == "Harbor Health"
+
+
+async def test_pending_listings_are_found_by_full_text(
+    pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, CORPUS)
+    await embed_pending()
+    await insert(
+        pool,
+        [
+            listing(
+                "Firmware Engineer",
+                "Basalt Robotics",
+                "Munich",
+                "Write embedded C for motor controllers on ARM Cortex-M.",
+            )
+        ],
+    )
+    result = await search_jobs(pool, embedder, "firmware motor controllers", size=5)
+    assert result.hits, "a listing pending its embedding must still be found"
+    top = result.hits[0]
+    assert top.listing.job_title == "Firmware Engineer"
+    assert top.listing.embedding_status == "pending"
+    assert 0.0 <= top.score <= 1.0
+
+
+async def test_filters_location_and_salary(
+    pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, CORPUS)
+    await embed_pending()
+    berlin = await search_jobs(pool, embedder, "engineer", size=10, location="  bErLiN ")
+    assert {h.listing.city_location for h in berlin.hits} == {"Berlin"}
+    assert len(berlin.hits) == 2
+    # Compared with the top figure (max, or min when only a minimum is advertised); listings
+    # without a salary never pass a salary filter.
+    paid = await search_jobs(pool, embedder, "work", size=10, salary_min=90)
+    assert {h.listing.company_name for h in paid.hits} == {
+        "Cedar Labs",  # 70-90
+        "Harbor Health",  # from 90
+        "Summit Software",  # up to 120
+    }
+    paid = await search_jobs(pool, embedder, "work", size=10, salary_min=91)
+    assert {h.listing.company_name for h in paid.hits} == {"Summit Software"}
+    # Wildcards are literal.
+    assert (await search_jobs(pool, embedder, "engineer", size=10, location="%")).hits == []
+
+
+async def test_filtered_search_still_fills_the_page(
+    db_url: str, pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    """2,000 embedded listings, 1% in one town, size 10 → 10 hits. The HNSW index alone
+    returns its ef_search nearest rows and the filter then keeps ~1% of them; pgvector's
+    iterative scan (set by search_jobs) keeps walking the graph until the page is full."""
+    rare = "Nowhere Springs"
+    items = [
+        item.model_copy(update={"city_location": rare}) if i % 100 == 0 else item
+        for i, item in enumerate(iter_sample_listings(2000))
+    ]
+    await insert(pool, items)
+    assert await embed_pending() == 2000
+    # At 2,000 rows the planner rightly prefers an exact scan; forbid it, so this test covers
+    # the index path a large table takes. The setting applies to connections opened from now.
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE job_listings")
+        await conn.execute(f"ALTER DATABASE {conn.info.dbname} SET enable_seqscan = off")
+        await conn.commit()
+    query = "zebra xylophone quasar"  # words no listing contains: every hit is a vector hit
+    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
+    try:
+        result = await search_jobs(index_pool, embedder, query, size=10, location=rare)
+        async with index_pool.connection() as conn:
+            qvec = np.asarray((await embedder.embed([query]))[0], dtype=np.float32)
+            plan = await explain_vector_candidates(conn, qvec, rare)
+            # The control: the same index scan without iterative scan misses most rows.
+            await conn.execute("SET hnsw.iterative_scan = off")
+            cur = await conn.execute(
+                VECTOR_CANDIDATES, {"q": qvec, "location": rare, "salary_min": None, "k": 100}
+            )
+            without_iterative = len(await cur.fetchall())
+    finally:
+        await index_pool.close()
+    assert "job_listings_embedding_hnsw_idx" in plan, plan
+    assert without_iterative < 10
+    assert len(result.hits) == 10
+    assert {h.listing.city_location for h in result.hits} == {rare}
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def explain_vector_candidates(conn: AsyncConn, qvec: Any, location: str) -> str:
+    cur = await conn.execute(
+        "EXPLAIN " + VECTOR_CANDIDATES,
+        {"q": qvec, "location": location, "salary_min": None, "k": 100},
+    )
+    return "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
+
+
+async def test_paging_is_consistent(
+    pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, list(iter_sample_listings(300)))
+    await embed_pending()
+    q = "senior engineer python"
+    whole = await search_jobs(pool, embedder, q, size=30)
+    pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in (0, 10, 20)]
+    assert [h.listing.id for p in pages for h in p.hits] == [h.listing.id for h in whole.hits]
+
+
+async def test_search_degrades_to_full_text_when_the_embedder_fails(
+    pool: AsyncPool, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, CORPUS)
+    await embed_pending()
+    flaky = FakeEmbedder(fail_transient_times=1)
+    result = await search_jobs(pool, flaky, "algebra lessons", size=5)
+    assert [h.listing.company_name for h in result.hits] == ["Maple Academy"]
+
+
+async def test_vector_top_and_final_order_are_logged_at_debug(
+    pool: AsyncPool,
+    embedder: FakeEmbedder,
+    embed_pending: EmbedPending,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await insert(pool, CORPUS)
+    await embed_pending()
+    with caplog.at_level(logging.DEBUG, logger="shortlist.listings.search"):
+        await search_jobs(pool, embedder, "python backend", size=3)
+    messages = [r.getMessage() for r in caplog.records if r.name == "shortlist.listings.search"]
+    vector_line = next(m for m in messages if "vector top" in m)
+    assert "1. Cedar Labs | Backend Engineer | id=" in vector_line
+    assert " | distance=0." in vector_line and " ; 2. " in vector_line
+    final_line = next(m for m in messages if "final order" in m)
+    assert "1. Cedar Labs | Backend Engineer | id=" in final_line
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+
+async def test_search_endpoint_shape(
+    client: httpx.AsyncClient, pool: AsyncPool, embed_pending: EmbedPending
+) -> None:
+    await insert(pool, CORPUS)
+    await embed_pending()
+    observed = REGISTRY.get_sample_value("shortlist_search_seconds_count", {"kind": "jobs"}) or 0
+    resp = await client.get(
+        "/api/jobs/search", params={"q": "data pipelines", "size": 2, "salary_min": ""}
+    )
+    assert resp.status_code == 200, resp.text
+    assert REGISTRY.get_sample_value("shortlist_search_seconds_count", {"kind": "jobs"}) == (
+        observed + 1
+    )
+    body = resp.json()
+    assert set(body) == {"query", "took_ms", "hits"}
+    assert len(body["hits"]) == 2
+    hit = body["hits"][0]
+    assert set(hit) == {"listing", "score"}
+    assert hit["listing"]["job_title"] == "Data Engineer"
+    assert hit["listing"]["salary_range"] == "$65K - $85K EUR"
+    assert hit["listing"]["detail_page_slug"].endswith(hit["listing"]["id"])
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [
+        ({}, 422),
+        ({"q": ""}, 400),
+        ({"q": "   "}, 400),
+        ({"q": "x" * 501}, 422),
+        ({"q": "python", "size": 51}, 422),
+        ({"q": "python", "size": 10**12}, 422),
+        ({"q": "python", "size": 0}, 422),
+        ({"q": "python", "size": "ten"}, 422),
+        ({"q": "python", "offset": -1}, 422),
+        ({"q": "python", "offset": 1001}, 422),
+        ({"q": "python", "salary_min": -1}, 422),
+        ({"q": "python", "salary_min": "lots"}, 422),
+        ({"q": "python", "location": "x" * 201}, 422),
+        ({"q": "nul\x00byte"}, 400),
+    ],
+)
+async def test_bad_search_parameters_are_4xx_json(
+    client: httpx.AsyncClient, params: dict[str, Any], status: int
+) -> None:
+    resp = await client.get("/api/jobs/search", params=params)
+    assert resp.status_code == status, resp.text
+    assert resp.json()["error"]["message"]
+
+
+@pytest.fixture
+async def limited_client(
+    db_url: str, pool: AsyncPool, embedder: FakeEmbedder
+) -> AsyncIterator[Callable[[tuple[str, int]], httpx.AsyncClient]]:
+    """Clients of one app allowing 3 searches a minute per IP, with 10.0.0.1 as the only
+    trusted proxy; the factory picks the socket peer."""
+    settings = Settings(
+        database_url=db_url, load_sample_data=False, search_rate_limit=3, trusted_proxies="10.0.0.1"
+    )
+    services = Services(settings, db_url, pool, Notifier(db_url), embedder)
+    app = create_app(services)
+    opened: list[httpx.AsyncClient] = []
+
+    def make(peer: tuple[str, int]) -> httpx.AsyncClient:
+        c = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=peer), base_url="http://test"
+        )
+        opened.append(c)
+        return c
+
+    yield make
+    for c in opened:
+        await c.aclose()
+
+
+async def test_rate_limit_per_client_ip_ignores_forwarded_for_from_untrusted_peers(
+    limited_client: Callable[[tuple[str, int]], httpx.AsyncClient],
+) -> None:
+    direct = limited_client(("192.0.2.7", 4000))
+    for i in range(3):
+        # A spoofed X-Forwarded-For from an untrusted peer must not buy a fresh bucket.
+        resp = await direct.get(
+            "/api/jobs/search",
+            params={"q": "python"},
+            headers={"X-Forwarded-For": f"198.51.100.{i}"},
+        )
+        assert resp.status_code == 200
+    resp = await direct.get(
+        "/api/jobs/search", params={"q": "python"}, headers={"X-Forwarded-For": "198.51.100.99"}
+    )
+    assert resp.status_code == 429
+    assert resp.json()["error"]["code"] == "rate_limited"
+    assert int(resp.headers["retry-after"]) >= 1
+    # Counted before validation: bad requests do not get past the limit either.
+    assert (await direct.get("/api/jobs/search", params={"q": ""})).status_code == 429
+    # Another IP has its own bucket.
+    other = limited_client(("192.0.2.8", 4000))
+    assert (await other.get("/api/jobs/search", params={"q": "python"})).status_code == 200
+
+
+async def test_rate_limit_uses_forwarded_for_behind_a_trusted_proxy(
+    limited_client: Callable[[tuple[str, int]], httpx.AsyncClient],
+) -> None:
+    proxy = limited_client(("10.0.0.1", 4000))
+    for i in range(6):  # twice the limit, but six different clients behind the proxy
+        resp = await proxy.get(
+            "/api/jobs/search",
+            params={"q": "python"},
+            headers={"X-Forwarded-For": f"203.0.113.{i}"},
+        )
+        assert resp.status_code == 200
+    for _ in range(3):
+        await proxy.get(
+            "/api/jobs/search", params={"q": "python"}, headers={"X-Forwarded-For": "203.0.113.50"}
+        )
+    resp = await proxy.get(
+        "/api/jobs/search", params={"q": "python"}, headers={"X-Forwarded-For": "203.0.113.50"}
+    )
+    assert resp.status_code == 429
+
+
+def test_cli_search_jobs_prints_a_table(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, embedder: FakeEmbedder
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from shortlist.cli.listings import register
+    from shortlist.config import get_settings
+    from shortlist.embedding import factory
+
+    async def seed() -> None:
+        pool = await open_async_pool(db_url, min_size=1, max_size=1)
+        try:
+            await insert(pool, CORPUS)
+        finally:
+            await pool.close()
+
+    asyncio.run(seed())
+    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
+    monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells to the terminal width
+    monkeypatch.setattr(factory, "make_embedder", lambda settings: embedder)
+    get_settings.cache_clear()
+    app, ingest_app, search_app = typer.Typer(), typer.Typer(), typer.Typer()
+    app.add_typer(ingest_app, name="ingest")
+    app.add_typer(search_app, name="search")
+    register(app, ingest_app, search_app)
+    runner = CliRunner()
+    try:
+        result = runner.invoke(
+            app, ["search", "jobs", "algebra lessons", "--size", "3", "--location", "toronto"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "1 job for 'algebra lessons'" in result.stdout
+        assert "Mathematics Teacher" in result.stdout and "Maple Academy" in result.stdout
+        assert "Backend Engineer" not in result.stdout
+        empty = runner.invoke(app, ["search", "jobs", "   "])
+        assert empty.exit_code == 2
+        assert "must not be empty" in empty.stderr
+    finally:
+        get_settings.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"query": "lone \ud800 surrogate"}, "q"),
+        ({"query": " \t "}, "q"),
+        ({"query": "ok", "location": "nul\x00"}, "location"),
+        ({"query": "ok", "size": 0}, "size"),
+        ({"query": "ok", "offset": 1001}, "offset"),
+        ({"query": "ok", "salary_min": -1}, "salary_min"),
+    ],
+)
+async def test_search_jobs_refuses_bad_parameters_itself(
+    pool: AsyncPool, embedder: FakeEmbedder, kwargs: dict[str, Any], field: str
+) -> None:
+    """Callers other than the route (web UI, CLI) get the same checks."""
+    with pytest.raises(BadInput) as caught:
+        await search_jobs(pool, embedder, **kwargs)
+    assert caught.value.field == field
+    assert embedder.calls == 0
