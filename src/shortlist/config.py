@@ -79,9 +79,6 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
 
-    def trusted_proxy_list(self) -> list[str]:
-        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
-
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

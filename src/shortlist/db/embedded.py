@@ -37,8 +37,3 @@ def start_embedded(data_dir: Path, *, cleanup: str | None = "stop") -> Any:
 def embedded_url(server: Any, database: str = "postgres") -> str:
     uri: str = server.get_uri(database=database)
     return uri
-
-
-def stop_embedded(server: Any) -> None:
-    """Release this process's handle (the server stops when the last handle goes)."""
-    server.cleanup()

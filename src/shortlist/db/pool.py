@@ -9,9 +9,9 @@ import weakref
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
-from shortlist.db.types import AsyncConn, AsyncPool, Row, SyncConn, SyncPool
+from shortlist.db.types import AsyncConn, AsyncPool, Row, SyncConn
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +52,6 @@ async def _configure_async(conn: AsyncConn) -> None:
     await conn.commit()
 
 
-def _configure_sync(conn: SyncConn) -> None:
-    register_vector(conn)
-    conn.commit()
-
-
 async def open_async_pool(
     url: str, *, min_size: int = 2, max_size: int = 10, name: str = "shortlist"
 ) -> AsyncPool:
@@ -78,21 +73,6 @@ async def open_async_pool(
         timeout=CONNECTION_WAIT,
     )
     await pool.open(wait=True, timeout=30)
-    return pool
-
-
-def open_sync_pool(url: str, *, min_size: int = 1, max_size: int = 4) -> SyncPool:
-    pool: SyncPool = ConnectionPool(
-        url,
-        min_size=min_size,
-        max_size=max_size,
-        open=False,
-        connection_class=psycopg.Connection[Row],
-        configure=_configure_sync,
-        check=ConnectionPool.check_connection,
-        kwargs={"row_factory": dict_row, "autocommit": False},
-    )
-    pool.open(wait=True, timeout=30)
     return pool
 
 

@@ -325,8 +325,3 @@ class QueueWorker(Generic[Item]):
             await source.wait()
             source.clear()
             self._wake.set()
-
-
-async def run_workers(workers: Sequence[QueueWorker[object]], stop: asyncio.Event) -> None:
-    """Run several workers until ``stop``; returns when all have drained."""
-    await asyncio.gather(*(w.run(stop) for w in workers))
