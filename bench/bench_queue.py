@@ -1,14 +1,18 @@
 """queue: claim + complete rate of the shared queue primitive against pgqueuer and a bare loop.
 
-Three systems drain the same number of rows on the same PostgreSQL, with 1, 2 and 4 workers:
+These systems drain the same number of rows on the same PostgreSQL, with 1, 2 and 4 workers:
 
 ``shortlist``  :class:`shortlist.queue.QueueWorker` over a scratch table (the same shape as the
                product's queue tables: status + lease columns, a partial index on what is
                claimable), a :class:`ScratchQueue` whose claim is the lease CTE and whose
                handler is a no-op that completes the batch with one UPDATE. Batch 100,
-               concurrency 1, throttle 0, poll interval 10 ms, the product's connection pool.
+               concurrency 2 (the next claim overlaps the last batch's completion, as
+               pgqueuer's loop overlaps dequeue and its jobs), throttle 0, poll interval 10 ms,
+               the product's connection pool, claims and completions on its one-statement
+               (autocommit) connections.
+``shortlist-serial``  the same with concurrency 1: claim, complete, claim, … (reported).
 ``bare``       the same two SQL statements, verbatim, in a tight loop on one autocommit
-               connection: the floor any Python queue loop over this table can reach.
+               connection: what a serial Python loop over this table can reach.
 ``pgqueuer``   pgqueuer's QueueManager (asyncpg driver, its fastest) with a no-op entrypoint,
                batch 100, drain mode: dequeue + ack (its batched status-log buffer).
 
@@ -36,11 +40,12 @@ from typing import Any, Protocol
 import psycopg
 
 from bench.common import Context, Record, Stat, profile_async
+from shortlist.db.pool import single_statement
 
 NAME = "queue"
 TABLE = "bench_queue_items"
 BATCH = 100
-SYSTEMS = ("shortlist", "bare", "pgqueuer")
+SYSTEMS = ("shortlist", "shortlist-serial", "bare", "pgqueuer")
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -112,7 +117,7 @@ class ScratchQueue:
         self.completed = 0
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[int]:
-        async with self.pool.connection() as conn:
+        async with single_statement(self.pool) as conn:
             cur = await conn.execute(
                 CLAIM, {"worker_id": worker_id, "limit": limit, "lease": lease}
             )
@@ -122,7 +127,8 @@ class ScratchQueue:
         return [r["id"] for r in rows]
 
     async def handle(self, worker_id: str, items: list[int]) -> None:
-        async with self.pool.connection() as conn:
+        # A one-statement handler, so it takes the primitive's one-statement connection too.
+        async with single_statement(self.pool) as conn:
             cur = await conn.execute(COMPLETE, {"ids": items, "worker_id": worker_id})
             self.completed += cur.rowcount
 
@@ -134,13 +140,17 @@ class ScratchQueue:
 
 
 class ShortlistRunner:
+    concurrency = 2
+    """Batches in flight per worker: the next claim overlaps the last batch's completion."""
+
     def __init__(self, target: Target) -> None:
         self.target = target
 
     async def open_pool(self) -> Any:
         from shortlist.db.pool import open_async_pool
 
-        return await open_async_pool(self.target.url, min_size=1, max_size=2, name="bench")
+        size = self.concurrency + 1  # a batch's handler each, plus the loop's next claim
+        return await open_async_pool(self.target.url, min_size=size, max_size=size, name="bench")
 
     async def open(self) -> None:
         from shortlist.queue import QueueWorker, WorkerConfig
@@ -149,7 +159,11 @@ class ShortlistRunner:
         self.stop = asyncio.Event()
         self.queue = ScratchQueue(self.pool, self.stop)
         config = WorkerConfig(
-            batch_size=BATCH, concurrency=1, poll_interval=0.01, throttle=0.0, lease=300.0
+            batch_size=BATCH,
+            concurrency=self.concurrency,
+            poll_interval=0.01,
+            throttle=0.0,
+            lease=300.0,
         )
         self.worker = QueueWorker(self.queue, config)
 
@@ -159,6 +173,13 @@ class ShortlistRunner:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+class SerialRunner(ShortlistRunner):
+    """The primitive strictly serial (``concurrency=1``): claim, complete, claim, … like the
+    bare loop; reported next to the headline figures."""
+
+    concurrency = 1
 
 
 class BareRunner:
@@ -219,51 +240,41 @@ class PgqueuerRunner:
 
 
 class NoCheckRunner(ShortlistRunner):
-    """Diagnostic (``--queue-diagnose``): the product's pool without ``check=`` (psycopg_pool's
-    ``check_connection`` costs one round trip per checkout)."""
+    """Diagnostic (``--queue-diagnose``): the product's pool without any ``check=`` (the
+    product pings a connection idle for 2 s or more: what does the idle check itself cost?)."""
 
     async def open_pool(self) -> Any:
-        return await _diagnostic_pool(self.target.url, autocommit=False)
+        from pgvector.psycopg import register_vector_async
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
 
+        from shortlist.db.pool import _reset_returned
 
-class AutocommitRunner(ShortlistRunner):
-    """Diagnostic: no per-checkout check, and autocommit connections, so a single-statement
-    claim or completion is one round trip instead of BEGIN + statement + COMMIT."""
-
-    async def open_pool(self) -> Any:
-        return await _diagnostic_pool(self.target.url, autocommit=True)
-
-
-async def _diagnostic_pool(url: str, *, autocommit: bool) -> Any:
-    from pgvector.psycopg import register_vector_async
-    from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool
-
-    async def configure(conn: Any) -> None:
-        await register_vector_async(conn)
-        if not autocommit:
+        async def configure(conn: Any) -> None:
+            await register_vector_async(conn)
             await conn.commit()
 
-    pool: Any = AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=2,
-        open=False,
-        configure=configure,
-        kwargs={"row_factory": dict_row, "autocommit": autocommit},
-    )
-    await pool.open(wait=True, timeout=30)
-    return pool
+        pool: Any = AsyncConnectionPool(
+            self.target.url,
+            min_size=self.concurrency + 1,
+            max_size=self.concurrency + 1,
+            open=False,
+            configure=configure,
+            reset=_reset_returned,
+            kwargs={"row_factory": dict_row, "autocommit": False},
+        )
+        await pool.open(wait=True, timeout=30)
+        return pool
 
 
 RUNNERS: dict[str, type[Runner]] = {
     "shortlist": ShortlistRunner,
+    "shortlist-serial": SerialRunner,
     "bare": BareRunner,
     "pgqueuer": PgqueuerRunner,
     "shortlist-nocheck": NoCheckRunner,
-    "shortlist-autocommit": AutocommitRunner,
 }
-DIAGNOSTIC_SYSTEMS = ("shortlist-nocheck", "shortlist-autocommit")
+DIAGNOSTIC_SYSTEMS = ("shortlist-nocheck",)
 
 
 @dataclass(frozen=True)
@@ -456,7 +467,7 @@ def run(ctx: Context) -> list[Record]:
                 target=3.0,
                 unit="rows/s",
                 baseline_name="pgqueuer",
-                note=f"{rows:,} rows, batch {BATCH}, {mode}",
+                note=f"{rows:,} rows, batch {BATCH}, concurrency 2, {mode}",
             )
         )
         records.append(
@@ -468,9 +479,22 @@ def run(ctx: Context) -> list[Record]:
                 target=0.7,
                 unit="rows/s",
                 baseline_name="bare loop",
-                note=f"{rows:,} rows, batch {BATCH}, {mode}",
+                note=f"{rows:,} rows, batch {BATCH}, concurrency 2, {mode}",
             )
         )
+        serial = Stat.of(rates[("shortlist-serial", n)])
+        for baseline, name in (("pgqueuer", "pgqueuer"), ("bare", "bare SQL loop")):
+            records.append(
+                Record(
+                    NAME,
+                    f"concurrency 1 (serial) vs {name}, {label}",
+                    serial,
+                    Stat.of(rates[(baseline, n)]),
+                    unit="rows/s",
+                    baseline_name=name,
+                    note="the primitive with one batch in flight per worker",
+                )
+            )
         for system in DIAGNOSTIC_SYSTEMS if diagnose else ():
             records.append(
                 Record(
@@ -480,7 +504,7 @@ def run(ctx: Context) -> list[Record]:
                     Stat.of(rates[("bare", n)]),
                     unit="rows/s",
                     baseline_name="bare loop",
-                    note="not the product: the proposed pool settings",
+                    note="not the product: its pool without the idle check",
                 )
             )
     if ctx.profiles_enabled and (any(r.met is False for r in records)):

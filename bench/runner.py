@@ -63,7 +63,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--queue-diagnose",
         action="store_true",
-        help="queue: also run the primitive with the proposed pool settings (no check, autocommit)",
+        help="queue: also run the primitive on a pool without the idle check (diagnostic)",
     )
     parser.add_argument(
         "--searches",

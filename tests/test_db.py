@@ -6,7 +6,8 @@ import psycopg
 import pytest
 
 from shortlist.db.migrate import available_migrations, is_up_to_date, migrate
-from shortlist.db.pool import connect
+from shortlist.db.pool import connect, single_statement
+from shortlist.db.types import AsyncPool
 
 
 def test_migrations_are_idempotent_and_recorded(db_url: str) -> None:
@@ -52,3 +53,25 @@ def test_listing_constraints_live_in_the_schema(db_url: str) -> None:
             " salary_min_ks, salary_max_ks, detail_page_slug)"
             " VALUES ('A', 'B', 'C', 'D', 200, 100, 'x')"
         )
+
+
+async def test_single_statement_connections_go_back_transactional(pool: AsyncPool) -> None:
+    """A connection lent for one statement (autocommit) must not stay in autocommit: the next
+    borrower's multi-statement work would commit statement by statement."""
+    async with single_statement(pool) as conn:
+        assert conn.autocommit
+        await conn.execute("CREATE TABLE t_single (x int PRIMARY KEY)")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        async with single_statement(pool) as conn:
+            await conn.execute("INSERT INTO t_single VALUES (1), (1)")
+    for _ in range(3):  # the pool holds one connection here: each borrow gets the same one
+        async with pool.connection() as conn:
+            assert not conn.autocommit
+    with pytest.raises(RuntimeError):
+        async with pool.connection() as conn:
+            await conn.execute("INSERT INTO t_single VALUES (2)")
+            raise RuntimeError("roll back")
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM t_single")
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 0

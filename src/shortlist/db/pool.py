@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
@@ -35,7 +37,13 @@ PING_IF_IDLE_FOR = 2.0
 _returned_at: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
 
 
-async def _mark_returned(conn: AsyncConn) -> None:
+async def _reset_returned(conn: AsyncConn) -> None:
+    """The pool's ``reset``: every connection goes back transactional (see
+    :func:`single_statement`), and its return time is noted for :func:`_check_if_idle`. The
+    pool hands it over idle (no transaction), so switching autocommit costs no round trip; if
+    this raises, the pool discards the connection."""
+    if conn.autocommit:
+        await conn.set_autocommit(False)
     _returned_at[conn] = time.monotonic()
 
 
@@ -67,13 +75,29 @@ async def open_async_pool(
         connection_class=psycopg.AsyncConnection[Row],
         configure=_configure_async,
         check=_check_if_idle,
-        reset=_mark_returned,
+        reset=_reset_returned,
         kwargs={"row_factory": dict_row, "autocommit": False},
         reconnect_timeout=RECONNECT_WINDOW,
         timeout=CONNECTION_WAIT,
     )
     await pool.open(wait=True, timeout=30)
     return pool
+
+
+@asynccontextmanager
+async def single_statement(pool: AsyncPool) -> AsyncIterator[AsyncConn]:
+    """A pooled connection in autocommit mode, for work that is one SQL statement.
+
+    A statement is its own transaction either way, but on a transactional connection psycopg
+    wraps it in ``BEGIN`` … ``COMMIT``: three round trips instead of one. The queue's claims,
+    heartbeats and releases are single statements run thousands of times a second under load;
+    in autocommit they cost a third (bench/bench_queue.py measures the difference). Never run
+    two statements that must commit together on it. The connection is switched back before
+    the pool lends it again (``_reset_returned``).
+    """
+    async with pool.connection() as conn:
+        await conn.set_autocommit(True)
+        yield conn
 
 
 def connect(url: str, *, autocommit: bool = False) -> SyncConn:

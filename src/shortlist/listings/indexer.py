@@ -36,6 +36,7 @@ from pgvector import Vector
 from psycopg import sql
 
 from shortlist import metrics
+from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
@@ -124,7 +125,7 @@ class EmbeddingQueue:
     # -- the Queue protocol ---------------------------------------------------------------------
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedRow]:
-        async with self.pool.connection() as conn:
+        async with single_statement(self.pool) as conn:
             cur = await conn.execute(
                 self._sql["claim"], {"worker_id": worker_id, "limit": limit, "lease": lease}
             )
@@ -174,7 +175,7 @@ class EmbeddingQueue:
         to_embed = [r for r in rows if not r.text_unchanged]
         if unchanged:
             # Committed before the model call, so a transient error below does not undo it.
-            async with self.pool.connection() as conn:
+            async with single_statement(self.pool) as conn:
                 cur = await conn.execute(
                     self._sql["confirm_embedded"],
                     {"worker_id": worker_id, "ids": [r.id for r in unchanged]},

@@ -6,6 +6,9 @@ all follow one shape, as River and Oban do: a CTE selects candidates ``FOR UPDAT
 LOCKED`` and an ``UPDATE … RETURNING`` stamps the lease, so the planner locks only what it
 claims and a crashed worker's rows become claimable again when ``locked_until`` passes.
 Extending and releasing a lease is the same for every table, so it lives here.
+
+Claims, heartbeats and releases are single statements and run on
+:func:`shortlist.db.pool.single_statement` (autocommit): one round trip each, not three.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from shortlist.db.pool import single_statement
 from shortlist.db.types import AsyncPool
 
 
@@ -33,7 +37,7 @@ class LeaseTable:
             "UPDATE {table} SET locked_until = now() + make_interval(secs => %s)"
             " WHERE {key} = ANY(%s) AND locked_by = %s"
         ).format(table=sql.Identifier(self.table), key=sql.Identifier(self.key))
-        async with pool.connection() as conn:
+        async with single_statement(pool) as conn:
             cur = await conn.execute(query, (lease, list(keys), worker_id))
             return cur.rowcount
 
@@ -45,6 +49,6 @@ class LeaseTable:
             "UPDATE {table} SET locked_by = NULL, locked_until = NULL"
             " WHERE {key} = ANY(%s) AND locked_by = %s"
         ).format(table=sql.Identifier(self.table), key=sql.Identifier(self.key))
-        async with pool.connection() as conn:
+        async with single_statement(pool) as conn:
             cur = await conn.execute(query, (list(keys), worker_id))
             return cur.rowcount

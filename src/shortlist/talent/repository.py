@@ -16,6 +16,7 @@ from typing import Any
 from pgvector import Vector
 from psycopg import sql
 
+from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.talent.models import (
@@ -234,7 +235,7 @@ def _brief(row: Row) -> SearchBrief:
 async def claim_tiers(
     pool: AsyncPool, worker_id: str, limit: int, lease: float, max_attempts: int
 ) -> list[ClaimedTier]:
-    async with pool.connection() as conn, conn.transaction():
+    async with single_statement(pool) as conn:
         rows = await _all(
             conn,
             Q["claim_tiers"],
@@ -322,7 +323,7 @@ async def tier_failed(conn: AsyncConn, tier_id: int, worker_id: str, *, error: s
 
 
 async def release_tiers(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
-    async with pool.connection() as conn:
+    async with single_statement(pool) as conn:
         await conn.execute(Q["release_tiers"], {"ids": list(ids), "worker_id": worker_id})
 
 
@@ -332,7 +333,7 @@ async def release_tiers(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> 
 async def claim_candidates(
     pool: AsyncPool, worker_id: str, limit: int, lease: float
 ) -> list[ClaimedStub]:
-    async with pool.connection() as conn, conn.transaction():
+    async with single_statement(pool) as conn:
         rows = await _all(
             conn, Q["claim_candidates"], {"worker_id": worker_id, "limit": limit, "lease": lease}
         )
@@ -435,7 +436,7 @@ async def finish_candidate(
 
 
 async def release_candidates(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
-    async with pool.connection() as conn:
+    async with single_statement(pool) as conn:
         await conn.execute(Q["release_candidates"], {"ids": list(ids), "worker_id": worker_id})
 
 
