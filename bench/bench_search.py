@@ -12,8 +12,10 @@ Three cases: no filter, a location filter matching 10 % of listings and one matc
   filter applied); the bare HNSW query's recall is reported next to it.
 * latency: wall time of one ``search_jobs`` call (everything the API handler awaits: pool
   checkout, the vector and full-text candidate queries, fusion, fetching the page's listings)
-  vs the bare pgvector statement ``SELECT id … ORDER BY embedding <=> q LIMIT 10`` (same filter,
-  same ``hnsw.ef_search`` and iterative-scan settings, set once per session) on one connection.
+  vs the bare pgvector statement ``SELECT id … ORDER BY embedding <=> q LIMIT 10`` (the
+  product's filter predicate verbatim, so the planner has the same indexes to choose from —
+  the HNSW graph or, for a selective town, the trigram index and an exact scan; the product's
+  ``hnsw.ef_search`` and iterative-scan settings, set once per session) on one connection.
   Median over repetitions of the per-repetition p50; calls alternate between the two.
 """
 
@@ -35,7 +37,6 @@ from bench.corpus import SELECTIVE_1, SELECTIVE_10, VectorCorpus, exact_top_k, v
 
 NAME = "search"
 K = 10
-EF_SEARCH = 100  # the product's (shortlist.listings.search.EF_SEARCH)
 CASES: tuple[tuple[str, str | None], ...] = (
     ("unfiltered", None),
     ("10% filter", SELECTIVE_10),
@@ -58,9 +59,10 @@ COPY_TYPES = [
     "vector",
     "timestamptz",
 ]
+# The product's filter predicate, verbatim (search.sql), so both run on the same indexes.
 BARE_SQL = {
     False: "SELECT id FROM job_listings ORDER BY embedding <=> %(q)s LIMIT %(k)s",
-    True: "SELECT id FROM job_listings WHERE strpos(lower(city_location), lower(%(loc)s)) > 0"
+    True: "SELECT id FROM job_listings WHERE city_location ILIKE %(loc)s"
     " ORDER BY embedding <=> %(q)s LIMIT %(k)s",
 }
 
@@ -189,7 +191,10 @@ def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) ->
 
 
 async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
-    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    from shortlist.listings.search import EF_SEARCH
+
+    # prepare_threshold=None: custom plans, as the product's queries (prepare=False).
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None)
     await register_vector_async(conn)
     await conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
     await conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -199,7 +204,10 @@ async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
 async def bare_search(
     conn: psycopg.AsyncConnection[Any], q: np.ndarray[Any, Any], location: str | None
 ) -> list[Any]:
-    cur = await conn.execute(BARE_SQL[location is not None], {"q": q, "loc": location, "k": K})
+    from shortlist.listings.search import like_pattern
+
+    loc = like_pattern(location) if location is not None else None
+    cur = await conn.execute(BARE_SQL[location is not None], {"q": q, "loc": loc, "k": K})
     return [r[0] for r in await cur.fetchall()]
 
 

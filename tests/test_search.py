@@ -25,8 +25,9 @@ from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
     RRF_K,
     Q,
-    candidate_pool_size,
     fuse,
+    fusion_windows,
+    like_pattern,
     score_from_cosine_distance,
     search_jobs,
 )
@@ -36,7 +37,7 @@ from tests.fakes import FakeEmbedder
 
 pytest_plugins = ["tests.api_fixtures"]
 
-VECTOR_CANDIDATES = Q["vector_candidates"]
+CANDIDATES = Q["candidates"]
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -131,14 +132,37 @@ def test_score_from_cosine_distance_is_clamped() -> None:
     assert score_from_cosine_distance(2.0000001) == 0.0
 
 
-def test_candidate_pool_is_stable_across_the_first_pages() -> None:
-    assert candidate_pool_size(10, 0) == candidate_pool_size(10, 90) == 100
-    assert candidate_pool_size(50, 0) == 200
-    assert candidate_pool_size(10, 95) == 200
-    assert candidate_pool_size(50, 1000) == 1600
-    for size in (1, 10, 50):
-        for offset in (0, 17, 500, 1000):
-            assert candidate_pool_size(size, offset) >= max(size * 4, 40, offset + size)
+def test_fusion_windows_double_until_the_last_position_is_covered() -> None:
+    assert fusion_windows(10, 0) == fusion_windows(5, 5) == fusion_windows(1, 0) == [10]
+    assert fusion_windows(10, 10) == fusion_windows(20, 0) == fusion_windows(1, 19) == [10, 20]
+    assert fusion_windows(50, 0) == [10, 20, 40, 80]
+    assert fusion_windows(50, 1000) == [10, 20, 40, 80, 160, 320, 640, 1280]
+
+
+def test_windowed_fusion_places_each_position_from_its_own_window() -> None:
+    """Positions below the first window come from the first window's fusion alone: a row
+    that only a longer list reaches cannot push its way into them; past that window, the
+    longer lists decide the rest, without repeating what is placed."""
+    vec = [row(0.1 + i / 100, f"v{i}") for i in range(40)]
+    text = [row(name=f"t{i}") for i in range(40)]
+    # Beyond the first window of both lists, a listing found by both: its fused value beats
+    # every single-list hit, so one 40-window would put it first.
+    both = row(0.5, "both")
+    vec[30], text[30] = both, {**both}
+    single = fuse(vec, text)
+    assert single[0].id == both["id"]
+    ranked = fuse(vec, text, [20, 40])
+    ids = [c.id for c in ranked]
+    assert len(ids) == len(set(ids)) == 79
+    assert ids[:20] == [c.id for c in fuse(vec[:20], text[:20])][:20]
+    assert both["id"] not in ids[:20] and ids[20] == both["id"]
+    scores = [c.score for c in ranked]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_like_pattern_matches_its_text_literally() -> None:
+    assert like_pattern("New York") == "%New York%"
+    assert like_pattern("50%_off\\") == "%50\\%\\_off\\\\%"
 
 
 # --- search against the database ----------------------------------------------------------------
@@ -206,8 +230,10 @@ async def test_filters_location_and_salary(
     }
     paid = await search_jobs(pool, embedder, "work", size=10, salary_min=91)
     assert {h.listing.company_name for h in paid.hits} == {"Summit Software"}
-    # Wildcards are literal.
-    assert (await search_jobs(pool, embedder, "engineer", size=10, location="%")).hits == []
+    # Wildcards and the escape character are literal.
+    for wildcard in ("%", "_", "B_rlin", "\\", "Berl\\in"):
+        found = await search_jobs(pool, embedder, "engineer", size=10, location=wildcard)
+        assert found.hits == [], wildcard
 
 
 async def test_filtered_search_still_fills_the_page(
@@ -223,11 +249,13 @@ async def test_filtered_search_still_fills_the_page(
     ]
     await insert(pool, items)
     assert await embed_pending() == 2000
-    # At 2,000 rows the planner rightly prefers an exact scan; forbid it, so this test covers
-    # the index path a large table takes. The setting applies to connections opened from now.
+    # At 2,000 rows the planner rightly prefers an exact scan (of the table, or of the town's
+    # rows through the trigram index); forbid both, so this test covers the graph walk that a
+    # large table and a broad filter take. The settings apply to connections opened from now.
     async with pool.connection() as conn:
         await conn.execute("ANALYZE job_listings")
-        await conn.execute(f"ALTER DATABASE {conn.info.dbname} SET enable_seqscan = off")
+        for setting in ("enable_seqscan", "enable_bitmapscan"):
+            await conn.execute(f"ALTER DATABASE {conn.info.dbname} SET {setting} = off")
         await conn.commit()
     query = "zebra xylophone quasar"  # words no listing contains: every hit is a vector hit
     index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
@@ -238,10 +266,8 @@ async def test_filtered_search_still_fills_the_page(
             plan = await explain_vector_candidates(conn, qvec, rare)
             # The control: the same index scan without iterative scan misses most rows.
             await conn.execute("SET hnsw.iterative_scan = off")
-            cur = await conn.execute(
-                VECTOR_CANDIDATES, {"q": qvec, "location": rare, "salary_min": None, "k": 100}
-            )
-            without_iterative = len(await cur.fetchall())
+            cur = await conn.execute(CANDIDATES, candidate_params(query, qvec, rare))
+            without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
     finally:
         await index_pool.close()
     assert "job_listings_embedding_hnsw_idx" in plan, plan
@@ -252,10 +278,19 @@ async def test_filtered_search_still_fills_the_page(
     assert scores == sorted(scores, reverse=True)
 
 
+def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
+    return {
+        "q": query,
+        "vector": qvec,
+        "location": like_pattern(location),
+        "salary_min": None,
+        "k": 10,
+    }
+
+
 async def explain_vector_candidates(conn: AsyncConn, qvec: Any, location: str) -> str:
     cur = await conn.execute(
-        "EXPLAIN " + VECTOR_CANDIDATES,
-        {"q": qvec, "location": location, "salary_min": None, "k": 100},
+        "EXPLAIN " + CANDIDATES, candidate_params("zebra", qvec, location), prepare=False
     )
     return "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
 
@@ -266,9 +301,23 @@ async def test_paging_is_consistent(
     await insert(pool, list(iter_sample_listings(300)))
     await embed_pending()
     q = "senior engineer python"
-    whole = await search_jobs(pool, embedder, q, size=30)
-    pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in (0, 10, 20)]
-    assert [h.listing.id for p in pages for h in p.hits] == [h.listing.id for h in whole.hits]
+    # Across fusion windows (10, 20, 40, 80): same order whatever the page size, no repeats.
+    whole = await search_jobs(pool, embedder, q, size=50)
+    offsets = range(0, 50, 10)
+    pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in offsets]
+    paged = [h.listing.id for p in pages for h in p.hits]
+    assert paged == [h.listing.id for h in whole.hits]
+    assert len(paged) == len(set(paged)) == 50
+    odd = [await search_jobs(pool, embedder, q, size=7, offset=o) for o in range(0, 49, 7)]
+    assert [h.listing.id for p in odd for h in p.hits] == paged[:49]
+    # Deep pages: a window (320) past the session's HNSW candidate list widens it for the
+    # request's own transaction; the same positions whatever the page size there too.
+    deep = await search_jobs(pool, embedder, q, size=50, offset=240)
+    deep_pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in (240, 250)]
+    assert len(deep.hits) == 50
+    assert [h.listing.id for p in deep_pages for h in p.hits] == [
+        h.listing.id for h in deep.hits[:20]
+    ]
 
 
 async def test_search_degrades_to_full_text_when_the_embedder_fails(

@@ -54,8 +54,21 @@ async def _check_if_idle(conn: AsyncConn) -> None:
     await AsyncConnectionPool.check_connection(conn)
 
 
+# Session defaults of every pooled connection, set once when it opens (no round trip per
+# query). pgvector's HNSW scans keep a candidate list of 200 (its default, 40, gives recall@10
+# of ~0.93 at 100k listings; see bench/bench_search.py) and scan iteratively, so a filtered
+# query still fills its LIMIT instead of filtering one candidate list and coming back short
+# (relaxed_order: rows may come slightly out of order; every query re-sorts by distance). A
+# query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session settings, like
+# LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
+HNSW_EF_SEARCH = 200
+SESSION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH), "hnsw.iterative_scan": "relaxed_order"}
+
+
 async def _configure_async(conn: AsyncConn) -> None:
     await register_vector_async(conn)
+    for name, value in SESSION_SETTINGS.items():
+        await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
     # register_vector_async runs a query; leave the connection idle, not in a transaction.
     await conn.commit()
 

@@ -1,41 +1,53 @@
 -- Job search (shortlist.listings.search): two candidate lists, fused in Python.
 -- Both apply the same filters, written so that NULL means "no filter":
---   location   case-insensitive substring of city_location (strpos, so % and _ are literal)
+--   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
+--              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
+--              strpos) so the trigram index of migration 0006 can serve it: with a selective
+--              filter the planner scans the matching rows exactly instead of the HNSW graph.
 --   salary_min thousands; a listing qualifies by its top figure (max, or min when only a
 --              minimum is advertised); listings without any salary never match this filter
 
--- name: tune_vector_scan
--- pgvector 0.8: with a filter, a plain HNSW scan returns ef_search neighbours and *then*
--- filters them, which can leave fewer than LIMIT rows. Iterative scan keeps walking the graph
--- until LIMIT filtered rows are found (relaxed_order: results may come slightly out of order,
--- the outer ORDER BY in vector_candidates puts them back). Both settings end with the
--- transaction (is_local = true).
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
-       set_config('hnsw.iterative_scan', 'relaxed_order', true)
+-- name: widen_vector_scan
+-- For a candidate list longer than the session's hnsw.ef_search (shortlist.db.pool sets it, and
+-- the iterative scan, on every connection): ends with the transaction (is_local = true).
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: vector_candidates
+-- name: candidates
+-- Both candidate lists in one statement (one round trip), each numbered in its own order:
+--   vector  the k nearest embedded listings by cosine distance, through the HNSW index (or, when
+--           the location filter is selective, an exact scan of the rows the trigram index
+--           finds: the planner's choice); skipped when the query has no vector (%(vector)s
+--           NULL: the embedder failed, search degrades to full text)
+--   text    the k best full-text matches; also finds listings still pending their first
+--           embedding. ts_rank_cd with normalisation 32 (rank / (rank + 1)) keeps the value
+--           in [0, 1); only its order is used.
 WITH nearest AS MATERIALIZED (
-    SELECT id, company_name, job_title, embedding <=> %(q)s::vector AS distance
+    SELECT id, company_name, job_title, embedding <=> %(vector)s::vector AS distance
       FROM job_listings
-     WHERE embedding IS NOT NULL
-       AND (%(location)s::text IS NULL
-            OR strpos(lower(city_location), lower(%(location)s::text)) > 0)
+     WHERE %(vector)s::vector IS NOT NULL
+       AND embedding IS NOT NULL
+       AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
-     ORDER BY embedding <=> %(q)s::vector
+     ORDER BY embedding <=> %(vector)s::vector
+     LIMIT %(k)s
+),
+matching AS MATERIALIZED (
+    SELECT l.id, l.company_name, l.job_title, l.created_at,
+           ts_rank_cd(l.search_tsv, query, 32) AS text_rank
+      FROM job_listings AS l, websearch_to_tsquery('english', %(q)s) AS query
+     WHERE l.search_tsv @@ query
+       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
+       AND (%(salary_min)s::int IS NULL
+            OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
+     ORDER BY text_rank DESC, l.created_at DESC, l.id
      LIMIT %(k)s
 )
-SELECT id, company_name, job_title, distance FROM nearest ORDER BY distance, id
-
--- name: text_candidates
--- Also finds listings still pending their first embedding. ts_rank_cd with normalisation 32
--- (rank / (rank + 1)) keeps the value in [0, 1); only its order is used.
-SELECT l.id, l.company_name, l.job_title, ts_rank_cd(l.search_tsv, query, 32) AS text_rank
-  FROM job_listings AS l, websearch_to_tsquery('english', %(q)s) AS query
- WHERE l.search_tsv @@ query
-   AND (%(location)s::text IS NULL
-        OR strpos(lower(l.city_location), lower(%(location)s::text)) > 0)
-   AND (%(salary_min)s::int IS NULL
-        OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
- ORDER BY text_rank DESC, l.created_at DESC, l.id
- LIMIT %(k)s
+SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank,
+       id, company_name, job_title, distance
+  FROM nearest
+UNION ALL
+SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id),
+       id, company_name, job_title, NULL
+  FROM matching
+ORDER BY list DESC, rank
