@@ -396,6 +396,42 @@ async def test_missing_email_fails_the_candidate_and_a_retry_succeeds(
     assert again.json()["error"]["code"] == "conflict"
 
 
+async def test_a_profile_enriched_before_the_embedder_throttled_is_not_enriched_again(
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    embedder: FakeEmbedder,
+) -> None:
+    """The embedder throttles three candidate embeddings: those stubs go back to the queue with
+    their enriched profile, and the next claim ingests it without calling the provider again
+    (an enrichment is ~8 s of the provider's rate limit)."""
+    await set_behaviour(
+        simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0, enrich_tail_rate=0
+    )
+    search_id = await start(client, recruiter, NICHE)
+    embedder.fail_transient_times = 3  # after the query embedding of the search's start
+    async with running_workers(services):
+        body = await wait_complete(client, recruiter, search_id)
+    assert embedder.fail_transient_times == 0
+    enriched = (await sim_stats(simulator))["enrich_by_username"]
+    assert enriched and set(enriched.values()) == {1}, enriched
+    stubs = await stub_rows(services.pool, search_id)
+    # Three claims ended throttled and were claimed again, none enriched twice.
+    assert sum(max(s["attempts"] - 1, 0) for s in stubs) == 3
+    finished = [s for s in stubs if s["status"] not in ("queued", "running")]
+    assert {s["status"] for s in finished} <= {"succeeded", "failed_no_email"}
+    assert body["resultCount"] > 0
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM search_candidates"
+            " WHERE search_id = %s AND enriched_profile IS NOT NULL",
+            (search_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 0  # cleared once the stub is finished
+
+
 # --- ranks and paging with two workers ---------------------------------------------------------
 
 

@@ -9,6 +9,9 @@ commit re-checks the lease first (``lock_claimed_candidate``): a worker that los
 (reaped, retried and re-claimed by someone else) writes nothing, and the unique
 ``(search_id, candidate_id)`` catches whatever slips past, so a person is appended once.
 
+A profile enriched but not embedded because the embedder throttled stays on the stub
+(``enriched_profile``), and the next claim ingests it without a second enrichment.
+
 Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested); timeout / 5xx after
 the adapter's one retry → ``failed_transient``; 404 / other 4xx / malformed → ``failed_permanent``.
 A 429 or a paused provider is not the candidate's fault: the stub goes back to the queue and
@@ -126,10 +129,16 @@ class CandidateQueue:
             )
             return
         try:
-            profile = await self._sources().talent.enrich(username)
+            profile = stub.enriched or await self._sources().talent.enrich(username)
             record = candidate_record(profile, stub.tier)
             # Embedded here, outside the transaction, with the indexer's own text for the row.
-            [vector] = await self.embedder.embed([await repo.candidate_text(self.pool, record)])
+            text = await repo.candidate_text(self.pool, record)
+            try:
+                [vector] = await self.embedder.embed([text])
+            except EmbeddingTransientError:
+                if stub.enriched is None:  # the next claim ingests it without enriching again
+                    await repo.keep_enriched_profile(self.pool, stub.id, worker_id, profile)
+                raise
         except (ProviderRateLimited, ProviderPaused, EmbeddingTransientError) as exc:
             await self._throttled(worker_id, stub, exc)
             return

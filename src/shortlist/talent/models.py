@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from shortlist.sources.base import Profile
 from shortlist.validation import storable
 
 
@@ -152,3 +153,5 @@ class ClaimedStub:
     external_id: str
     tier: Tier
     attempts: int
+    enriched: Profile | None = None
+    """The profile an earlier claim enriched but could not ingest (migration 0007)."""

@@ -274,7 +274,7 @@ UPDATE search_candidates AS c
        updated_at = now()
   FROM claimable
  WHERE c.id = claimable.id
-RETURNING c.id, c.search_id, c.external_id, c.tier, c.attempts
+RETURNING c.id, c.search_id, c.external_id, c.tier, c.attempts, c.enriched_profile
 
 -- name: lock_claimed_candidate
 -- First statement of a candidate's commit: holds the stub for the rest of the transaction, and
@@ -365,11 +365,19 @@ UPDATE search_candidates
    SET status = %(status)s::candidate_status,
        candidate_id = coalesce(%(candidate_id)s::uuid, candidate_id),
        last_error = %(error)s,
+       enriched_profile = NULL,
        locked_by = NULL,
        locked_until = NULL,
        updated_at = now()
  WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
 RETURNING id
+
+-- name: keep_enriched_profile
+-- The enrichment succeeded but the stub goes back to the queue (the embedder throttled): keep
+-- the profile for the next claim (migration 0007). Only by the worker holding the lease.
+UPDATE search_candidates
+   SET enriched_profile = %(profile)s
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
 
 -- name: release_candidates
 -- Give claims back untouched (shutdown, provider paused, an unexpected error).

@@ -7,6 +7,7 @@ point). The few functions taking a pool run a complete transaction of their own.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,10 +16,12 @@ from typing import Any
 
 from pgvector import Vector
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.sources.base import Profile
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
     CandidateStatus,
@@ -344,9 +347,32 @@ async def claim_candidates(
             external_id=str(r["external_id"]),
             tier=Tier(r["tier"]),
             attempts=int(r["attempts"]),
+            enriched=_kept_profile(r["enriched_profile"]),
         )
         for r in rows
     ]
+
+
+def _kept_profile(value: object) -> Profile | None:
+    """The profile ``keep_enriched_profile`` stored, or None: none stored, or one that no longer
+    fits :class:`Profile` (a newer version changed it), in which case the stub is enriched
+    again."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return Profile(**value)
+    except TypeError:
+        return None
+
+
+async def keep_enriched_profile(
+    pool: AsyncPool, stub_id: int, worker_id: str, profile: Profile
+) -> None:
+    async with single_statement(pool) as conn:
+        await conn.execute(
+            Q["keep_enriched_profile"],
+            {"id": stub_id, "worker_id": worker_id, "profile": Jsonb(dataclasses.asdict(profile))},
+        )
 
 
 async def candidate_text(pool: AsyncPool, record: CandidateRecord) -> str:
