@@ -47,30 +47,40 @@ TABLE = "bench_queue_items"
 BATCH = 100
 SYSTEMS = ("shortlist", "shortlist-serial", "bare", "pgqueuer")
 
+# The shape of the backfill's candidate queue (search_candidates, migrations 0002/0005): a
+# status machine queued → running → done with the lease columns, a partial index on what is
+# claimable and one on running leases (the reaper's: a lost lease is failed forward by the
+# reaper, not re-claimed). A claimed row leaves the claimable index, so concurrent claims do not
+# step over rows in flight.
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     id           bigint PRIMARY KEY,
-    status       text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done')),
+    status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'running', 'done')),
     locked_by    text,
     locked_until timestamptz,
     created_at   timestamptz NOT NULL DEFAULT now(),
     done_at      timestamptz
 );
-CREATE INDEX IF NOT EXISTS {TABLE}_claimable_idx ON {TABLE} (id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS {TABLE}_claimable_idx ON {TABLE} (id) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS {TABLE}_running_idx ON {TABLE} (locked_until)
+    WHERE status = 'running';
 """
 
-# The product's claim shape (see shortlist/listings/indexer.sql): a SKIP LOCKED CTE picks, the
-# UPDATE stamps the lease, and the lease outlives the transaction.
+# The product's claim shape (shortlist/talent/queries.sql, claim_candidates): a SKIP LOCKED CTE
+# picks, the UPDATE moves the rows to running and stamps the lease, which outlives the
+# transaction.
 CLAIM = f"""
 WITH claimable AS (
     SELECT id FROM {TABLE}
-     WHERE status = 'pending' AND (locked_until IS NULL OR locked_until < now())
+     WHERE status = 'queued'
      ORDER BY id
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 )
 UPDATE {TABLE} AS t
-   SET locked_by = %(worker_id)s, locked_until = now() + make_interval(secs => %(lease)s)
+   SET status = 'running',
+       locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s)
   FROM claimable
  WHERE t.id = claimable.id
 RETURNING t.id
@@ -79,11 +89,11 @@ RETURNING t.id
 COMPLETE = f"""
 UPDATE {TABLE}
    SET status = 'done', done_at = now(), locked_by = NULL, locked_until = NULL
- WHERE id = ANY(%(ids)s) AND locked_by = %(worker_id)s
+ WHERE id = ANY(%(ids)s) AND status = 'running' AND locked_by = %(worker_id)s
 """
 
 
-# --- the three systems (run inside a worker process or task) -------------------------------------
+# --- the systems (run inside a worker process or task) -------------------------------------
 
 
 @dataclass(frozen=True)

@@ -387,3 +387,20 @@ async def test_local_embedder_ranks_by_meaning() -> None:
     with pytest.raises(EmbeddingPermanentError) as info:
         await embedder.embed(["ok", " \n"])
     assert info.value.bad_index == 1
+
+
+@pytest.mark.slow
+async def test_local_embedder_keeps_input_order_across_length_sorted_mini_batches() -> None:
+    """Mini-batches are grouped longest first; the vectors still come back in input order."""
+    embedder = LocalEmbedder(batch_size=2)
+    texts = [
+        "python",
+        "Registered Nurse, ICU night shift, patient care at a city hospital with physicians.",
+        "gardening tips",
+        "Senior Software Engineer building Django and FastAPI services on PostgreSQL.",
+        "a",
+    ]
+    together = await embedder.embed(texts)
+    for text, vector in zip(texts, together, strict=True):
+        [alone] = await embedder.embed([text])
+        assert cosine(vector, alone) > 0.999, text
