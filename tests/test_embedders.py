@@ -3,6 +3,7 @@ server, failure isolation within a batch, the fake embedder, and the real local 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Sequence
@@ -404,3 +405,69 @@ async def test_local_embedder_keeps_input_order_across_length_sorted_mini_batche
     for text, vector in zip(texts, together, strict=True):
         [alone] = await embedder.embed([text])
         assert cosine(vector, alone) > 0.999, text
+
+
+# --- coalescing small calls (no model: the encode step is replaced) ------------------------------
+
+
+class SlowEncode:
+    """Stands in for ``LocalEmbedder._encode`` (it runs in a thread): records each model call,
+    takes ``seconds``, maps a text to ``[len(text)]``; a text "bad" fails its whole call."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        time.sleep(self.seconds)
+        if "bad" in texts:
+            raise EmbeddingPermanentError("the model rejects 'bad'")
+        return [[float(len(t))] for t in texts]
+
+
+async def test_concurrent_small_calls_share_model_calls_and_keep_their_own_vectors() -> None:
+    embedder = LocalEmbedder(batch_size=8)
+    encode = SlowEncode(0.05)
+    embedder._encode = encode  # type: ignore[method-assign]
+    texts = ["a" * n for n in range(1, 13)]
+    results = await asyncio.gather(*(embedder.embed([t]) for t in texts))
+    assert results == [[[float(len(t))]] for t in texts]
+    # Twelve calls at once: two model calls, at most a mini-batch (8) each.
+    assert [len(c) for c in encode.calls] == [8, 4]
+    # A lone call is not held back.
+    started = time.perf_counter()
+    assert await embedder.embed(["solo"]) == [[4.0]]
+    assert time.perf_counter() - started < 0.5
+
+
+async def test_a_failing_text_fails_only_its_own_call() -> None:
+    embedder = LocalEmbedder(batch_size=8)
+    encode = SlowEncode(0.05)
+    embedder._encode = encode  # type: ignore[method-assign]
+    first = asyncio.ensure_future(embedder.embed(["warm"]))  # keeps the model busy
+    await asyncio.sleep(0.01)
+    calls = [embedder.embed(["ok"]), embedder.embed(["bad"]), embedder.embed(["fine", "x"])]
+    ok, bad, fine = await asyncio.gather(*calls, return_exceptions=True)
+    assert await first == [[4.0]]
+    assert ok == [[2.0]] and fine == [[4.0], [1.0]]
+    assert isinstance(bad, EmbeddingPermanentError)
+    # One coalesced call failed; each caller's texts were then encoded on their own.
+    assert encode.calls[1] == ["ok", "bad", "fine", "x"]
+    assert sorted(map(tuple, encode.calls[2:])) == [("bad",), ("fine", "x"), ("ok",)]
+
+
+async def test_a_cancelled_caller_does_not_stop_the_others() -> None:
+    embedder = LocalEmbedder(batch_size=8)
+    encode = SlowEncode(0.05)
+    embedder._encode = encode  # type: ignore[method-assign]
+    first = asyncio.ensure_future(embedder.embed(["warm"]))
+    await asyncio.sleep(0.01)
+    gone = asyncio.ensure_future(embedder.embed(["gone"]))
+    kept = asyncio.ensure_future(embedder.embed(["kept"]))
+    await asyncio.sleep(0)
+    gone.cancel()
+    assert await kept == [[4.0]]
+    assert await first == [[4.0]]
+    assert gone.cancelled()
+    assert ["gone"] not in encode.calls and ["gone", "kept"] not in encode.calls

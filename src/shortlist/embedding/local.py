@@ -7,6 +7,13 @@ Truncation: the model reads at most 256 word pieces (``max_seq_length``); the re
 text is silently ignored. That is fine for job listings, whose title, company and city lead the
 embedded text and whose first paragraphs carry most of the meaning; full-text search still sees
 the whole description.
+
+Concurrency: the model runs one call at a time (``_Loaded.lock``). Small calls — a search's
+query, a candidate's profile — that arrive while it is busy are coalesced into the next model
+call (``_Coalescer``), and large calls (the indexer's batches) are split into length-sorted
+mini-batches, so a query waits for at most one mini-batch. The coalescer is written here rather
+than taken from a micro-batching library because it must add no batching window to a lone query
+and must hand each caller only its own error.
 """
 
 from __future__ import annotations
@@ -15,12 +22,14 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from shortlist import metrics
 from shortlist.embedding.base import (
+    EmbeddingError,
     EmbeddingPermanentError,
     EmbeddingTransientError,
     check_texts,
@@ -74,6 +83,98 @@ def _load(path: Path) -> _Loaded:
     return loaded
 
 
+COALESCE_MAX_TEXTS = 4
+"""Calls with at most this many texts (search queries, one candidate profile) are coalesced."""
+
+Encode = Callable[[list[str]], list[list[float]]]
+
+
+class _Coalescer:
+    """Runs small ``embed`` calls that arrive together as one model call.
+
+    One short text costs the model ~13 ms on this CPU, eight together ~21 ms: one call at a time,
+    concurrent searches queue for the model one by one. Here, while a model call runs, the calls
+    that arrive wait, and the next model call takes all of them (up to a mini-batch). A call
+    that finds the model idle goes at once, so a lone search waits for nothing extra.
+    If a coalesced model call fails, each of its callers' texts is encoded on its own again, so
+    an error reaches only the caller whose text caused it.
+
+    Bound to one event loop (futures are); :class:`LocalEmbedder` keeps one per loop.
+    """
+
+    def __init__(self, encode: Encode, max_texts: int) -> None:
+        self._encode = encode
+        self._max_texts = max_texts
+        self._waiting: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
+        self._drain_task: asyncio.Task[None] | None = None
+        self.model_calls = 0
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        future: asyncio.Future[list[list[float]]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((texts, future))
+        if self._drain_task is None or self._drain_task.done():
+            self._drain_task = asyncio.create_task(self._drain())
+        return await future
+
+    def _take(self) -> list[tuple[list[str], asyncio.Future[list[list[float]]]]]:
+        taken: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
+        count = 0
+        while self._waiting and (not taken or count + len(self._waiting[0][0]) <= self._max_texts):
+            call = self._waiting.pop(0)
+            if call[1].done():  # its caller was cancelled (e.g. the client went away)
+                continue
+            taken.append(call)
+            count += len(call[0])
+        return taken
+
+    async def _drain(self) -> None:
+        calls: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
+        try:
+            while self._waiting:
+                calls = self._take()
+                if calls:
+                    await self._run(calls)
+        except BaseException as exc:
+            # Cancelled with its loop, or a bug: nobody may wait forever.
+            stopped = EmbeddingTransientError(f"local embedder stopped: {exc!r}")
+            for _, future in [*calls, *self._waiting]:
+                _settle(future, stopped)
+            self._waiting.clear()
+            raise
+
+    async def _run(self, calls: list[tuple[list[str], asyncio.Future[list[list[float]]]]]) -> None:
+        texts = [text for call_texts, _ in calls for text in call_texts]
+        try:
+            self.model_calls += 1
+            vectors = await asyncio.to_thread(self._encode, texts)
+        except EmbeddingError as exc:
+            if len(calls) == 1:
+                _settle(calls[0][1], exc)
+                return
+            for call_texts, future in calls:
+                try:
+                    self.model_calls += 1
+                    _settle(future, await asyncio.to_thread(self._encode, call_texts))
+                except EmbeddingError as own:
+                    _settle(future, own)
+            return
+        start = 0
+        for call_texts, future in calls:
+            _settle(future, vectors[start : start + len(call_texts)])
+            start += len(call_texts)
+
+
+def _settle(
+    future: asyncio.Future[list[list[float]]], outcome: list[list[float]] | BaseException
+) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
 class LocalEmbedder:
     """sentence-transformers on the CPU, off the event loop. Loads the model on first use (or in
     :meth:`warm_up`), once per process."""
@@ -84,6 +185,9 @@ class LocalEmbedder:
         self._model_path = model_path
         self.batch_size = batch_size
         self.name = "local"
+        self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Coalescer] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def warm_up(self) -> None:
         """Load the model now (sync; call it off the event loop or at startup) so the first
@@ -137,7 +241,10 @@ class LocalEmbedder:
             check_texts(texts)
             # Inference holds the GIL only in short stretches; a thread keeps the loop
             # (HTTP requests, heartbeats, shutdown signals) responsive meanwhile.
-            vectors = await asyncio.to_thread(self._encode, list(texts))
+            if len(texts) <= COALESCE_MAX_TEXTS:
+                vectors = await self._coalescer().embed(list(texts))
+            else:
+                vectors = await asyncio.to_thread(self._encode, list(texts))
         except EmbeddingTransientError:
             metrics.EMBED_ERRORS.labels(embedder=self.name, kind="transient").inc()
             raise
@@ -146,6 +253,13 @@ class LocalEmbedder:
             raise
         metrics.EMBED_LATENCY.labels(embedder=self.name).observe(time.perf_counter() - started)
         return vectors
+
+    def _coalescer(self) -> _Coalescer:
+        loop = asyncio.get_running_loop()
+        coalescer = self._coalescers.get(loop)
+        if coalescer is None:
+            coalescer = self._coalescers[loop] = _Coalescer(self._encode, self.batch_size)
+        return coalescer
 
     async def aclose(self) -> None:
         """Nothing to release (the model stays cached for the process); for symmetry."""
