@@ -204,7 +204,7 @@ async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
 async def bare_search(
     conn: psycopg.AsyncConnection[Any], q: np.ndarray[Any, Any], location: str | None
 ) -> list[Any]:
-    from shortlist.listings.search import like_pattern
+    from shortlist.db.sql import like_pattern
 
     loc = like_pattern(location) if location is not None else None
     cur = await conn.execute(BARE_SQL[location is not None], {"q": q, "loc": loc, "k": K})

@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 from shortlist.api.app import create_app
 from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
+from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
@@ -27,7 +28,6 @@ from shortlist.listings.search import (
     Q,
     fuse,
     fusion_windows,
-    like_pattern,
     score_from_cosine_distance,
     search_jobs,
 )

@@ -62,13 +62,16 @@ async def _check_if_idle(conn: AsyncConn) -> None:
 # query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session settings, like
 # LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
 HNSW_EF_SEARCH = 200
-SESSION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH), "hnsw.iterative_scan": "relaxed_order"}
+HNSW_ITERATIVE_SCAN = "relaxed_order"
 
 
 async def _configure_async(conn: AsyncConn) -> None:
     await register_vector_async(conn)
-    for name, value in SESSION_SETTINGS.items():
-        await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    await conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, false),"
+        " set_config('hnsw.iterative_scan', %s, false)",
+        (str(HNSW_EF_SEARCH), HNSW_ITERATIVE_SCAN),
+    )
     # register_vector_async runs a query; leave the connection idle, not in a transaction.
     await conn.commit()
 

@@ -12,6 +12,13 @@ from typing import LiteralString, cast
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
+def like_pattern(text: str) -> str:
+    """``%text%`` for (I)LIKE, with LIKE's own metacharacters (``%``, ``_``, ``\\``) taken
+    literally. With ILIKE, a case-insensitive substring match that a trigram index can serve."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def load_queries(package: str, filename: str = "queries.sql") -> dict[str, LiteralString]:
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     parts = _NAME.split(text)

@@ -107,7 +107,6 @@ class _Coalescer:
         self._max_texts = max_texts
         self._waiting: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
         self._drain_task: asyncio.Task[None] | None = None
-        self.model_calls = 0
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         future: asyncio.Future[list[list[float]]] = asyncio.get_running_loop().create_future()
@@ -145,7 +144,6 @@ class _Coalescer:
     async def _run(self, calls: list[tuple[list[str], asyncio.Future[list[list[float]]]]]) -> None:
         texts = [text for call_texts, _ in calls for text in call_texts]
         try:
-            self.model_calls += 1
             vectors = await asyncio.to_thread(self._encode, texts)
         except EmbeddingError as exc:
             if len(calls) == 1:
@@ -153,7 +151,6 @@ class _Coalescer:
                 return
             for call_texts, future in calls:
                 try:
-                    self.model_calls += 1
                     _settle(future, await asyncio.to_thread(self._encode, call_texts))
                 except EmbeddingError as own:
                     _settle(future, own)

@@ -59,7 +59,7 @@ from pydantic import BaseModel
 
 from shortlist import metrics
 from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.errors import BadInput
@@ -112,12 +112,6 @@ def fusion_windows(size: int, offset: int) -> list[int]:
     while windows[-1] < offset + size:
         windows.append(windows[-1] * 2)
     return windows
-
-
-def like_pattern(text: str) -> str:
-    """An ILIKE pattern matching ``text`` as a literal substring."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 def score_from_cosine_distance(distance: float) -> float:

@@ -19,7 +19,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from shortlist.db.pool import single_statement
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.sources.base import Profile
 from shortlist.talent.models import (
@@ -87,12 +87,6 @@ class Appended:
     score: float
 
 
-def _like_pattern(text: str) -> str:
-    """``%text%`` for ILIKE, with LIKE's own metacharacters taken literally."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 async def _one(conn: AsyncConn, query: Any, params: dict[str, Any]) -> Row | None:
     cur = await conn.execute(query, params)
     return await cur.fetchone()
@@ -147,16 +141,15 @@ async def search_corpus(
     limit: int,
     pool_size: int,
 ) -> list[CorpusHit]:
-    # pgvector 0.8: keep scanning the HNSW graph until enough rows pass the filters, instead of
-    # filtering one ef_search-sized batch and coming back short.
-    await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
+    # walking the graph until enough rows pass the filters.
     rows = await _all(
         conn,
         Q["search_corpus"],
         {
             "embedding": Vector(list(embedding)),
             "text": text,
-            "location_pattern": _like_pattern(filters.location) if filters.location else None,
+            "location_pattern": like_pattern(filters.location) if filters.location else None,
             "min_years": filters.min_years,
             "skills": [s.lower() for s in filters.skills],
             "min_score": min_score,
