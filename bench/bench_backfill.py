@@ -6,7 +6,7 @@ attempts hanging 41 % of the time, 5xx and 429) at a time scale (default 0.2); t
 client timeouts and retry delay are scaled alike. Figures are reported in *simulator seconds*
 (measured ÷ time scale), i.e. what production would see.
 
-``shortlist``   ``start_search`` then the product's backfill workers (``build_backfill_workers``,
+``shortlist``   ``start_search`` then the product's backfill workers (``backfill_workers``,
                 in this process, product defaults: 4 slots per provider, 8 candidates in flight),
                 one search at a time, the internal corpus out of play (every search is a full
                 backfill). A result's time is its append transaction's timestamp.
@@ -154,7 +154,7 @@ async def _deployment(
     running its share of the searches one after another."""
     import psycopg
 
-    from shortlist.services import open_services
+    from shortlist.bootstrap import open_services
 
     settings = backfill_settings(url, sim_url, scale)
     deadline = 300.0 * scale  # five simulator minutes per search

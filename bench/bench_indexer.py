@@ -1,7 +1,7 @@
 """indexer: rows/s through the full embedding indexer vs the model alone.
 
 ``shortlist``  the product's indexer worker (``EmbeddingQueue`` of ``job_listings`` on
-               ``QueueWorker``, configured by ``indexer_config``) with the local model
+               ``QueueWorker``, configured as ``bootstrap.indexer_workers`` does) with the model
                (``LocalEmbedder``, all-MiniLM-L6-v2 on the CPU) drains N pending listings: claim
                with a lease, embed the batch off the event loop, write vectors + status flip in
                one transaction (HNSW index maintenance included). The throttle is the only
@@ -48,7 +48,7 @@ def _insert_listings(url: str, rows: int) -> None:
 
 
 def _texts(url: str) -> list[str]:
-    from shortlist.listings.indexer import LISTINGS
+    from shortlist.indexer import LISTINGS
 
     query = sql.SQL("SELECT {} FROM job_listings ORDER BY created_at, id").format(
         sql.SQL(LISTINGS.text_sql)
@@ -60,11 +60,11 @@ def _texts(url: str) -> list[str]:
 
 async def _run_indexer(url: str, embedder: Any) -> int:
     """Drain every pending listing through the product's indexer; returns rows embedded."""
+    from shortlist.bootstrap import Services, indexer_workers
     from shortlist.config import Settings
     from shortlist.db.pool import open_async_pool
-    from shortlist.listings.indexer import LISTINGS, ClaimedRow, EmbeddingQueue, indexer_config
+    from shortlist.indexer import LISTINGS, ClaimedRow, EmbeddingQueue
     from shortlist.queue import Notifier, QueueWorker
-    from shortlist.services import Services
 
     stop = asyncio.Event()
 
@@ -82,7 +82,8 @@ async def _run_indexer(url: str, embedder: Any) -> int:
     try:
         services = Services(settings, url, pool, Notifier(url), embedder)
         queue = DrainingQueue(pool, embedder, LISTINGS)
-        worker = QueueWorker(queue, indexer_config(services))
+        [product] = indexer_workers(services, [LISTINGS])
+        worker = QueueWorker(queue, product.config, keeper=services.keeper)
         await worker.run(stop)
         return queue.totals.embedded
     finally:

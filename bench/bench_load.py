@@ -101,7 +101,7 @@ async def worker_processes(settings: Any, n: int) -> AsyncIterator[list[Process]
 @contextlib.asynccontextmanager
 async def in_process_workers(settings: Any, url: str, n: int) -> AsyncIterator[None]:
     """Smoke mode: ``n`` independent worker sets (own pool, listener, provider gates)."""
-    from shortlist.services import open_services
+    from shortlist.bootstrap import open_services
 
     async with contextlib.AsyncExitStack() as stack:
         for _ in range(n):
@@ -203,7 +203,7 @@ async def _warm_up(services: Any, sim: Any, deadline: float) -> None:
 
 
 async def _run(ctx: Context, url: str, sim: Any, scale: float, n: int) -> LoadRun:
-    from shortlist.services import open_services
+    from shortlist.bootstrap import open_services
 
     settings = backfill_settings(url, sim.base_url, scale)
     run = LoadRun([], slots=settings.provider_concurrency * PROCESSES, scale=scale)

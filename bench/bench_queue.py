@@ -110,6 +110,14 @@ class Runner(Protocol):
     async def close(self) -> None: ...
 
 
+class _Job(int):
+    """A claimed scratch row's id, as the worker sees items (``item.id``)."""
+
+    @property
+    def id(self) -> int:
+        return int(self)
+
+
 class ScratchQueue:
     """A :class:`shortlist.queue.Queue` over the scratch table; completing is the only work.
 
@@ -123,7 +131,9 @@ class ScratchQueue:
 
         self.pool = pool
         self.stop = stop
-        self.lease = LeaseTable(TABLE)
+        # Released rows stay 'running' until their lease runs out (the table has no updated_at
+        # for the queue's release statement); the benchmark never releases.
+        self.leases = LeaseTable(TABLE)
         self.completed = 0
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[int]:
@@ -134,19 +144,13 @@ class ScratchQueue:
             rows = await cur.fetchall()
         if not rows:
             self.stop.set()
-        return [r["id"] for r in rows]
+        return [_Job(r["id"]) for r in rows]
 
     async def handle(self, worker_id: str, items: list[int]) -> None:
         # A one-statement handler, so it takes the primitive's one-statement connection too.
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(COMPLETE, {"ids": items, "worker_id": worker_id})
             self.completed += cur.rowcount
-
-    async def heartbeat(self, worker_id: str, items: Sequence[int], lease: float) -> None:
-        await self.lease.heartbeat(self.pool, worker_id, list(items), lease)
-
-    async def release(self, worker_id: str, items: Sequence[int]) -> None:
-        await self.lease.release(self.pool, worker_id, list(items))
 
 
 class ShortlistRunner:

@@ -83,6 +83,12 @@ class LookupEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.queries[int(t.strip()[2:-1])].tolist() for t in texts]
 
+    def warm_up(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
 
 @dataclass
 class SearchFixture:

@@ -25,7 +25,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from shortlist.db.embedded import embedded_url, start_embedded
+from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 
 T = TypeVar("T")
@@ -139,13 +139,13 @@ class Postgres:
     root: Path
 
     def admin_url(self) -> str:
-        return embedded_url(self.server)
+        return self.server.url()
 
     def create_database(self, name: str, *, migrated: bool = True) -> str:
         with psycopg.connect(self.admin_url(), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
-        url = embedded_url(self.server, name)
+        url = self.server.url(name)
         if migrated:
             migrate(url)
         return url
@@ -158,11 +158,11 @@ class Postgres:
 def embedded_postgres() -> Iterator[Postgres]:
     root = Path(tempfile.mkdtemp(prefix="shortlist-bench-pg-"))
     os.chmod(root, 0o755)
-    server = start_embedded(root, cleanup="delete")
+    server = EmbeddedServer(root, delete_on_close=True)
     try:
         yield Postgres(server, root)
     finally:
-        server.cleanup()
+        server.close()
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -19,8 +19,8 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
     import uvicorn
 
     from shortlist.api.app import create_app
+    from shortlist.bootstrap import open_services
     from shortlist.config import Settings
-    from shortlist.services import open_services
 
     settings = Settings(
         database_url=url,

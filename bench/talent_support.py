@@ -50,6 +50,12 @@ class HashEmbedder:
             out.append([x / norm for x in v])
         return out
 
+    def warm_up(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
 
 def briefs(n: int) -> list[dict[str, Any]]:
     """``n`` distinct recruiter briefs over the simulator's roles and cities (distinct, so each
@@ -105,10 +111,14 @@ def settings_env(settings: Settings) -> dict[str, str]:
 @contextlib.asynccontextmanager
 async def running_backfill_workers(services: Any) -> AsyncIterator[list[Any]]:
     """This process's backfill workers (tier queue, candidate queue), stopped on exit."""
-    from shortlist.talent.workers import SOURCES_KEY, build_backfill_workers
+    from shortlist.bootstrap import backfill_workers
+    from shortlist.sources.factory import make_sources
 
     stop = asyncio.Event()
-    workers = build_backfill_workers(services)
+    own_sources = services.sources is None
+    if own_sources:
+        services.sources = make_sources(services.settings)
+    workers = backfill_workers(services)
     tasks = [asyncio.create_task(w.run(stop)) for w in workers]
     # The listener LISTENs on the channels subscribed when it connects; restart it after the
     # workers subscribed, so the first NOTIFYs of the first search are not missed.
@@ -122,9 +132,9 @@ async def running_backfill_workers(services: Any) -> AsyncIterator[list[Any]]:
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
-        sources = services.extras.pop(SOURCES_KEY, None)
-        if sources is not None:
-            await sources.aclose()
+        if own_sources and services.sources is not None:
+            await services.sources.aclose()
+            services.sources = None
 
 
 async def recruiter(pool: Any) -> Any:

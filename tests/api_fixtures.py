@@ -22,10 +22,10 @@ from fastapi import FastAPI
 
 from shortlist.api.app import create_app
 from shortlist.auth import Role, create_token_async
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.queue.notify import Notifier
-from shortlist.services import Services
 from tests.fakes import FakeEmbedder
 
 # The socket peer ASGITransport reports for every request.

@@ -25,16 +25,15 @@ import pytest
 from pgvector import Vector
 
 from shortlist.auth import Role
+from shortlist.bootstrap import Services, backfill_workers
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.queue import QueueWorker
-from shortlist.services import Services
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
 from shortlist.sources.factory import Sources, make_sources
 from shortlist.talent import repository as repo
 from shortlist.talent.repository import CandidateRecord
-from shortlist.talent.workers import SOURCES_KEY, build_backfill_workers
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for
 
@@ -62,6 +61,7 @@ def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Setting
         "enrichment_timeout": 1.0,  # above the 0.4 s tail cap
         "retry_delay": 0.05,
         "lease_seconds": 5.0,
+        "heartbeat_interval": 1.0,
         "stale_after": 600.0,
         "reaper_interval": 0.1,
         "backfill_concurrency": 4,
@@ -86,7 +86,10 @@ async def running_workers(services: Services) -> AsyncIterator[list[QueueWorker[
     """The backfill workers of ``services`` (tier queue, candidate queue), woken by its
     notifier; stopped and drained on exit."""
     stop = asyncio.Event()
-    workers = build_backfill_workers(services)
+    own_sources = services.sources is None
+    if own_sources:
+        services.sources = make_sources(services.settings)
+    workers = backfill_workers(services)
     tasks = [asyncio.create_task(w.run(stop)) for w in workers]
     # (Re)started after the workers' tasks, which subscribe first thing: the listener LISTENs
     # on every subscribed channel as it connects. A listener that is already running picks up
@@ -103,9 +106,9 @@ async def running_workers(services: Services) -> AsyncIterator[list[QueueWorker[
         stop.set()
         await asyncio.gather(*tasks)
         await services.notifier.stop()
-        sources = services.extras.pop(SOURCES_KEY, None)
-        if sources is not None:
-            await sources.aclose()
+        if own_sources and services.sources is not None:
+            await services.sources.aclose()
+            services.sources = None
 
 
 async def set_behaviour(sim: SimulatorServer, **patch: Any) -> None:
@@ -302,16 +305,17 @@ class ScriptedSources:
 
 
 async def _worker_main() -> None:
+    from shortlist.bootstrap import open_services
     from shortlist.runtime import install_stop_signals, run_until_stopped
-    from shortlist.services import open_services
 
     settings = Settings()
     assert settings.database_url, "SHORTLIST_DATABASE_URL must be set"
     stop = asyncio.Event()
     install_stop_signals(stop)
-    async with open_services(settings, settings.database_url, embedder=FakeEmbedder()) as services:
-        services.extras[SOURCES_KEY] = make_sources(settings)
-        workers = build_backfill_workers(services)
+    async with open_services(
+        settings, settings.database_url, embedder=FakeEmbedder(), with_sources=True
+    ) as services:
+        workers = backfill_workers(services)
         await run_until_stopped([w.run for w in workers], stop, grace=5.0)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from shortlist.db.embedded import embedded_url, start_embedded
+from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
@@ -31,21 +31,21 @@ TEMPLATE_DB = "shortlist_template"
 def pg_server() -> Iterator[Any]:
     root = Path(tempfile.mkdtemp(prefix="shortlist-test-pg-"))
     os.chmod(root, 0o755)
-    server = start_embedded(root, cleanup="delete")
+    server = EmbeddedServer(root, delete_on_close=True)
     try:
         yield server
     finally:
-        server.cleanup()
+        server.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def template_url(pg_server: Any) -> str:
-    admin = embedded_url(pg_server)
+    admin = pg_server.url()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE_DB}")
         conn.execute(f"CREATE DATABASE {TEMPLATE_DB}")
-    url = embedded_url(pg_server, TEMPLATE_DB)
+    url = pg_server.url(TEMPLATE_DB)
     migrate(url)
     return url
 
@@ -54,11 +54,11 @@ def template_url(pg_server: Any) -> str:
 def db_url(pg_server: Any, template_url: str) -> Iterator[str]:
     """A fresh, migrated database owned by this test alone."""
     name = f"t_{uuid.uuid4().hex[:16]}"
-    admin = embedded_url(pg_server)
+    admin = pg_server.url()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB}")
     try:
-        yield embedded_url(pg_server, name)
+        yield pg_server.url(name)
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

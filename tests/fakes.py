@@ -109,5 +109,8 @@ class FakeEmbedder:
         self.texts_embedded += len(batch)
         return vectors
 
+    def warm_up(self) -> None:
+        pass
+
     async def aclose(self) -> None:
         pass

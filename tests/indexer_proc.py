@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from shortlist.db.pool import open_async_pool
-from shortlist.listings.indexer import LISTINGS, EmbeddingQueue
+from shortlist.indexer import LISTINGS, EmbeddingQueue
 from shortlist.queue import QueueWorker, WorkerConfig
 from shortlist.runtime import install_stop_signals
 from tests.fakes import FakeEmbedder

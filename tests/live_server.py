@@ -36,10 +36,10 @@ from psycopg.rows import dict_row
 
 from shortlist.api.app import create_app
 from shortlist.auth import Role, create_token
+from shortlist.bootstrap import WORKER_KINDS, Services, build_workers, open_services
 from shortlist.config import Settings
 from shortlist.embedding.base import Embedder
-from shortlist.runtime import WORKER_KINDS, QuietServer, run_until_stopped, worker_runners
-from shortlist.services import Services, open_services
+from shortlist.runtime import QuietServer, run_until_stopped
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from tests.fakes import FakeEmbedder
 
@@ -175,7 +175,11 @@ class LiveServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         async with open_services(
-            self.settings, self.db_url, embedder=self.embedder, pool_max=self.pool_max
+            self.settings,
+            self.db_url,
+            embedder=self.embedder,
+            pool_max=self.pool_max,
+            with_sources="backfill" in self.workers,
         ) as services:
             self.services = services
             config = uvicorn.Config(
@@ -190,7 +194,7 @@ class LiveServer:
             )
             self._server = _Server(config)
             self._services_ready.set()
-            runners = worker_runners(services, self.workers)
+            runners = build_workers(services, self.workers)
             workers = asyncio.create_task(
                 run_until_stopped(runners, self._stop, self.settings.shutdown_grace)
             )

@@ -18,10 +18,10 @@ from fastapi import FastAPI
 
 from shortlist.api.app import create_app
 from shortlist.auth import Role
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.queue.notify import Notifier
-from shortlist.services import Services
 from tests.chaos.checks import assert_no_leaks, scan_logs
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for_sync

@@ -19,9 +19,9 @@ import httpx
 import pytest
 
 from shortlist.auth import Role
+from shortlist.bootstrap import Services, open_services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.services import Services, open_services
 from shortlist.simulator import SimulatorServer
 from shortlist.talent import repository as repo
 from shortlist.talent.candidates import CandidateQueue
@@ -29,7 +29,6 @@ from shortlist.talent.models import SearchBrief, Tier
 from shortlist.talent.reaper import reap_once
 from shortlist.talent.roles import role_family
 from shortlist.talent.tiers import broad_query, serp_text, strict_query
-from shortlist.talent.workers import SOURCES_KEY
 from tests.backfill_support import (
     MakeToken,
     ScriptedSources,
@@ -199,7 +198,7 @@ async def test_same_person_found_by_all_three_tiers_appears_once(
     # unique (search_id, external_id) stands between them and triple work.
     people = [f"same.person{i}" for i in range(5)]
     scripted = ScriptedSources(people, gate_size=3)
-    services.extras[SOURCES_KEY] = scripted.as_sources()
+    services.sources = scripted.as_sources()
     search_id = await start(client, recruiter, NICHE)
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id)
@@ -226,8 +225,8 @@ async def test_a_worker_that_lost_its_claim_never_appends(
             (search_id,),
         )
         await conn.commit()
-    queue_a = CandidateQueue(services.pool, services.embedder, lambda: sources)
-    queue_b = CandidateQueue(services.pool, services.embedder, lambda: sources)
+    queue_a = CandidateQueue(services.pool, services.embedder, sources)
+    queue_b = CandidateQueue(services.pool, services.embedder, sources)
 
     # Two workers claim at the same moment: SKIP LOCKED hands the stub to exactly one.
     got_a, got_b = await asyncio.gather(
@@ -236,19 +235,16 @@ async def test_a_worker_that_lost_its_claim_never_appends(
     assert len(got_a) + len(got_b) == 1
     holder, [stale_claim] = ("worker-a", got_a) if got_a else ("worker-b", got_b)
 
-    # The holder freezes past its lease; the reaper fails the stub forward, the recruiter
-    # retries it, and another worker processes it.
+    # The holder freezes past its lease; the reaper hands the stub back to the queue, and
+    # another worker processes it.
     async with services.pool.connection() as conn:
         await conn.execute(
             "UPDATE search_candidates SET locked_until = now() - interval '1 second'"
         )
         await conn.commit()
-    assert (await reap_once(services.pool, services.settings)).lost_candidates == 1
+    assert (await reap_once(services.pool, services.settings)).requeued_candidates == 1
     [stub] = await stub_rows(services.pool, search_id)
-    retried = await client.post(
-        f"/api/searches/{search_id}/candidates/{stub['id']}/retry", headers=auth(recruiter)
-    )
-    assert retried.status_code == 200, retried.text
+    assert stub["status"] == "queued"
     [fresh_claim] = await queue_b.claim("worker-c", 5, 60.0)
     await queue_b.process("worker-c", fresh_claim)
     before = await get_results(client, recruiter, search_id)

@@ -15,12 +15,11 @@ import httpx
 import pytest
 
 from shortlist.auth import Role
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
-from shortlist.services import Services
 from shortlist.simulator import SimulatorServer
 from shortlist.talent import repository as repo
-from shortlist.talent.reaper import reap_once
-from shortlist.talent.tiers import MAX_TIER_ATTEMPTS
+from shortlist.talent.reaper import MAX_LOST_WORKERS, reap_once
 from tests.backfill_support import (
     MakeToken,
     auth,
@@ -68,7 +67,7 @@ async def execute(services: Services, query: str, *params: Any) -> None:
         await conn.commit()
 
 
-async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_lease(
+async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_lease(
     client: httpx.AsyncClient,
     services: Services,
     recruiter: str,
@@ -86,6 +85,7 @@ async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_le
         "SHORTLIST_TALENT_API_URL": simulator.base_url,
         "SHORTLIST_SERP_API_URL": simulator.base_url,
         "SHORTLIST_LEASE_SECONDS": str(lease),
+        "SHORTLIST_HEARTBEAT_INTERVAL": str(lease / 4),
         "SHORTLIST_DISCOVERY_TIMEOUT": "0.3",
         "SHORTLIST_RETRY_DELAY": "0.05",
         "SHORTLIST_ENRICHMENT_TIMEOUT": "600",
@@ -115,7 +115,7 @@ async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_le
 
         held = await wait_for(mid_enrichment, timeout=30, message="the worker enriching")
         # A live worker heartbeats its leases: the reaper leaves its candidates alone.
-        assert (await reap_once(services.pool, services.settings)).lost_candidates == 0
+        assert (await reap_once(services.pool, services.settings)).requeued_candidates == 0
         proc.send_signal(signal.SIGKILL)
         assert await asyncio.wait_for(proc.wait(), 10) == -signal.SIGKILL
     finally:
@@ -125,32 +125,64 @@ async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_le
 
     held_ids = {s["id"] for s in held}
 
-    # Once their lease runs out, the reaper fails them forward.
+    # Once their lease runs out, the reaper hands them back to the queue: the worker died,
+    # nothing was wrong with the candidates.
     async def reaped() -> bool:
         await reap_once(services.pool, services.settings)
         stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
-        return all(stubs[i]["status"] == "failed_transient" for i in held_ids)
+        return all(stubs[i]["status"] == "queued" for i in held_ids)
 
     await wait_for(reaped, timeout=lease * 10, interval=0.1, message="stubs reaped")
     body = await get_results(client, recruiter, search_id)
-    lost = [a for a in body["attempts"] if a["candidateId"] in held_ids]
-    assert len(lost) == len(held_ids)
-    assert all(a["lastError"] == "worker lost: lease expired" for a in lost)
+    assert body["isRunning"] is True
 
-    # The recruiter retries one; a healthy worker takes it to the results.
+    # A healthy worker takes every one of them to an outcome, without a retry.
     await set_behaviour(simulator, enrich_mean_s=None, enrich_max_s=None, enrich_tail_rate=None)
-    one = lost[0]["candidateId"]
-    retried = await client.post(
-        f"/api/searches/{search_id}/candidates/{one}/retry", headers=auth(recruiter)
-    )
-    assert retried.status_code == 200, retried.text
     async with running_workers(services):
 
-        async def one_done() -> bool:
+        async def all_done() -> bool:
             stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
-            return stubs[one]["status"] in ("succeeded", "failed_no_email")
+            return all(stubs[i]["status"] in ("succeeded", "failed_no_email") for i in held_ids)
 
-        await wait_for(one_done, timeout=20, message="the retried candidate")
+        await wait_for(all_done, timeout=30, message="the lost candidates")
+
+
+async def test_reaper_fails_a_candidate_forward_after_repeated_lost_workers(
+    client: httpx.AsyncClient, services: Services, recruiter: str
+) -> None:
+    search_id = await start(client, recruiter)
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO search_candidates (search_id, external_id, tier)"
+            " VALUES (%s, 'talent:lost.soul', 'strict') RETURNING id",
+            (search_id,),
+        )
+        row = await cur.fetchone()
+        await conn.commit()
+    assert row is not None
+    stub_id = row["id"]
+    lose = (
+        "UPDATE search_candidates SET status = 'running', locked_by = 'gone',"
+        " locked_until = now() - interval '1 second' WHERE id = %s"
+    )
+    for loss in range(1, MAX_LOST_WORKERS + 1):
+        await execute(services, lose, stub_id)
+        report = await reap_once(services.pool, services.settings)
+        if loss < MAX_LOST_WORKERS:
+            assert (report.requeued_candidates, report.failed_candidates) == (1, 0)
+        else:
+            assert (report.requeued_candidates, report.failed_candidates) == (0, 1)
+    body = await get_results(client, recruiter, search_id)
+    [attempt] = [a for a in body["attempts"] if a["candidateId"] == stub_id]
+    assert attempt["status"] == "failed_transient"
+    assert attempt["lastError"] == f"worker lost {MAX_LOST_WORKERS} times (lease expired)"
+    # A recruiter's retry starts the count again.
+    retried = await client.post(
+        f"/api/searches/{search_id}/candidates/{stub_id}/retry", headers=auth(recruiter)
+    )
+    assert retried.status_code == 200, retried.text
+    await execute(services, lose, stub_id)
+    assert (await reap_once(services.pool, services.settings)).requeued_candidates == 1
 
 
 async def test_a_silent_search_goes_stale_and_a_retry_resumes_it_to_complete(
@@ -160,7 +192,9 @@ async def test_a_silent_search_goes_stale_and_a_retry_resumes_it_to_complete(
     simulator: SimulatorServer,
     db_url: str,
 ) -> None:
-    services.settings = fast_settings(db_url, simulator.base_url, stale_after=0.3)
+    services.settings = fast_settings(
+        db_url, simulator.base_url, stale_after=0.3, lease_seconds=0.25, heartbeat_interval=0.1
+    )
     search_id = await start(client, recruiter)  # no worker is running: nothing happens
 
     async def stale() -> bool:
@@ -171,7 +205,7 @@ async def test_a_silent_search_goes_stale_and_a_retry_resumes_it_to_complete(
     body = await get_results(client, recruiter, search_id)
     assert body["status"] == "stale" and body["isRunning"] is False
     # Workers leave a stale search alone: neither its tiers nor its candidates are claimable.
-    assert await repo.claim_tiers(services.pool, "w", 10, 5.0, MAX_TIER_ATTEMPTS) == []
+    assert await repo.claim_tiers(services.pool, "w", 10, 5.0) == []
     async with running_workers(services):
         # Until the recruiter resumes it.
         resumed = await client.post(f"/api/searches/{search_id}/retry", headers=auth(recruiter))
@@ -194,13 +228,13 @@ async def test_reaper_requeues_a_lost_tier_then_fails_it_after_repeated_losses(
     await execute(services, lost_tier, 1, search_id)
     report = await reap_once(services.pool, services.settings)
     assert (report.requeued_tiers, report.failed_tiers) == (1, 0)
-    await execute(services, lost_tier, MAX_TIER_ATTEMPTS, search_id)
+    await execute(services, lost_tier, MAX_LOST_WORKERS, search_id)
     report = await reap_once(services.pool, services.settings)
     assert (report.requeued_tiers, report.failed_tiers) == (0, 1)
     summary = (await client.get(f"/api/searches/{search_id}", headers=auth(recruiter))).json()
     tiers = {t["tier"]: t for t in summary["tiers"]}
     assert tiers["strict"]["status"] == "failed"
-    assert tiers["strict"]["lastError"] == f"worker lost: lease expired {MAX_TIER_ATTEMPTS} times"
+    assert tiers["strict"]["lastError"] == f"worker lost: lease expired {MAX_LOST_WORKERS} times"
     assert tiers["broad"]["status"] == tiers["serp"]["status"] == "queued"
 
 

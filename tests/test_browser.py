@@ -399,7 +399,12 @@ def test_stale_search_offers_retry_and_resumes(
 ) -> None:
     # Discovery hangs; the reaper marks the search stale after a second without progress.
     server = live_server_factory(
-        settings_overrides={"stale_after": 1.0, "reaper_interval": 0.2},
+        settings_overrides={
+            "stale_after": 1.0,
+            "reaper_interval": 0.2,
+            "lease_seconds": 0.6,
+            "heartbeat_interval": 0.2,
+        },
         simulator=SimulatorConfig(time_scale=0.02),
     )
     assert server.simulator is not None

@@ -19,13 +19,13 @@ def test_migrations_are_idempotent_and_recorded(db_url: str) -> None:
 
 
 def test_concurrent_migrators_apply_each_migration_once(pg_server: object) -> None:
-    from shortlist.db.embedded import embedded_url
+    
 
-    admin = embedded_url(pg_server)
+    admin = pg_server.url()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS concurrent_mig WITH (FORCE)")
         conn.execute("CREATE DATABASE concurrent_mig")
-    url = embedded_url(pg_server, "concurrent_mig")
+    url = pg_server.url("concurrent_mig")
     results: list[int] = []
     errors: list[BaseException] = []
 

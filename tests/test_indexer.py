@@ -15,23 +15,22 @@ from pgvector import Vector
 from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
+from shortlist.bootstrap import Services, indexer_workers
 from shortlist.config import Settings, get_settings
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, TransientError
-from shortlist.listings.indexer import (
+from shortlist.indexer import (
     CANDIDATES,
-    EMBED_CHANNEL,
     LISTINGS,
     BatchResult,
+    Corpus,
     EmbeddingQueue,
-    EmbeddingTarget,
-    build_indexer_workers,
 )
+from shortlist.indexer.queue import EMBED_CHANNEL
 from shortlist.ops_status import collect_status, reindex
 from shortlist.queue import Notifier, QueueWorker, WorkerConfig
-from shortlist.services import Services
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.fakes import FakeEmbedder, hash_embed
@@ -116,7 +115,7 @@ async def drain(queue: EmbeddingQueue, worker_id: str = "test-worker") -> BatchR
     return total
 
 
-async def texts_by_id(pool: AsyncPool, target: EmbeddingTarget) -> dict[str, UUID]:
+async def texts_by_id(pool: AsyncPool, target: Corpus) -> dict[str, UUID]:
     """The text the indexer embeds for each row, computed by the indexer's own expression."""
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT id, {target.text_sql} AS text FROM {target.table}")
@@ -258,7 +257,8 @@ async def test_vector_and_status_commit_together_or_not_at_all(pool: AsyncPool) 
     assert {r.id for r in rows} == {fresh, embedded}
     with pytest.raises(Boom):
         await failing.handle("w1", rows)
-    await failing.release("w1", rows)  # as the QueueWorker does after a failed batch
+    # as the QueueWorker does after a failed batch
+    await failing.leases.release(pool, "w1", [r.id for r in rows])
 
     new = await fetch(pool, "job_listings", fresh)
     assert (new["status"], new["embedding"], new["embedded_hash"]) == ("pending", None, None)
@@ -367,7 +367,7 @@ async def test_transient_provider_errors_keep_rows_pending_and_back_off(
     rows = await queue.claim("w1", 10, 30.0)
     with pytest.raises(TransientError):
         await queue.handle("w1", rows)
-    await queue.release("w1", rows)
+    await queue.leases.release(pool, "w1", [r.id for r in rows])
 
     # In the worker loop: the batch is released and the worker backs off (base 30 s, as the
     # seed) instead of hammering the provider every poll interval (50 ms here).
@@ -554,7 +554,7 @@ async def test_production_workers_wake_on_notify_for_both_corpora(
     notifier.start()
     fake = FakeEmbedder()
     services = Services(settings, db_url, pool, notifier, fake)
-    workers = build_indexer_workers(services)
+    workers = indexer_workers(services)
     queues = [w.queue for w in workers]
     assert [q.target.table for q in queues if isinstance(q, EmbeddingQueue)] == [
         "job_listings",
@@ -702,12 +702,10 @@ def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.mark.usefixtures("cli_env")
 async def test_status_and_reindex_commands(pool: AsyncPool) -> None:
-    import typer
 
-    from shortlist.cli.listings_ops import register_ops
+    from shortlist.cli import build_app
 
-    app = typer.Typer()
-    register_ops(app)
+    app = build_app()
     ids = await add_listings(pool, 2, description="poison")
     await drain(EmbeddingQueue(pool, FakeEmbedder(fail_permanent_on=poisoned), LISTINGS))
     runner = CliRunner()

@@ -18,7 +18,7 @@ from pgvector import Vector
 
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.local import LocalEmbedder
-from shortlist.listings.indexer import LISTINGS, EmbeddingQueue
+from shortlist.indexer import LISTINGS, EmbeddingQueue
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.helpers import wait_for_sync

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from typer.testing import CliRunner
 
 from shortlist.auth import Role
-from shortlist.cli.listings import register
+from shortlist.cli import build_app
 from shortlist.config import get_settings
 from shortlist.db.types import AsyncPool
 from shortlist.errors import BadInput
@@ -207,10 +207,7 @@ def cli(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[CliRunne
     monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
     monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
     get_settings.cache_clear()
-    app, ingest_app, search_app = typer.Typer(), typer.Typer(), typer.Typer()
-    app.add_typer(ingest_app, name="ingest")
-    app.add_typer(search_app, name="search")
-    register(app, ingest_app, search_app)
+    app = build_app()
     yield CliRunner(), app
     get_settings.cache_clear()
 

@@ -14,7 +14,14 @@ import pytest
 
 from shortlist.db.types import AsyncPool
 from shortlist.errors import TransientError
-from shortlist.queue import LeaseTable, Notifier, QueueWorker, WorkerConfig, backoff_delay
+from shortlist.queue import (
+    LeaseKeeper,
+    LeaseTable,
+    Notifier,
+    QueueWorker,
+    WorkerConfig,
+    backoff_delay,
+)
 from tests.helpers import wait_for
 
 CHANNEL = "scratch_work"
@@ -54,6 +61,27 @@ RETURNING id
 Hook = Callable[[str, list[int]], Awaitable[None]]
 
 
+class Job(int):
+    """A scratch row's id, as the worker sees claimed items (``item.id``)."""
+
+    @property
+    def id(self) -> int:
+        return int(self)
+
+
+class RecordingLeases(LeaseTable):
+    """The scratch table's leases, recording how many rows each release gave back."""
+
+    def __init__(self, released: list[int]) -> None:
+        super().__init__("scratch_jobs", key_type="integer")
+        object.__setattr__(self, "released", released)
+
+    async def release(self, pool: AsyncPool, worker_id: str, keys: Sequence[object]) -> int:
+        n = await super().release(pool, worker_id, keys)
+        self.released.append(n)
+        return n
+
+
 class ScratchQueue:
     """A minimal pipeline on the primitive; records what the worker asks of it."""
 
@@ -63,20 +91,19 @@ class ScratchQueue:
         self.pool = pool
         self.channel: str | None = CHANNEL
         self.hook = hook
-        self.lease = LeaseTable("scratch_jobs")
+        self.released: list[int] = []
+        """Rows actually released in the database, per release call."""
+        self.leases = RecordingLeases(self.released)
         self.claims = 0
         self.claimed: list[int] = []
         self.finished: list[int] = []
-        self.released: list[int] = []
-        """Rows actually released in the database, per release call."""
-        self.heartbeats = 0
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[int]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 CLAIM, {"worker_id": worker_id, "limit": limit, "lease": lease}
             )
-            ids = sorted(r["id"] for r in await cur.fetchall())
+            ids = sorted(Job(r["id"]) for r in await cur.fetchall())
         self.claims += 1
         self.claimed.extend(ids)
         return ids
@@ -92,13 +119,6 @@ class ScratchQueue:
             done = [r["id"] for r in await cur.fetchall()]
         self.finished.extend(done)
         return done
-
-    async def heartbeat(self, worker_id: str, items: Sequence[int], lease: float) -> None:
-        self.heartbeats += 1
-        await self.lease.heartbeat(self.pool, worker_id, items, lease)
-
-    async def release(self, worker_id: str, items: Sequence[int]) -> None:
-        self.released.append(await self.lease.release(self.pool, worker_id, items))
 
 
 @pytest.fixture
@@ -401,12 +421,12 @@ async def test_heartbeat_extends_the_lease_of_work_in_flight(
 
     queue = ScratchQueue(scratch, hook=slow)
     await add_jobs(scratch, 3)
-    worker = QueueWorker(queue, fast(lease=1.2))  # heartbeat every lease/3 = 0.4 s
+    worker = QueueWorker(queue, fast(lease=1.2, heartbeat=0.4))
     run = running([worker])
     await wait_for(lambda: count(scratch, "locked_by IS NOT NULL"))
     first = (await rows(scratch))[0]["locked_until"]
     # Several heartbeats: the work has now outlived its original 1.2 s lease.
-    await wait_for(lambda: _async_true(queue.heartbeats >= 4), timeout=10)
+    await wait_for(lambda: _async_true(worker.keeper.beats >= 4), timeout=10)
     current = await rows(scratch)
     assert all(r["locked_by"] == worker.worker_id for r in current)
     assert min(r["locked_until"] for r in current) > first
@@ -453,3 +473,37 @@ async def test_notifier_keeps_listening_after_a_new_subscription(db_url: str) ->
         await wait_for(lambda: received(second, "chan_b", "three"), timeout=10, message="chan_b")
     finally:
         await asyncio.wait_for(notifier.stop(), 10)
+
+
+async def test_one_heartbeat_statement_renews_every_worker_of_the_process(
+    scratch: AsyncPool,
+) -> None:
+    """Two queues on two tables, one keeper: one statement per beat renews both."""
+    async with scratch.connection() as conn:
+        await conn.execute("CREATE TABLE other_jobs (LIKE scratch_jobs INCLUDING ALL)")
+        await conn.execute("INSERT INTO scratch_jobs (id) SELECT generate_series(1, 3)")
+        await conn.execute("INSERT INTO other_jobs (id) SELECT generate_series(1, 2)")
+        await conn.execute(
+            "UPDATE scratch_jobs SET locked_by = 'a', locked_until = now() + interval '1 second'"
+        )
+        await conn.execute(
+            "UPDATE other_jobs SET locked_by = 'b', locked_until = now() + interval '1 second'"
+        )
+    keeper = LeaseKeeper(scratch, every=3600.0)
+    scratch_table = LeaseTable("scratch_jobs", key_type="integer")
+    other_table = LeaseTable("other_jobs", key_type="integer")
+    async with (
+        keeper.renewing(scratch_table, 600.0, "a", lambda: [1, 2, 3]),
+        keeper.renewing(other_table, 600.0, "b", lambda: [1, 2]),
+        # Rows another worker holds are never renewed, whatever keys are asked for.
+        keeper.renewing(other_table, 600.0, "c", lambda: [1]),
+    ):
+        assert await keeper.beat() == 5
+    assert keeper.beats == 1
+    async with scratch.connection() as conn:
+        cur = await conn.execute(
+            "SELECT bool_and(locked_until > now() + interval '500 seconds') AS renewed FROM"
+            " (SELECT locked_until FROM scratch_jobs UNION ALL SELECT locked_until FROM other_jobs)"
+            " AS t"
+        )
+        assert (await cur.fetchone() or {})["renewed"] is True

@@ -15,6 +15,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from shortlist.api.app import create_app
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
@@ -32,7 +33,6 @@ from shortlist.listings.search import (
     search_jobs,
 )
 from shortlist.queue.notify import Notifier
-from shortlist.services import Services
 from tests.fakes import FakeEmbedder
 
 pytest_plugins = ["tests.api_fixtures"]
@@ -475,10 +475,9 @@ async def test_rate_limit_uses_forwarded_for_behind_a_trusted_proxy(
 def test_cli_search_jobs_prints_a_table(
     db_url: str, monkeypatch: pytest.MonkeyPatch, embedder: FakeEmbedder
 ) -> None:
-    import typer
     from typer.testing import CliRunner
 
-    from shortlist.cli.listings import register
+    from shortlist.cli import build_app
     from shortlist.config import get_settings
     from shortlist.embedding import factory
 
@@ -494,10 +493,7 @@ def test_cli_search_jobs_prints_a_table(
     monkeypatch.setenv("COLUMNS", "250")  # rich wraps cells to the terminal width
     monkeypatch.setattr(factory, "make_embedder", lambda settings: embedder)
     get_settings.cache_clear()
-    app, ingest_app, search_app = typer.Typer(), typer.Typer(), typer.Typer()
-    app.add_typer(ingest_app, name="ingest")
-    app.add_typer(search_app, name="search")
-    register(app, ingest_app, search_app)
+    app = build_app()
     runner = CliRunner()
     try:
         result = runner.invoke(

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from shortlist.auth import Role
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.errors import BadInput
-from shortlist.services import Services
 from shortlist.talent.models import SearchCreate, error_text
 from shortlist.talent.service import parse_search_create, search_text
 from tests.backfill_support import (

@@ -18,9 +18,9 @@ import pytest
 
 from shortlist.api.ratelimit import RateLimiter
 from shortlist.auth import Role
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.queue.notify import Notifier
-from shortlist.services import Services
 from shortlist.talent import repository as repo
 from shortlist.talent.models import Tier
 from shortlist.web import events

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shortlist.errors import ConfigError
+
+ENV_PREFIX = "SHORTLIST_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def default_data_dir() -> Path:
@@ -19,23 +24,23 @@ def default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SHORTLIST_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # --- database -------------------------------------------------------------------------
     database_url: str | None = None
     """External PostgreSQL (pgvector required). Unset: an embedded server in ``data_dir``."""
     data_dir: Path = Field(default_factory=default_data_dir)
-    db_pool_min: int = 2
-    db_pool_max: int = 10
+    db_pool_min: int = Field(2, ge=1)
+    db_pool_max: int = Field(10, ge=1)
 
     # --- HTTP ------------------------------------------------------------------------------
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(8000, ge=1, le=65535)
     trusted_proxies: str = ""
     """Comma-separated IPs/CIDRs whose X-Forwarded-For / X-Real-IP headers are believed."""
-    search_rate_limit: int = 120
+    search_rate_limit: int = Field(120, ge=0)
     """Public job searches per client IP per minute (0 disables)."""
-    max_body_bytes: int = 1_000_000
+    max_body_bytes: int = Field(1_000_000, ge=1)
     load_sample_data: bool = True
     """Load the bundled sample corpora on the first start of an empty database."""
 
@@ -44,42 +49,120 @@ class Settings(BaseSettings):
     embedder_url: str = "https://api.openai.com/v1"
     embedder_api_key: str = ""
     embedder_model: str = "text-embedding-3-small"
-    embedder_timeout: float = 30.0
-    embedding_dim: int = 384
+    embedder_timeout: float = Field(30.0, gt=0)
+    embedding_dim: int = Field(384, ge=1, le=16000)
 
     # --- embedding indexer --------------------------------------------------------------------
-    indexer_poll_interval: float = 30.0
-    indexer_batch_size: int = 128
-    indexer_backoff_base: float = 30.0
-    indexer_backoff_max: float = 120.0
-    lease_seconds: float = 300.0
-    """How long a claimed row stays claimed without a heartbeat before others may take it."""
+    indexer_poll_interval: float = Field(30.0, gt=0)
+    indexer_batch_size: int = Field(128, ge=1)
+    indexer_backoff_base: float = Field(30.0, gt=0)
+    indexer_backoff_max: float = Field(120.0, gt=0)
+
+    # --- leases (every queue) ----------------------------------------------------------------
+    lease_seconds: float = Field(30.0, gt=0)
+    """How long a claim stays valid without a heartbeat: a killed worker's work is taken over
+    this long after its last heartbeat."""
+    heartbeat_interval: float = Field(10.0, gt=0)
+    """Seconds between a process's lease renewals (one statement for everything it holds)."""
 
     # --- candidate backfill --------------------------------------------------------------------
-    backfill_min_results: int = 15
-    internal_min_score: float = 0.72
+    backfill_min_results: int = Field(15, ge=1, le=1000)
+    internal_min_score: float = Field(0.72, ge=0)
     """Least relevance (cosine score in [0, 1]) for an internal hit; tuned for the local model."""
-    backfill_concurrency: int = 8
+    backfill_concurrency: int = Field(8, ge=1)
     """Candidates processed at once per worker process."""
-    provider_concurrency: int = 4
+    provider_concurrency: int = Field(4, ge=1)
     """Concurrent calls per external provider per worker process."""
-    discovery_timeout: float = 60.0
-    enrichment_timeout: float = 45.0
-    retry_delay: float = 5.0
-    stale_after: float = 600.0
-    reaper_interval: float = 15.0
+    discovery_timeout: float = Field(60.0, gt=0)
+    enrichment_timeout: float = Field(45.0, gt=0)
+    retry_delay: float = Field(5.0, ge=0)
+    stale_after: float = Field(600.0, gt=0)
+    reaper_interval: float = Field(15.0, gt=0)
     talent_api_url: str | None = None
     """Unset: the bundled simulator (served in-process by ``serve``)."""
     serp_api_url: str | None = None
-    simulator_time_scale: float = 1.0
-    simulator_port: int = 8001
+    simulator_time_scale: float = Field(1.0, gt=0)
+    simulator_port: int | None = Field(None, ge=1, le=65535)
+    """Port of the bundled simulator. Unset: ``serve`` takes a free port for its in-process
+    one (so two instances can run side by side); ``shortlist simulator`` uses 8001."""
 
     # --- shutdown ---------------------------------------------------------------------------
-    shutdown_grace: float = 60.0
+    shutdown_grace: float = Field(60.0, ge=0)
 
     log_level: str = "INFO"
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return level
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        """Timings that contradict each other, named by their variables."""
+
+        def env(field: str) -> str:
+            return f"{ENV_PREFIX}{field.upper()}={getattr(self, field):g}"
+
+        rules = (
+            (
+                self.heartbeat_interval * 2 <= self.lease_seconds,
+                "heartbeat_interval",
+                "lease_seconds",
+                "the heartbeat must be at most half the lease, so one lost beat loses no claim",
+            ),
+            (
+                self.stale_after > self.lease_seconds,
+                "stale_after",
+                "lease_seconds",
+                "a search must not go stale while a lost worker's lease is still running",
+            ),
+            (
+                self.reaper_interval < self.stale_after,
+                "reaper_interval",
+                "stale_after",
+                "the reaper must run more often than a search may stay silent",
+            ),
+            (
+                self.indexer_backoff_max >= self.indexer_backoff_base,
+                "indexer_backoff_max",
+                "indexer_backoff_base",
+                "the back-off cap must not be below its base",
+            ),
+            (
+                self.db_pool_max >= self.db_pool_min,
+                "db_pool_max",
+                "db_pool_min",
+                "the pool's maximum must not be below its minimum",
+            ),
+        )
+        for ok, first, second, why in rules:
+            if not ok:
+                raise ValueError(f"{env(first)} contradicts {env(second)}: {why}")
+        return self
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The settings from the environment (plus ``overrides``); a value out of range or
+    contradicting another raises :class:`ConfigError` with one line naming the variables."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ConfigError(describe_invalid(exc)) from None
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"])
+        name = f"{ENV_PREFIX}{field.upper()}" if field else "configuration"
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(message if not field else f"{name}: {message}")
+    return "invalid configuration: " + "; ".join(problems)
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    return load_settings()

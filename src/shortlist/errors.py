@@ -8,6 +8,16 @@ class ShortlistError(Exception):
     """Base of every error the product raises on purpose."""
 
 
+class ConfigError(ShortlistError):
+    """The configuration cannot work (a value out of range, two that contradict each other, a
+    missing URL): the process says so in one line and exits non-zero."""
+
+
+class StartupError(ShortlistError):
+    """The process cannot start (a port taken, the database unreachable, a migration failing):
+    it says so in one line, stops what it started and exits non-zero."""
+
+
 # --- work errors: what a queue worker does next depends only on this split -----------------
 
 

@@ -4,7 +4,7 @@ Every row is validated with the corpus's pydantic model; a bad row is reported w
 number and the reasons, and the import goes on. Good rows are inserted in batches, one
 transaction per batch, so the indexer starts embedding the first batches while later ones are
 still being read. The terminal presentation (progress bar, summary) lives in
-``shortlist.cli.listings``; this module reports through callbacks and an ``IngestReport``.
+``shortlist.cli.ingest``; this module reports through callbacks and an ``IngestReport``.
 
 Format: ``.jsonl``/``.ndjson``/``.json`` are JSON Lines, ``.csv``/``.tsv`` are CSV; any other
 name is sniffed (a first non-blank byte ``{`` means JSON Lines). Files are UTF-8 (a BOM is

@@ -31,8 +31,8 @@ from starlette.types import Receive, Scope, Send
 
 from shortlist.api.app import create_app
 from shortlist.auth import Role, create_token
+from shortlist.bootstrap import open_services
 from shortlist.config import Settings
-from shortlist.services import open_services
 from tests.fakes import FakeEmbedder
 
 # The e-mail endpoint takes the raw message (``message/rfc822``, documented as binary).

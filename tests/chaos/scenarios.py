@@ -28,7 +28,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from shortlist.auth import Role, create_token
-from shortlist.db.embedded import embedded_url, start_embedded
+from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.simulator import SimulatorConfig
 from shortlist.simulator.population import ROLE_FAMILIES
@@ -120,6 +120,7 @@ def scaled_settings(time_scale: float) -> dict[str, object]:
         "enrichment_timeout": max(0.5, 45.0 * time_scale),
         "retry_delay": 5.0 * time_scale,
         "lease_seconds": 2.0,
+        "heartbeat_interval": 0.5,
         "reaper_interval": 0.2,
         "indexer_poll_interval": 0.05,
         "indexer_batch_size": 16,
@@ -373,21 +374,21 @@ def private_postgres(root: Path) -> Iterator[tuple[Any, str]]:
     root.mkdir(parents=True, exist_ok=True)
     for folder in (root.parent, root):
         folder.chmod(0o755)
-    server = start_embedded(root, cleanup="delete")
+    server = EmbeddedServer(root, delete_on_close=True)
     try:
-        with psycopg.connect(embedded_url(server), autocommit=True) as conn:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
             conn.execute("CREATE DATABASE chaos")
-        url = embedded_url(server, "chaos")
+        url = server.url("chaos")
         migrate(url)
         yield server, url
     finally:
-        restarter = PgRestarter(server)
+        restarter = PgRestarter(server.handle)
         if not restarter.running():
             with contextlib.suppress(Exception):
                 restarter.start()
         with contextlib.suppress(Exception):
             restarter.stop()
-        server.cleanup()
+        server.close()
 
 
 def readyz(url: str) -> int:
@@ -421,7 +422,7 @@ def database_restart(profile: Profile) -> dict[str, Any]:
         ChaosOpenAI(delay=0.05) as fake,
     ):
         checks.install_embed_audit(db_url)
-        pg = PgRestarter(server)
+        pg = PgRestarter(server.handle)
         cluster = Cluster(db_url, wd, fake, overrides={"indexer_batch_size": 8})
         try:
             api = cluster.start_api(sim.url)

@@ -13,7 +13,7 @@ from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.services import Services
+from shortlist.bootstrap import Services
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from shortlist.auth import Principal, Role, authenticate
+from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import Forbidden, Unauthorized
-from shortlist.services import Services
 
 
 def get_services(request: Request) -> Services:

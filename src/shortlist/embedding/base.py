@@ -29,6 +29,14 @@ class Embedder(Protocol):
         """
         ...
 
+    def warm_up(self) -> None:
+        """Load what the first call would (a model), so no request pays for it. Blocking."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads."""
+        ...
+
 
 class EmbeddingError(ShortlistError):
     """Base of the embedding errors; always one of the two subclasses below."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shortlist.config import Settings
 from shortlist.embedding.base import Embedder
+from shortlist.errors import ConfigError
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -15,7 +16,7 @@ def make_embedder(settings: Settings) -> Embedder:
         from shortlist.embedding.local import DIM, LocalEmbedder
 
         if settings.embedding_dim != DIM:
-            raise ValueError(
+            raise ConfigError(
                 f"SHORTLIST_EMBEDDING_DIM={settings.embedding_dim}, but the local model "
                 f"produces {DIM}-dimensional vectors"
             )
@@ -30,4 +31,4 @@ def make_embedder(settings: Settings) -> Embedder:
             dim=settings.embedding_dim,
             timeout=settings.embedder_timeout,
         )
-    raise ValueError(f"unknown SHORTLIST_EMBEDDER {settings.embedder!r} (local | openai)")
+    raise ConfigError(f"unknown SHORTLIST_EMBEDDER {settings.embedder!r} (local | openai)")

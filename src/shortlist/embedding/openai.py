@@ -110,6 +110,9 @@ class OpenAIEmbedder:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(timeout=timeout)
 
+    def warm_up(self) -> None:
+        """Nothing to load: the model runs at the provider."""
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.aclose()

@@ -1,54 +1,160 @@
-"""Lease bookkeeping shared by every queue table.
+"""Leases: how a claimed row stays claimed while its worker lives, and stops being claimed when
+it dies.
 
-A queue table has a key column plus ``locked_by text`` and ``locked_until timestamptz``.
-Claims are pipeline-specific (each pipeline's named SQL says *what* is claimable), but they
-all follow one shape, as River and Oban do: a CTE selects candidates ``FOR UPDATE SKIP
-LOCKED`` and an ``UPDATE … RETURNING`` stamps the lease, so the planner locks only what it
-claims and a crashed worker's rows become claimable again when ``locked_until`` passes.
-Extending and releasing a lease is the same for every table, so it lives here.
+A queue table has a key column plus ``locked_by text`` and ``locked_until timestamptz``. Claims
+are pipeline-specific (each pipeline's named SQL says *what* is claimable), but they all follow
+one shape: a CTE selects rows ``FOR UPDATE SKIP LOCKED`` and an ``UPDATE … RETURNING`` stamps
+the lease, so the planner locks only what it claims. Renewing and releasing a lease is the same
+for every table, so it lives here:
 
-Claims, heartbeats and releases are single statements and run on
-:func:`shortlist.db.pool.single_statement` (autocommit): one round trip each, not three.
+* :class:`LeaseTable` declares a queue table and releases rows of it;
+* :class:`LeaseKeeper` renews every lease a process holds, across all its workers and tables,
+  in ONE statement per beat (``SHORTLIST_HEARTBEAT_INTERVAL``). A lease
+  (``SHORTLIST_LEASE_SECONDS``) therefore only runs out when the process is gone or hung,
+  and a crash is noticed within one lease, however long the work itself takes.
+
+Who takes over a row whose lease ran out is stated once per table, in
+``shortlist.talent.reaper`` (the reaper's rules) and in the embedding indexer's claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, LiteralString
 
 from psycopg import sql
 
 from shortlist.db.pool import single_statement
+from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
+
+log = logging.getLogger(__name__)
+
+_SQL = load_queries("shortlist.queue", "lease.sql")
 
 
 @dataclass(frozen=True)
 class LeaseTable:
-    table: str
-    key: str = "id"
+    table: LiteralString
+    key: LiteralString = "id"
+    key_type: LiteralString = "bigint"
+    requeue: bool = False
+    """The claim moves rows ``queued → running``: a release moves them back."""
 
-    async def heartbeat(
-        self, pool: AsyncPool, worker_id: str, keys: Sequence[object], lease: float
-    ) -> int:
-        """Push ``locked_until`` forward for rows this worker still holds."""
-        if not keys:
-            return 0
-        query = sql.SQL(
-            "UPDATE {table} SET locked_until = now() + make_interval(secs => %s)"
-            " WHERE {key} = ANY(%s) AND locked_by = %s"
-        ).format(table=sql.Identifier(self.table), key=sql.Identifier(self.key))
-        async with single_statement(pool) as conn:
-            cur = await conn.execute(query, (lease, list(keys), worker_id))
-            return cur.rowcount
+    def _format(self, statement: LiteralString, **extra: sql.Composable) -> sql.Composed:
+        return sql.SQL(statement).format(
+            table=sql.Identifier(self.table),
+            key=sql.Identifier(self.key),
+            key_type=sql.SQL(self.key_type),
+            **extra,
+        )
 
     async def release(self, pool: AsyncPool, worker_id: str, keys: Sequence[object]) -> int:
-        """Give rows back unchanged (after a transient error or on shutdown)."""
+        """Give rows back (after a transient error, on shutdown, when a result is dropped)."""
         if not keys:
             return 0
-        query = sql.SQL(
-            "UPDATE {table} SET locked_by = NULL, locked_until = NULL"
-            " WHERE {key} = ANY(%s) AND locked_by = %s"
-        ).format(table=sql.Identifier(self.table), key=sql.Identifier(self.key))
+        query = self._format(_SQL["release_to_queue" if self.requeue else "release"])
         async with single_statement(pool) as conn:
-            cur = await conn.execute(query, (list(keys), worker_id))
+            cur = await conn.execute(query, {"keys": list(keys), "worker_id": worker_id})
             return cur.rowcount
+
+
+@dataclass
+class _Holder:
+    table: LeaseTable
+    lease: float
+    worker_id: str
+    held: Callable[[], Sequence[Hashable]]
+
+
+class LeaseKeeper:
+    """Renews the leases a process holds: one statement per beat for all its workers.
+
+    A worker registers for as long as it runs (:meth:`renewing`); the beat task runs while
+    anyone is registered. A failed beat is logged and tried again at the next one: a lease is
+    several beats long, so one lost beat costs nothing."""
+
+    def __init__(self, pool: AsyncPool, *, every: float) -> None:
+        self.pool = pool
+        self.every = every
+        self.beats = 0
+        """Heartbeat statements sent (benchmarks and tests read it)."""
+        self._holders: list[_Holder] = []
+        self._task: asyncio.Task[None] | None = None
+
+    @contextlib.asynccontextmanager
+    async def renewing(
+        self,
+        table: LeaseTable,
+        lease: float,
+        worker_id: str,
+        held: Callable[[], Sequence[Hashable]],
+    ) -> AsyncIterator[None]:
+        holder = _Holder(table, lease, worker_id, held)
+        self._holders.append(holder)
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="shortlist-lease-keeper")
+        try:
+            yield
+        finally:
+            self._holders.remove(holder)
+            if not self._holders and self._task is not None:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+                self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await self.beat()
+            except Exception as exc:
+                log.warning("lease heartbeat failed (next in %.1fs): %s", self.every, exc)
+
+    def _statement(self) -> tuple[sql.Composed, dict[str, Any]] | None:
+        groups: dict[tuple[LeaseTable, float], tuple[set[str], list[Hashable]]] = {}
+        for holder in self._holders:
+            keys = holder.held()
+            if keys:
+                workers, all_keys = groups.setdefault((holder.table, holder.lease), (set(), []))
+                workers.add(holder.worker_id)
+                all_keys.extend(keys)
+        if not groups:
+            return None
+        ctes: list[sql.Composable] = []
+        counts: list[sql.Composable] = []
+        params: dict[str, Any] = {}
+        for n, ((table, lease), (workers, keys)) in enumerate(groups.items()):
+            cte = sql.Identifier(f"renewed_{n}")
+            ctes.append(
+                table._format(
+                    _SQL["renew"],
+                    cte=cte,
+                    lease=sql.Placeholder(f"lease_{n}"),
+                    keys=sql.Placeholder(f"keys_{n}"),
+                    workers=sql.Placeholder(f"workers_{n}"),
+                )
+            )
+            counts.append(sql.SQL("(SELECT count(*) FROM {})").format(cte))
+            params |= {f"lease_{n}": lease, f"keys_{n}": keys, f"workers_{n}": sorted(workers)}
+        query = sql.SQL("WITH {} SELECT {} AS renewed").format(
+            sql.SQL(", ").join(ctes), sql.SQL(" + ").join(counts)
+        )
+        return query, params
+
+    async def beat(self) -> int:
+        """Renew now; returns the number of rows whose lease moved on."""
+        statement = self._statement()
+        if statement is None:
+            return 0
+        query, params = statement
+        async with single_statement(self.pool) as conn:
+            cur = await conn.execute(query, params)
+            row = await cur.fetchone()
+        self.beats += 1
+        return int(row["renewed"]) if row else 0

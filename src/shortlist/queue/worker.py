@@ -1,17 +1,20 @@
-"""The run loop every queue worker uses (the seed's ``EmbedIndexerWorker::run``, generalised).
+"""The run loop every queue worker uses.
 
     loop:
-        items = claim(batch)                  # SKIP LOCKED + lease, own transaction
-        if items: handle(items)               # never cancelled once started
-        wait(throttle | poll interval | NOTIFY | stop)   # the only cancellable await
+        items = queue.claim(batch)            # SKIP LOCKED + lease, committed
+        if items: queue.handle(items)         # a task of its own; never cut by a stop request
+        wait_any(NOTIFY, sleep, stop)         # the only await a stop request ends
 
-As in the seed, the work happens *outside* the select: a stop request only ever cancels the
-idle wait, so a batch that has started always finishes and commits (or rolls back) whole.
-A plain cancellation of ``run`` does not cut work either. The one exception is the end of the
-shutdown grace period (``SHORTLIST_SHUTDOWN_GRACE``): ``run`` cancelled with the message
-:data:`GRACE_OVER` (``shortlist.runtime`` does that) cancels the batches still in flight — a
-provider call hanging for minutes — whose transactions roll back and whose items are handed
-back (released), so the process exits on time and nothing stays claimed.
+A queue says what it claims and how it handles it (:class:`Queue`); the worker owns the rest:
+leases renewed by the process's :class:`~shortlist.queue.lease.LeaseKeeper`, items handed back
+(released) when a handler raises, back-off, the throttle between busy cycles, and shutdown.
+
+Shutdown: ``stop`` ends the idle wait at once; batches in flight then get
+``WorkerConfig.grace`` seconds to commit. Those still running after that are cancelled: their
+transactions roll back and their items are released, so the process exits on time and nothing
+stays claimed. A cancellation of ``run`` is a stop too (the grace still applies); a second one
+during the grace cancels the batches at once.
+
 Handlers signal what to do next with the error types of ``shortlist.errors``: a
 ``TransientError`` releases the claimed rows untouched and backs the worker off
 (``base × 2^attempt``, capped); anything a handler can attribute to one item it records on
@@ -25,28 +28,32 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Hashable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import psycopg
 
 from shortlist import metrics
+from shortlist.db.types import AsyncPool
 from shortlist.errors import TransientError
+from shortlist.queue.lease import LeaseKeeper, LeaseTable
 from shortlist.queue.notify import Notifier
 
 log = logging.getLogger(__name__)
 
-Item = TypeVar("Item")
-
-GRACE_OVER = "shortlist: shutdown grace period over"
-"""``task.cancel(GRACE_OVER)``: the only cancellation of ``run`` that cancels work in flight."""
 RELEASE_TIMEOUT = 5.0
-"""Seconds a batch cancelled at the end of the shutdown grace may take to release its items."""
+"""Seconds a batch cancelled at the end of the grace period may take to release its items."""
 
 
-def _grace_over(exc: asyncio.CancelledError) -> bool:
-    return GRACE_OVER in exc.args
+class Claimed(Protocol):
+    """A claimed item: its key in the queue's lease table."""
+
+    @property
+    def id(self) -> Hashable: ...
+
+
+Item = TypeVar("Item", bound=Claimed)
 
 
 class Queue(Protocol[Item]):
@@ -55,6 +62,9 @@ class Queue(Protocol[Item]):
     name: str
     channel: str | None
     """NOTIFY channel that signals new work (``None``: poll only)."""
+    pool: AsyncPool
+    leases: LeaseTable
+    """The table the claims lease rows of: the worker renews and releases them there."""
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[Item]:
         """Claim up to ``limit`` items (SKIP LOCKED + lease) in a committed transaction."""
@@ -62,14 +72,6 @@ class Queue(Protocol[Item]):
 
     async def handle(self, worker_id: str, items: list[Item]) -> None:
         """Do the work and commit it. Raise ``TransientError`` to release and back off."""
-        ...
-
-    async def heartbeat(self, worker_id: str, items: Sequence[Item], lease: float) -> None:
-        """Extend the lease of items still being worked on."""
-        ...
-
-    async def release(self, worker_id: str, items: Sequence[Item]) -> None:
-        """Give items back unchanged."""
         ...
 
 
@@ -85,12 +87,16 @@ class WorkerConfig:
     """Wait after a busy cycle before claiming again (spreads load on a provider)."""
     backoff_base: float = 30.0
     backoff_max: float = 120.0
-    lease: float = 300.0
+    lease: float = 30.0
     """Seconds a claim stays valid without a heartbeat."""
+    heartbeat: float = 10.0
+    """Seconds between lease renewals (when the worker has no process-wide keeper)."""
+    grace: float = 60.0
+    """Seconds batches in flight may take to finish after ``stop``; then they are cancelled."""
 
 
 def backoff_delay(attempt: int, base: float, cap: float) -> float:
-    """The seed's schedule: ``base × 2^attempt``, capped (30 s, 60 s, 120 s, 120 s, …)."""
+    """``base × 2^attempt``, capped (30 s, 60 s, 120 s, 120 s, … with the indexer's defaults)."""
     if attempt < 0:
         raise ValueError("attempt must be >= 0")
     return float(min(cap, base * (2 ** min(attempt, 32))))
@@ -100,6 +106,22 @@ def new_worker_id(queue_name: str) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{queue_name}:{uuid.uuid4().hex[:8]}"
 
 
+async def wait_any(*awaitables: Awaitable[object], timeout: float | None) -> None:  # noqa: ASYNC109
+    """Return when the first of ``awaitables`` completes or after ``timeout`` seconds (``None``:
+    no limit). The ones created here are cancelled; tasks passed in are left running."""
+    futures = [asyncio.ensure_future(a) for a in awaitables]
+    owned = [f for f, a in zip(futures, awaitables, strict=True) if f is not a]
+    try:
+        await asyncio.wait(
+            futures,
+            timeout=None if timeout is None else max(timeout, 0.0),
+            return_when="FIRST_COMPLETED",
+        )
+    finally:
+        for f in owned:
+            f.cancel()
+
+
 class QueueWorker(Generic[Item]):
     def __init__(
         self,
@@ -107,77 +129,54 @@ class QueueWorker(Generic[Item]):
         config: WorkerConfig,
         *,
         notifier: Notifier | None = None,
+        keeper: LeaseKeeper | None = None,
         worker_id: str | None = None,
     ) -> None:
         self.queue = queue
         self.config = config
         self.notifier = notifier
+        self.keeper = keeper or LeaseKeeper(queue.pool, every=config.heartbeat)
         self.worker_id = worker_id or new_worker_id(queue.name)
         self._inflight: dict[asyncio.Task[None], list[Item]] = {}
         self._attempt = 0
-        self._wake = asyncio.Event()
         self.handled_batches = 0
 
-    # -- waiting ------------------------------------------------------------------------------
-
-    async def _wait(
-        self,
-        seconds: float,
-        stop: asyncio.Event,
-        *,
-        wake_on_notify: bool,
-        wake_on_slot: bool = False,
-    ) -> None:
-        """Sleep up to ``seconds``; end early on stop, (when ``wake_on_notify``) on a NOTIFY,
-        and (when ``wake_on_slot``) when an in-flight task finishes. This is the only await a
-        stop request cancels.
-
-        Throttle and back-off waits must not wake on a finished task: a task that is done but
-        not yet reaped would end them at once (that made the throttle a no-op), and another
-        batch finishing says nothing about whether the provider has recovered.
-        """
-        waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(stop.wait())]
-        if wake_on_notify:
-            waiters.append(asyncio.ensure_future(self._wake.wait()))
-        if wake_on_slot:
-            waiters.extend(self._inflight)  # type: ignore[arg-type]
-        try:
-            await asyncio.wait(waiters, timeout=max(seconds, 0.0), return_when="FIRST_COMPLETED")
-        finally:
-            for w in waiters[: 2 if wake_on_notify else 1]:
-                w.cancel()
-        if wake_on_notify:
-            self._wake.clear()
+    def held(self) -> list[Hashable]:
+        """Keys of the items this worker is working on (the keeper renews their leases)."""
+        return [item.id for batch in self._inflight.values() for item in batch]
 
     # -- work ------------------------------------------------------------------------------------
 
     async def _handle(self, items: list[Item]) -> None:
+        outcome = "handled"
         try:
             await self.queue.handle(self.worker_id, items)
         except asyncio.CancelledError:
-            # Only at the end of the shutdown grace period (GRACE_OVER): whatever
-            # was not committed rolled back with its transaction; give the items back now
-            # rather than when their lease runs out.
-            metrics.QUEUE_ITEMS.labels(self.queue.name, "cancelled").inc(len(items))
+            # The grace period is over: whatever was not committed rolled back with its
+            # transaction; give the items back now rather than when their lease runs out.
+            outcome = "cancelled"
             await self._release_quietly(items)
             raise
         except TransientError:
+            outcome = "transient"
             metrics.QUEUE_BACKOFFS.labels(self.queue.name).inc()
-            metrics.QUEUE_ITEMS.labels(self.queue.name, "transient").inc(len(items))
             await self._release_quietly(items)
             raise
         except Exception:
-            metrics.QUEUE_ITEMS.labels(self.queue.name, "error").inc(len(items))
+            outcome = "error"
             await self._release_quietly(items)
             raise
         else:
             self._attempt = 0
             self.handled_batches += 1
-            metrics.QUEUE_ITEMS.labels(self.queue.name, "handled").inc(len(items))
+        finally:
+            metrics.QUEUE_ITEMS.labels(self.queue.name, outcome).inc(len(items))
 
     async def _release_quietly(self, items: list[Item]) -> None:
         try:
-            await self.queue.release(self.worker_id, items)
+            await self.queue.leases.release(
+                self.queue.pool, self.worker_id, [item.id for item in items]
+            )
         except Exception:
             # The lease expires on its own; nothing is lost if this fails.
             log.exception("%s: could not release %d items", self.queue.name, len(items))
@@ -215,96 +214,88 @@ class QueueWorker(Generic[Item]):
             delay = max(delay, wait)
         return delay
 
-    async def _heartbeat_loop(self) -> None:
-        every = max(self.config.lease / 3.0, 0.05)
-        while True:
-            await asyncio.sleep(every)
-            items = [item for batch in self._inflight.values() for item in batch]
-            if items:
-                try:
-                    await self.queue.heartbeat(self.worker_id, items, self.config.lease)
-                except Exception as exc:
-                    log.warning("%s: heartbeat failed: %s", self.queue.name, exc)
-
     # -- the loop ----------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Run until ``stop`` is set; then wait for in-flight work to commit and return."""
-        cfg = self.config
-        wake_event: asyncio.Event | None = None
+        """Run until ``stop`` is set; then give in-flight work ``config.grace`` to commit."""
+        wake: asyncio.Event | None = None
         if self.notifier is not None and self.queue.channel is not None:
-            wake_event = self.notifier.subscribe(self.queue.channel)
-        relay = asyncio.create_task(self._relay(wake_event)) if wake_event else None
-        heartbeat = asyncio.create_task(self._heartbeat_loop())
+            wake = self.notifier.subscribe(self.queue.channel)
         log.info("%s worker %s started", self.queue.name, self.worker_id)
         try:
-            while not stop.is_set():
-                delay = self._reap_finished()
-                if delay:
-                    await self._wait(delay, stop, wake_on_notify=False)
-                    continue
-                free = cfg.concurrency - len(self._inflight)
-                if free <= 0:
-                    await self._wait(
-                        cfg.poll_interval, stop, wake_on_notify=False, wake_on_slot=True
-                    )
-                    continue
+            async with self.keeper.renewing(
+                self.queue.leases, self.config.lease, self.worker_id, self.held
+            ):
                 try:
-                    items = await self.queue.claim(self.worker_id, cfg.batch_size, cfg.lease)
-                except (psycopg.Error, OSError) as exc:
-                    wait = backoff_delay(self._attempt, min(cfg.backoff_base, 1.0), 10.0)
-                    self._attempt += 1
-                    log.warning(
-                        "%s: claim failed (%s); retrying in %.1fs", self.queue.name, exc, wait
-                    )
-                    await self._wait(wait, stop, wake_on_notify=False)
-                    continue
-                if not items:
-                    await self._wait(cfg.poll_interval, stop, wake_on_notify=True)
-                    continue
-                metrics.QUEUE_CLAIMS.labels(self.queue.name).inc()
-                # The task is never cancelled by a stop request: it runs to its commit.
-                task = asyncio.create_task(self._handle(items))
-                self._inflight[task] = items
-                if cfg.concurrency == 1:
-                    await asyncio.wait([task])
-                    if task.cancelled() or task.exception() is not None:
-                        continue  # back off (top of the loop) instead of throttling first
-                if cfg.throttle > 0:
-                    await self._wait(cfg.throttle, stop, wake_on_notify=False)
-        except asyncio.CancelledError as exc:
-            if _grace_over(exc):
-                await self._cancel_inflight()
-            raise
+                    await self._loop(stop, wake)
+                finally:
+                    await self._shutdown()
         finally:
-            await self._drain()
-            heartbeat.cancel()
-            if relay is not None:
-                relay.cancel()
-            if wake_event is not None and self.notifier is not None and self.queue.channel:
-                self.notifier.unsubscribe(self.queue.channel, wake_event)
+            if wake is not None and self.notifier is not None and self.queue.channel:
+                self.notifier.unsubscribe(self.queue.channel, wake)
             log.info("%s worker %s stopped", self.queue.name, self.worker_id)
 
-    async def _drain(self) -> None:
-        """Let every started batch finish. Shielded: neither a stop request nor a plain
-        cancellation of ``run`` cuts work; a cancellation with :data:`GRACE_OVER` does."""
-        cancelled = False
-        while self._inflight:
-            pending = list(self._inflight)
+    async def _loop(self, stop: asyncio.Event, wake: asyncio.Event | None) -> None:
+        cfg = self.config
+        while not stop.is_set():
+            delay = self._reap_finished()
+            if delay:
+                # A back-off: another batch finishing says nothing about the provider.
+                await wait_any(stop.wait(), timeout=delay)
+                continue
+            if len(self._inflight) >= cfg.concurrency:
+                await wait_any(stop.wait(), *self._inflight, timeout=cfg.poll_interval)
+                continue
+            if wake is not None:
+                # Cleared before the claim: a NOTIFY arriving during it still wakes the wait.
+                wake.clear()
             try:
-                await asyncio.shield(asyncio.wait(pending))
-            except asyncio.CancelledError as exc:
-                cancelled = True
-                if _grace_over(exc):
-                    await self._cancel_inflight()
-            self._reap_finished()
-        if cancelled:
-            raise asyncio.CancelledError
+                items = await self.queue.claim(self.worker_id, cfg.batch_size, cfg.lease)
+            except (psycopg.Error, OSError) as exc:
+                wait = backoff_delay(self._attempt, min(cfg.backoff_base, 1.0), 10.0)
+                self._attempt += 1
+                log.warning("%s: claim failed (%s); retrying in %.1fs", self.queue.name, exc, wait)
+                await wait_any(stop.wait(), timeout=wait)
+                continue
+            if not items:
+                idle = [stop.wait()] + ([wake.wait()] if wake is not None else [])
+                await wait_any(*idle, timeout=cfg.poll_interval)
+                continue
+            metrics.QUEUE_CLAIMS.labels(self.queue.name).inc()
+            # The task is never cancelled by a stop request: it runs to its commit.
+            task = asyncio.create_task(self._handle(items))
+            self._inflight[task] = items
+            if cfg.concurrency == 1:
+                await wait_any(task, stop.wait(), timeout=None)
+                if not task.done():
+                    break  # stopping: the batch gets the grace
+                if task.cancelled() or task.exception() is not None:
+                    continue  # back off (top of the loop) instead of throttling first
+            if cfg.throttle > 0:
+                await wait_any(stop.wait(), timeout=cfg.throttle)
+
+    async def _shutdown(self) -> None:
+        """Give the batches in flight ``config.grace`` seconds, then cancel what still runs.
+        Shielded from a cancellation of ``run``, which only skips the grace."""
+        if self._inflight:
+            try:
+                await asyncio.shield(asyncio.wait(list(self._inflight), timeout=self.config.grace))
+            except asyncio.CancelledError:
+                await asyncio.shield(self._cancel_inflight())
+                raise
+        if self._inflight and not all(t.done() for t in self._inflight):
+            log.warning(
+                "%s: %d batches still running after the %.1fs grace; cancelling",
+                self.queue.name,
+                sum(1 for t in self._inflight if not t.done()),
+                self.config.grace,
+            )
+        await self._cancel_inflight()
 
     async def _cancel_inflight(self) -> None:
         """Cancel the batches still running and wait (briefly) while they hand their items
         back; a batch that cannot even do that leaves them to its lease."""
-        tasks = list(self._inflight)
+        tasks = [t for t in self._inflight if not t.done()]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -319,9 +310,3 @@ class QueueWorker(Generic[Item]):
                     len(stuck),
                 )
         self._reap_finished()
-
-    async def _relay(self, source: asyncio.Event) -> None:
-        while True:
-            await source.wait()
-            source.clear()
-            self._wake.set()

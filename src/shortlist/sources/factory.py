@@ -8,12 +8,13 @@ from dataclasses import dataclass
 import httpx
 
 from shortlist.config import Settings
+from shortlist.errors import ConfigError
 from shortlist.sources.base import SerpAPI, TalentAPI
 from shortlist.sources.serp import HttpSerpAPI
 from shortlist.sources.talent_api import HttpTalentAPI
 
 
-class SourcesNotConfigured(ValueError):
+class SourcesNotConfigured(ConfigError):
     """A source URL is unset or unusable. ``shortlist serve`` sets both to its in-process
     simulator; any other process (a standalone worker) must be told where the providers are."""
 

@@ -21,7 +21,6 @@ the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATT
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 
 import psycopg
 
@@ -49,8 +48,6 @@ log = logging.getLogger(__name__)
 # it is failed forward as failed_transient instead of being put back once more.
 MAX_THROTTLED_ATTEMPTS = 5
 NO_EMAIL = "profile has no e-mail address"
-
-_LEASES = LeaseTable("search_candidates", "id")
 
 
 class MalformedProfile(ProviderRejected):
@@ -99,20 +96,15 @@ class CandidateQueue:
 
     name = "backfill_candidates"
     channel: str | None = repo.BACKFILL_CHANNEL
+    leases = LeaseTable("search_candidates", requeue=True)
 
-    def __init__(self, pool: AsyncPool, embedder: Embedder, sources: Callable[[], Sources]):
+    def __init__(self, pool: AsyncPool, embedder: Embedder, sources: Sources):
         self.pool = pool
         self.embedder = embedder
-        self._sources = sources
+        self.sources = sources
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
         return await repo.claim_candidates(self.pool, worker_id, limit, lease)
-
-    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedStub], lease: float) -> None:
-        await _LEASES.heartbeat(self.pool, worker_id, [s.id for s in items], lease)
-
-    async def release(self, worker_id: str, items: Sequence[ClaimedStub]) -> None:
-        await repo.release_candidates(self.pool, worker_id, [s.id for s in items])
 
     async def handle(self, worker_id: str, items: list[ClaimedStub]) -> None:
         for stub in items:
@@ -129,7 +121,7 @@ class CandidateQueue:
             )
             return
         try:
-            profile = stub.enriched or await self._sources().talent.enrich(username)
+            profile = stub.enriched or await self.sources.talent.enrich(username)
             record = candidate_record(profile, stub.tier)
             # Embedded here, outside the transaction, with the indexer's own text for the row.
             text = await repo.candidate_text(self.pool, record)

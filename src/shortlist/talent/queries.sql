@@ -138,17 +138,15 @@ RETURNING s.id
 -- ----------------------------------------------------------------------------------------
 
 -- name: claim_tiers
--- Claimable: queued and due, or running under an expired lease (its worker died) fewer than
--- max_attempts times in a row; only for running searches that still need people, i.e. whose
+-- Claimable: queued and due, only for running searches that still need people, i.e. whose
 -- results plus candidates in flight fall short of the target ("stop paging when enough").
+-- A running tier whose worker vanished is the reaper's (reap_lost_tiers).
 WITH claimable AS (
     SELECT t.id
       FROM search_tiers t
       JOIN searches s ON s.id = t.search_id
      WHERE s.status = 'running'
-       AND ((t.status = 'queued' AND t.not_before <= now())
-            OR (t.status = 'running' AND t.locked_until < now()
-                AND t.attempts < %(max_attempts)s))
+       AND t.status = 'queued' AND t.not_before <= now()
        AND s.result_count + (SELECT count(*) FROM search_candidates c
                               WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
            < s.target_count
@@ -238,12 +236,6 @@ UPDATE search_tiers
  WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
 RETURNING id
 
--- name: release_tiers
--- Give claims back untouched (shutdown, an unexpected error): due again at once.
-UPDATE search_tiers
-   SET status = 'queued', locked_by = NULL, locked_until = NULL, updated_at = now()
- WHERE id = ANY (%(ids)s::bigint[]) AND status = 'running' AND locked_by = %(worker_id)s
-
 -- ----------------------------------------------------------------------------------------
 -- Candidates (queue: search_candidates)
 -- ----------------------------------------------------------------------------------------
@@ -252,9 +244,8 @@ UPDATE search_tiers
 -- Of running searches only (a stale search waits for its retry). Fair across searches: the
 -- stub of the search with the fewest results + enrichments in flight goes first, so a search
 -- that just started gets its first results while older ones fill up, instead of queueing
--- behind their whole backfill; within a search, oldest stub first. Unlike tiers, a running
--- stub whose lease expired is NOT re-claimed: the reaper fails it forward (failed_transient)
--- and the recruiter decides on a retry, as the seed's status machine says.
+-- behind their whole backfill; within a search, oldest stub first. A running stub whose
+-- worker vanished is the reaper's (reap_lost_candidates).
 WITH claimable AS (
     SELECT c.id
       FROM search_candidates c
@@ -379,47 +370,46 @@ UPDATE search_candidates
    SET enriched_profile = %(profile)s
  WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
 
--- name: release_candidates
--- Give claims back untouched (shutdown, provider paused, an unexpected error).
-UPDATE search_candidates
-   SET status = 'queued', locked_by = NULL, locked_until = NULL, updated_at = now()
- WHERE id = ANY (%(ids)s::bigint[]) AND status = 'running' AND locked_by = %(worker_id)s
-
 -- ----------------------------------------------------------------------------------------
 -- Reaper
 -- ----------------------------------------------------------------------------------------
 
 -- name: reap_lost_candidates
--- A running stub whose lease ran out: its worker crashed or hung. Fail it forward. SKIP LOCKED:
--- a row some transaction holds (a late commit, a retry) is left to the next round, so the
--- reaper never waits on a lock and never takes part in a deadlock.
+-- A running stub whose lease ran out: its worker vanished (killed, crashed, hung), which is not
+-- the candidate's fault. Back to the queue, until max_lost workers were lost on it: then it
+-- fails forward (failed_transient) with that reason. SKIP LOCKED: a row some transaction holds
+-- (a late commit, a retry) is left to the next round, so the reaper never waits on a lock.
 WITH lost AS (
     SELECT id FROM search_candidates
      WHERE status = 'running' AND locked_until < now()
        FOR UPDATE SKIP LOCKED
 )
 UPDATE search_candidates AS c
-   SET status = 'failed_transient',
-       last_error = 'worker lost: lease expired',
+   SET status = (CASE WHEN c.lost_workers + 1 >= %(max_lost)s THEN 'failed_transient'
+                      ELSE 'queued' END)::candidate_status,
+       lost_workers = c.lost_workers + 1,
+       last_error = CASE WHEN c.lost_workers + 1 >= %(max_lost)s
+                         THEN 'worker lost ' || (c.lost_workers + 1) || ' times (lease expired)'
+                         ELSE c.last_error END,
        locked_by = NULL,
        locked_until = NULL,
        updated_at = now()
   FROM lost
  WHERE c.id = lost.id
-RETURNING c.id, c.search_id
+RETURNING c.id, c.search_id, c.status::text AS status
 
 -- name: reap_lost_tiers
--- A running tier whose lease ran out goes back to the queue, or fails after max_attempts lost
--- workers in a row (a page that kills every worker that tries it).
+-- A running tier whose lease ran out goes back to the queue, or fails after max_lost lost
+-- workers in a row on the same page (a page that kills every worker that tries it).
 WITH lost AS (
     SELECT id FROM search_tiers
      WHERE status = 'running' AND locked_until < now()
        FOR UPDATE SKIP LOCKED
 )
 UPDATE search_tiers AS t
-   SET status = (CASE WHEN t.attempts >= %(max_attempts)s THEN 'failed' ELSE 'queued' END)
+   SET status = (CASE WHEN t.attempts >= %(max_lost)s THEN 'failed' ELSE 'queued' END)
                 ::tier_status,
-       last_error = CASE WHEN t.attempts >= %(max_attempts)s
+       last_error = CASE WHEN t.attempts >= %(max_lost)s
                          THEN 'worker lost: lease expired ' || t.attempts || ' times'
                          ELSE t.last_error END,
        not_before = now(),
@@ -442,11 +432,16 @@ SELECT s.id
                         WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
 
 -- name: mark_stale_searches
-UPDATE searches
+-- No progress for stale_after, and no candidate held by a live worker: work under a live lease
+-- is progress that has not committed yet.
+UPDATE searches AS s
    SET status = 'stale'
- WHERE status = 'running'
-   AND last_progress_at < now() - make_interval(secs => %(stale_after)s)
-RETURNING id
+ WHERE s.status = 'running'
+   AND s.last_progress_at < now() - make_interval(secs => %(stale_after)s)
+   AND NOT EXISTS (SELECT 1 FROM search_candidates c
+                    WHERE c.search_id = s.id AND c.status = 'running'
+                      AND c.locked_until >= now())
+RETURNING s.id
 
 -- ----------------------------------------------------------------------------------------
 -- Retries (from the UI)
@@ -454,7 +449,7 @@ RETURNING id
 
 -- name: retry_candidate
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, locked_by = NULL,
        locked_until = NULL, updated_at = now()
  WHERE id = %(id)s AND search_id = %(search_id)s
    AND status IN ('failed_no_email', 'failed_transient', 'failed_permanent')
@@ -469,7 +464,7 @@ SELECT status::text AS status
 -- A search retry re-runs what may succeed now: transient failures, and stubs left running by a
 -- worker that died (lease expired) before the reaper got to them.
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, locked_by = NULL,
        locked_until = NULL, updated_at = now()
  WHERE search_id = %(search_id)s
    AND (status = 'failed_transient' OR (status = 'running' AND locked_until < now()))

@@ -1,15 +1,18 @@
-"""The idle reaper: recovers what crashed workers and silent searches leave behind.
+"""The reaper: recovers what vanished workers and silent searches leave behind.
 
-Every ``reaper_interval``:
+Who owns a row whose lease ran out, one rule per queue table (a lease runs out only when its
+worker process is gone or hung: a live process renews everything it holds):
 
-1. a ``running`` candidate whose lease expired (its worker died mid-enrichment) becomes
-   ``failed_transient`` — failed forward, with a retry in the UI, as the seed says;
-2. a ``running`` tier whose lease expired goes back to the queue (or fails after
-   MAX_TIER_ATTEMPTS lost workers in a row);
-3. a ``running`` search with nothing left to do becomes ``complete`` (its last worker died
-   between its commit and the completion check);
-4. a ``running`` search with no progress for ``stale_after`` becomes ``stale``, until
-   ``POST /api/searches/{id}/retry``.
+    table               lost row goes to      after MAX_LOST_WORKERS losses   owner
+    job_listings        claimable again        (no limit)                     the indexer's claim
+    candidates          claimable again        (no limit)                     the indexer's claim
+    search_tiers        queued (same page)     failed                         this reaper
+    search_candidates   queued                 failed_transient               this reaper
+
+Every ``reaper_interval`` it also completes a ``running`` search with nothing left to do (its
+last worker died between its commit and the completion check), and marks ``stale`` a running
+search with no progress for ``stale_after`` and no candidate held by a live worker, until
+``POST /api/searches/{id}/retry``.
 
 Any number of reapers may run (one per worker process): each step is a guarded UPDATE, so two
 reapers never double-apply a transition.
@@ -24,16 +27,18 @@ from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.services import Services
 from shortlist.talent import repository as repo
-from shortlist.talent.tiers import MAX_TIER_ATTEMPTS
 
 log = logging.getLogger(__name__)
+
+MAX_LOST_WORKERS = 3
+"""Workers lost on one tier page or one candidate before it fails instead of going back."""
 
 
 @dataclass(frozen=True)
 class ReapReport:
-    lost_candidates: int = 0
+    requeued_candidates: int = 0
+    failed_candidates: int = 0
     requeued_tiers: int = 0
     failed_tiers: int = 0
     completed: int = 0
@@ -42,7 +47,8 @@ class ReapReport:
     def __bool__(self) -> bool:
         return any(
             (
-                self.lost_candidates,
+                self.requeued_candidates,
+                self.failed_candidates,
                 self.requeued_tiers,
                 self.failed_tiers,
                 self.completed,
@@ -54,12 +60,17 @@ class ReapReport:
 async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
     # One statement per transaction: the reaper never holds locks across tables.
     async with pool.connection() as conn:
-        lost = await repo.reap_lost_candidates(conn)
+        lost = await repo.reap_lost_candidates(conn, MAX_LOST_WORKERS)
         await conn.commit()
-        tiers = await repo.reap_lost_tiers(conn, MAX_TIER_ATTEMPTS)
+        tiers = await repo.reap_lost_tiers(conn, MAX_LOST_WORKERS)
         await conn.commit()
     for row in lost:
-        log.warning("search %s candidate %d: worker lost, failed", row["search_id"], row["id"])
+        log.warning(
+            "search %s candidate %d: worker lost, now %s",
+            row["search_id"],
+            row["id"],
+            row["status"],
+        )
     # Completion before staleness: a search that is merely silent because it is finished is
     # complete, not stale.
     async with pool.connection() as conn:
@@ -75,7 +86,8 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
             "search %s: no progress for %.0fs, marked stale", search_id, settings.stale_after
         )
     report = ReapReport(
-        lost_candidates=len(lost),
+        requeued_candidates=sum(1 for c in lost if c["status"] == "queued"),
+        failed_candidates=sum(1 for c in lost if c["status"] == "failed_transient"),
         requeued_tiers=sum(1 for t in tiers if t["status"] == "queued"),
         failed_tiers=sum(1 for t in tiers if t["status"] == "failed"),
         completed=completed,
@@ -86,12 +98,12 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
     return report
 
 
-async def run_reaper(services: Services, stop: asyncio.Event) -> None:
+async def run_reaper(pool: AsyncPool, settings: Settings, stop: asyncio.Event) -> None:
     """Reap every ``reaper_interval`` until ``stop``; a failed round is logged and retried."""
-    interval = services.settings.reaper_interval
+    interval = settings.reaper_interval
     while not stop.is_set():
         try:
-            await reap_once(services.pool, services.settings)
+            await reap_once(pool, settings)
         except Exception:
             log.exception("reaper round failed; next round in %.1fs", interval)
         with contextlib.suppress(TimeoutError):

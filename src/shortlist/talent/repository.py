@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.indexer.corpora import CANDIDATES
 from shortlist.sources.base import Profile
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
@@ -35,9 +36,8 @@ Q = load_queries("shortlist.talent")
 # Notified by the triggers of migration 0002 whenever tiers or stubs are added or change status
 # (and by resume_search): the backfill workers' wake-up call.
 BACKFILL_CHANNEL = "shortlist_backfill"
-_INDEXER_Q = load_queries("shortlist.listings", "indexer.sql")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.
-_CANDIDATE_TEXT = sql.SQL(Q["candidate_text"]).format(text=sql.SQL(_INDEXER_Q["candidates_text"]))
+_CANDIDATE_TEXT = sql.SQL(Q["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
 
 
 @dataclass(frozen=True)
@@ -229,13 +229,11 @@ def _brief(row: Row) -> SearchBrief:
 
 
 async def claim_tiers(
-    pool: AsyncPool, worker_id: str, limit: int, lease: float, max_attempts: int
+    pool: AsyncPool, worker_id: str, limit: int, lease: float
 ) -> list[ClaimedTier]:
     async with single_statement(pool) as conn:
         rows = await _all(
-            conn,
-            Q["claim_tiers"],
-            {"worker_id": worker_id, "limit": limit, "lease": lease, "max_attempts": max_attempts},
+            conn, Q["claim_tiers"], {"worker_id": worker_id, "limit": limit, "lease": lease}
         )
     return [
         ClaimedTier(
@@ -316,11 +314,6 @@ async def tier_deferred(
 async def tier_failed(conn: AsyncConn, tier_id: int, worker_id: str, *, error: str) -> bool:
     params = {"id": tier_id, "worker_id": worker_id, "error": error}
     return await _one(conn, Q["tier_failed"], params) is not None
-
-
-async def release_tiers(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
-    async with single_statement(pool) as conn:
-        await conn.execute(Q["release_tiers"], {"ids": list(ids), "worker_id": worker_id})
 
 
 # --- candidates -------------------------------------------------------------------------------
@@ -454,20 +447,15 @@ async def finish_candidate(
     return row is not None
 
 
-async def release_candidates(pool: AsyncPool, worker_id: str, ids: Sequence[int]) -> None:
-    async with single_statement(pool) as conn:
-        await conn.execute(Q["release_candidates"], {"ids": list(ids), "worker_id": worker_id})
-
-
 # --- reaper -----------------------------------------------------------------------------------
 
 
-async def reap_lost_candidates(conn: AsyncConn) -> list[Row]:
-    return await _all(conn, Q["reap_lost_candidates"], {})
+async def reap_lost_candidates(conn: AsyncConn, max_lost: int) -> list[Row]:
+    return await _all(conn, Q["reap_lost_candidates"], {"max_lost": max_lost})
 
 
-async def reap_lost_tiers(conn: AsyncConn, max_attempts: int) -> list[Row]:
-    return await _all(conn, Q["reap_lost_tiers"], {"max_attempts": max_attempts})
+async def reap_lost_tiers(conn: AsyncConn, max_lost: int) -> list[Row]:
+    return await _all(conn, Q["reap_lost_tiers"], {"max_lost": max_lost})
 
 
 async def running_searches_without_work(conn: AsyncConn) -> list[uuid.UUID]:

@@ -20,10 +20,10 @@ from pydantic import ValidationError
 
 from shortlist import metrics
 from shortlist.auth import Principal
+from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncConn, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
-from shortlist.services import Services
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
     CandidateStatus,

@@ -16,7 +16,6 @@ the provider fails it (after the adapter's one retry) — the other tiers go on 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
@@ -36,10 +35,6 @@ from shortlist.talent.roles import role_family
 log = logging.getLogger(__name__)
 
 DISCOVERY_PAGE_SIZE = 10
-# A tier page whose worker vanished is tried again this many times before the tier fails.
-MAX_TIER_ATTEMPTS = 3
-
-_LEASES = LeaseTable("search_tiers", "id")
 
 
 def strict_query(brief: SearchBrief) -> DiscoveryQuery:
@@ -71,20 +66,15 @@ class TierQueue:
 
     name = "backfill_tiers"
     channel: str | None = repo.BACKFILL_CHANNEL
+    leases = LeaseTable("search_tiers", requeue=True)
 
-    def __init__(self, pool: AsyncPool, settings: Settings, sources: Callable[[], Sources]):
+    def __init__(self, pool: AsyncPool, settings: Settings, sources: Sources):
         self.pool = pool
         self.settings = settings
-        self._sources = sources
+        self.sources = sources
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedTier]:
-        return await repo.claim_tiers(self.pool, worker_id, limit, lease, MAX_TIER_ATTEMPTS)
-
-    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedTier], lease: float) -> None:
-        await _LEASES.heartbeat(self.pool, worker_id, [t.id for t in items], lease)
-
-    async def release(self, worker_id: str, items: Sequence[ClaimedTier]) -> None:
-        await repo.release_tiers(self.pool, worker_id, [t.id for t in items])
+        return await repo.claim_tiers(self.pool, worker_id, limit, lease)
 
     async def handle(self, worker_id: str, items: list[ClaimedTier]) -> None:
         for item in items:
@@ -93,7 +83,7 @@ class TierQueue:
     async def _discover(self, claimed: ClaimedTier) -> DiscoveryPage | None:
         """One page from the tier's provider; None when the tier has nothing to ask (a brief
         with no structured filters gives the strict tier nothing to map)."""
-        sources = self._sources()
+        sources = self.sources
         brief, page = claimed.search, claimed.next_page
         if claimed.tier is Tier.serp:
             return await sources.serp.search(serp_text(brief), page)
@@ -191,7 +181,7 @@ class TierQueue:
                     await repo.touch_search(conn, search_id)
             except _Discard as why:
                 log.info("search %s tier %s: page dropped: %s", search_id, claimed.tier, why)
-                await repo.release_tiers(self.pool, worker_id, [claimed.id])
+                await self.leases.release(self.pool, worker_id, [claimed.id])
                 return None
         log.info(
             "search %s tier %s page %d: %d new candidates (%s)",

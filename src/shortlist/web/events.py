@@ -45,10 +45,10 @@ from fastapi.responses import StreamingResponse
 from shortlist.api.deps import RecruiterDep, ServicesDep
 from shortlist.api.routes import searches as searches_api
 from shortlist.auth import Principal
+from shortlist.bootstrap import Services
 from shortlist.db.types import Row
 from shortlist.errors import NotFound
 from shortlist.queue.notify import Notifier
-from shortlist.services import Services
 from shortlist.talent import service
 from shortlist.talent.repository import SearchRecord
 from shortlist.web import small_int

@@ -1,23 +1,21 @@
-"""Queue operations: ``shortlist status`` and ``shortlist reindex``."""
+"""Operating shortlist: ``status``, ``reindex``, ``token create``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Annotated, Any
 
-import psycopg
 import typer
-from psycopg.rows import dict_row
 from rich.console import Console
 from rich.table import Table
 
-from shortlist.config import get_settings
-from shortlist.db.types import AsyncConn
+from shortlist.auth import Role, create_token
+from shortlist.cli.common import connect, load_settings
+from shortlist.db.pool import connect as connect_sync
 from shortlist.ops_status import collect_status, reindex
-from shortlist.runtime import Database, prepared_database
+from shortlist.runtime import prepared_database
 
 
 class Corpus(StrEnum):
@@ -33,21 +31,10 @@ _CORPUS_TABLE: dict[Corpus, str | None] = {
 }
 
 
-def register_ops(app: typer.Typer) -> None:
+def register(app: typer.Typer, token_app: typer.Typer) -> None:
     app.command("status")(status_command)
     app.command("reindex")(reindex_command)
-
-
-def _database() -> AbstractContextManager[Database]:
-    settings = get_settings()
-    from shortlist.cli import setup_logging
-
-    setup_logging(settings.log_level)
-    return prepared_database(settings)
-
-
-async def _connect(url: str) -> AsyncConn:
-    return await psycopg.AsyncConnection.connect(url, row_factory=dict_row)
+    token_app.command("create")(token_create)
 
 
 def status_command(
@@ -56,10 +43,10 @@ def status_command(
     """Queue depths by status, the latest failures with their errors, running searches."""
 
     async def run(url: str) -> dict[str, Any]:
-        async with await _connect(url) as conn:
+        async with await connect(url) as conn:
             return await collect_status(conn)
 
-    with _database() as db:
+    with prepared_database(load_settings()) as db:
         report = asyncio.run(run(db.url))
     if as_json:
         typer.echo(json.dumps(report, indent=2))
@@ -79,12 +66,12 @@ def reindex_command(
     """Mark rows for re-embedding. Without flags: embedded rows whose vector is out of date."""
 
     async def run(url: str) -> int:
-        async with await _connect(url) as conn:
+        async with await connect(url) as conn:
             return await reindex(
                 conn, failed=failed, all_rows=all_rows, table=_CORPUS_TABLE[corpus]
             )
 
-    with _database() as db:
+    with prepared_database(load_settings()) as db:
         marked = asyncio.run(run(db.url))
     what = "all" if all_rows else "failed" if failed else "stale"
     typer.echo(f"marked {marked} {what} rows ({corpus.value}) for re-embedding")
@@ -139,3 +126,15 @@ def print_status(report: dict[str, Any], console: Console) -> None:
         console.print(running)
     else:
         console.print("No running searches.")
+
+
+def token_create(
+    name: Annotated[str, typer.Argument(help="Who the token is for")],
+    role: Annotated[Role, typer.Option(help="company | recruiter | admin")],
+) -> None:
+    """Create an API token; it is printed once, alone on the last line."""
+    settings = load_settings()
+    with prepared_database(settings) as db, connect_sync(db.url) as conn:
+        principal, token = create_token(conn, name, role)
+    typer.echo(f"created {principal.role.value} token #{principal.token_id} for {name!r}")
+    typer.echo(token)

@@ -1,7 +1,4 @@
-"""The embedding indexer (the seed's ``EmbedIndexerWorker``), one per embedded corpus.
-
-Producers (API, bulk import, e-mail, backfill) only write rows; they never embed. The indexer
-turns rows into vectors:
+"""The embedding queue of one corpus.
 
     claim   WHERE pending OR (embedded AND updated_at > embedded_at), ORDER BY created_at,
             FOR UPDATE SKIP LOCKED, leased to this worker and committed (no transaction is
@@ -10,17 +7,15 @@ turns rows into vectors:
             otherwise one batch call, then ONE transaction: vectors with their status flip,
             and the rows that failed permanently
 
-Both corpora (``job_listings``, ``candidates``) carry the same embedding columns, so one
-:class:`EmbeddingQueue` parameterised by an :class:`EmbeddingTarget` serves both. The run
-loop, the throttle (the seed's poll interval between cycles), the NOTIFY wake-up, back-off
-and graceful stop are the shared primitive's (``shortlist.queue``); this module only says
-what is claimable and what "done" means.
+The run loop, the throttle between cycles, the NOTIFY wake-up, back-off and graceful stop are
+the shared primitive's (``shortlist.queue``); this module only says what is claimable and what
+"done" means.
 
-Errors follow the seed: a transient embedding error (network, empty response, HTTP
-401/403/429/5xx) propagates as ``TransientError``; the worker releases the rows (they stay
-pending) and backs off ``base × 2^attempt``, capped. A permanent error is attributed to the
-single input that caused it (``embed_isolating_failures`` bisects) and that row alone is
-marked ``failed`` in the same transaction that stores the others' vectors.
+A transient embedding error (network, empty response, HTTP 401/403/429/5xx) propagates as
+``TransientError``: the worker releases the rows (they stay pending) and backs off
+``base × 2^attempt``, capped. A permanent error is attributed to the single input that caused
+it (``embed_isolating_failures`` bisects) and that row alone is marked ``failed`` in the same
+transaction that stores the others' vectors.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import LiteralString
 from uuid import UUID
 
 import psycopg
@@ -41,10 +35,9 @@ from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
 from shortlist.errors import TransientError
+from shortlist.indexer.corpora import Corpus
 from shortlist.ops_status import redact_emails
 from shortlist.queue.lease import LeaseTable
-from shortlist.queue.worker import QueueWorker, WorkerConfig
-from shortlist.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -52,23 +45,7 @@ EMBED_CHANNEL = "shortlist_embed"
 """Notified by the corpus tables' triggers (payload: the table) on inserts and edits."""
 MAX_ERROR_CHARS = 1000
 
-_QUERIES = load_queries("shortlist.listings", "indexer.sql")
-_STATEMENTS = ("claim", "store_embeddings", "confirm_embedded", "mark_failed")
-
-
-@dataclass(frozen=True)
-class EmbeddingTarget:
-    """A table with the embedding columns (see migration 0001) and how to build its text."""
-
-    table: LiteralString
-    text_sql: LiteralString
-    """SQL expression over the table's columns: the text that is embedded. It must read
-    exactly the columns the table's generated ``content_hash`` reads."""
-
-
-LISTINGS = EmbeddingTarget("job_listings", _QUERIES["job_listings_text"])
-CANDIDATES = EmbeddingTarget("candidates", _QUERIES["candidates_text"])
-TARGETS: tuple[EmbeddingTarget, ...] = (LISTINGS, CANDIDATES)
+_SQL = load_queries("shortlist.indexer")
 
 
 @dataclass(frozen=True)
@@ -105,7 +82,7 @@ class BatchResult:
 class EmbeddingQueue:
     """The ``shortlist.queue.worker.Queue`` of one corpus table."""
 
-    def __init__(self, pool: AsyncPool, embedder: Embedder, target: EmbeddingTarget) -> None:
+    def __init__(self, pool: AsyncPool, embedder: Embedder, target: Corpus) -> None:
         self.pool = pool
         self.embedder = embedder
         self.target = target
@@ -113,13 +90,14 @@ class EmbeddingQueue:
         # Every corpus table notifies the one channel; a wake-up for the other table costs an
         # empty claim, which is cheaper than a listener per table.
         self.channel: str | None = EMBED_CHANNEL
-        self.lease = LeaseTable(target.table)
+        self.leases = LeaseTable(target.table, key_type="uuid")
         self.totals = BatchResult()
         """Running totals of this queue object (for logs, benchmarks and tests)."""
         table = sql.Identifier(target.table)
         text = sql.SQL(target.text_sql)
         self._sql = {
-            name: sql.SQL(_QUERIES[name]).format(table=table, text=text) for name in _STATEMENTS
+            name: sql.SQL(statement).format(table=table, text=text)
+            for name, statement in _SQL.items()
         }
 
     # -- the Queue protocol ---------------------------------------------------------------------
@@ -159,12 +137,6 @@ class EmbeddingQueue:
             result.superseded,
         )
 
-    async def heartbeat(self, worker_id: str, items: Sequence[ClaimedRow], lease: float) -> None:
-        await self.lease.heartbeat(self.pool, worker_id, [r.id for r in items], lease)
-
-    async def release(self, worker_id: str, items: Sequence[ClaimedRow]) -> None:
-        await self.lease.release(self.pool, worker_id, [r.id for r in items])
-
     # -- the work ----------------------------------------------------------------------------------
 
     async def index_batch(self, worker_id: str, rows: Sequence[ClaimedRow]) -> BatchResult:
@@ -192,7 +164,7 @@ class EmbeddingQueue:
         if left:
             # A guard did not match: the text changed under us. The row is still claimable
             # (its updated_at moved), so hand it back now rather than when the lease expires.
-            await self.lease.release(self.pool, worker_id, left)
+            await self.leases.release(self.pool, worker_id, left)
         result.superseded = len(left)
         self.totals.add(result)
         for outcome, count in (
@@ -256,35 +228,3 @@ class EmbeddingQueue:
         """Test seam inside the commit, after the vectors and status flips are written and
         before the failures and the COMMIT: a test subclass raises here to prove that a batch
         commits whole or not at all."""
-
-
-def indexer_config(services: Services) -> WorkerConfig:
-    s = services.settings
-    return WorkerConfig(
-        batch_size=s.indexer_batch_size,
-        # One batch at a time per process and corpus: the model (or the provider's rate limit)
-        # is the bottleneck, and more processes scale out through SKIP LOCKED.
-        concurrency=1,
-        poll_interval=s.indexer_poll_interval,
-        # The seed waits the poll interval after every cycle too, to spread load on the
-        # provider; when idle, NOTIFY still wakes the worker at once.
-        throttle=s.indexer_poll_interval,
-        backoff_base=s.indexer_backoff_base,
-        backoff_max=s.indexer_backoff_max,
-        lease=s.lease_seconds,
-    )
-
-
-def build_indexer_workers(
-    services: Services, *, targets: Sequence[EmbeddingTarget] = TARGETS
-) -> list[QueueWorker[ClaimedRow]]:
-    """One indexer worker per corpus, sharing the process's pool, embedder and listener."""
-    config = indexer_config(services)
-    return [
-        QueueWorker(
-            EmbeddingQueue(services.pool, services.embedder, target),
-            config,
-            notifier=services.notifier,
-        )
-        for target in targets
-    ]

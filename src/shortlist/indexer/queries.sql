@@ -1,27 +1,14 @@
--- The embedding indexer (shortlist.listings.indexer). One set of statements serves every
--- embedded corpus: {table} is the corpus table (psycopg.sql.Identifier) and {text} the SQL
--- expression that builds the text to embed from that table's columns (one of the *_text
--- blocks below). Every status transition is a guarded UPDATE … RETURNING: a row only moves
--- while this worker still holds its lease and its text is still the text that was embedded.
-
--- name: job_listings_text
--- The same columns as job_listings.content_hash, so "text changed" ⇔ "hash changed".
-job_title || ' at ' || company_name || ', ' || city_location || E'\n' || description
-
--- name: candidates_text
--- The same columns as candidates.content_hash; never the e-mail address.
-concat_ws(E'\n',
-    full_name,
-    nullif(headline, ''),
-    nullif(concat_ws(', ', nullif(role_title, ''), nullif(location, '')), ''),
-    CASE WHEN cardinality(skills) > 0 THEN 'Skills: ' || shortlist_join(skills) END,
-    nullif(summary, ''))
+-- The embedding indexer (shortlist.indexer). One set of statements serves every embedded
+-- corpus: {table} is the corpus table (psycopg.sql.Identifier) and {text} the SQL expression
+-- that builds the text to embed from that table's columns (corpora.sql). Every status
+-- transition is a guarded UPDATE … RETURNING: a row only moves while this worker still holds
+-- its lease and its text is still the text that was embedded.
 
 -- name: claim
--- The seed's condition (matched by the partial index {table}_claimable_idx), minus rows under
--- a live lease. The CTE locks only what it claims; the lease outlives this transaction, so
--- the model call happens outside any transaction. A crashed worker's rows come back when
--- locked_until passes.
+-- Pending or edited rows (the partial index {table}_claimable_idx), minus rows under a live
+-- lease. The CTE locks only what it claims; the lease outlives this transaction, so the model
+-- call happens outside any transaction. This claim is the owner of expired leases on corpus
+-- tables: a crashed worker's rows are claimable again as soon as locked_until passes.
 WITH claimable AS (
     SELECT id
       FROM {table}

@@ -1,4 +1,4 @@
-"""Candidate commands: ``ingest candidates FILE`` and ``search candidates "QUERY"``.
+"""Searching from the terminal: ``search jobs`` and ``search candidates``.
 
 ``search candidates`` starts a search as the built-in CLI principal and prints results as they
 arrive, the way the web client sees them: internal hits at once, then backfilled candidates
@@ -11,51 +11,97 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from shortlist.auth import Principal, Role
+from shortlist.bootstrap import Services, build_workers, open_services
+from shortlist.cli.common import load_settings
 from shortlist.config import Settings
-from shortlist.runtime import (
-    install_stop_signals,
-    prepared_database,
-    run_until_stopped,
-    worker_runners,
-)
+from shortlist.db.pool import open_async_pool
+from shortlist.errors import BadInput
+from shortlist.listings.models import MAX_SALARY_KS
+from shortlist.listings.search import MAX_SIZE, SearchResult
+from shortlist.runtime import install_stop_signals, prepared_database, run_until_stopped
 
 console = Console()
 CLI_PRINCIPAL_NAME = "shortlist-cli"
 
 
-def register(app: typer.Typer, ingest_app: typer.Typer, search_app: typer.Typer) -> None:
-    ingest_app.command("candidates")(ingest_candidates)
+def register(search_app: typer.Typer) -> None:
+    search_app.command("jobs")(search_jobs_command)
     search_app.command("candidates")(search_candidates)
 
 
-def ingest_candidates(
-    file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of candidate profiles")],
-    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+def search_jobs_command(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words")],
+    size: Annotated[int, typer.Option(min=1, max=MAX_SIZE, help="Number of hits")] = 10,
+    location: Annotated[str | None, typer.Option(help="Substring of the city, any case")] = None,
+    salary_min: Annotated[
+        int | None,
+        typer.Option(min=0, max=MAX_SALARY_KS, help="Thousands; compared with the top figure"),
+    ] = None,
 ) -> None:
-    """Bulk import candidate profiles; bad rows are reported with line numbers, good rows kept.
+    """Search job listings from the terminal (same ranking as the API)."""
+    settings = load_settings()
+    with prepared_database(settings) as db:
+        try:
+            result = asyncio.run(_search(settings, db.url, query, size, location, salary_min))
+        except BadInput as exc:
+            Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+    _print_hits(result)
 
-    Exit status: 0 if any profile was imported, 1 if the file could not be read or held no
-    valid row.
-    """
-    from shortlist.cli.ingest import run_file_import
-    from shortlist.cli.ops import _settings
-    from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
 
-    run_file_import(
-        CandidateFileReader(file),
-        ingest_candidates,
-        noun="candidates",
-        batch_size=batch_size,
-        settings=_settings(),
-        after="the profiles are searchable by full text now, and by meaning once embedded",
+async def _search(
+    settings: Settings,
+    url: str,
+    query: str,
+    size: int,
+    location: str | None,
+    salary_min: int | None,
+) -> SearchResult:
+    from shortlist.embedding.factory import make_embedder
+    from shortlist.listings.search import search_jobs
+
+    embedder = make_embedder(settings)
+    pool = await open_async_pool(url, min_size=1, max_size=2, name="shortlist-cli")
+    try:
+        return await search_jobs(
+            pool, embedder, query, size=size, location=location, salary_min=salary_min
+        )
+    finally:
+        await pool.close()
+
+
+def _print_hits(result: SearchResult) -> None:
+    out = Console()
+    n = len(result.hits)
+    table = Table(
+        title=escape(f"{n} job{'' if n == 1 else 's'} for {result.query!r}")
+        + f" ({result.took_ms:.0f} ms)"
     )
+    table.add_column("score", justify="right")
+    table.add_column("title")
+    table.add_column("company")
+    table.add_column("city")
+    table.add_column("salary")
+    table.add_column("slug", overflow="fold")
+    for hit in result.hits:
+        listing = hit.listing
+        table.add_row(
+            f"{hit.score:.3f}",
+            escape(listing.job_title),
+            escape(listing.company_name),
+            escape(listing.city_location),
+            escape(listing.salary_range or "—"),
+            listing.detail_page_slug,
+        )
+    out.print(table)
 
 
 def search_candidates(
@@ -72,9 +118,7 @@ def search_candidates(
     poll: Annotated[float, typer.Option(help="Seconds between result polls")] = 1.0,
 ) -> None:
     """Search candidates; results stream into the terminal as the backfill finds them."""
-    from shortlist.cli.ops import _settings
-
-    settings = _settings()
+    settings = load_settings()
     payload: dict[str, Any] = {"query": query, "skills": skill or []}
     if role:
         payload["role"] = role
@@ -83,10 +127,10 @@ def search_candidates(
     if min_years is not None:
         payload["min_years_experience"] = min_years
     with prepared_database(settings) as db:
-        asyncio.run(_search(settings, db.url, payload, workers=workers, poll=poll))
+        asyncio.run(_search_candidates(settings, db.url, payload, workers=workers, poll=poll))
 
 
-async def _cli_principal(services: Any) -> Principal:
+async def _cli_principal(services: Services) -> Principal:
     """The CLI's own admin principal (a token row whose secret nobody ever sees)."""
     from shortlist.auth import create_token_async
 
@@ -103,10 +147,9 @@ async def _cli_principal(services: Any) -> Principal:
         return principal
 
 
-async def _search(
+async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
-    from shortlist.services import open_services
     from shortlist.talent.service import parse_search_create, results_page, start_search
 
     search = parse_search_create(payload)
@@ -125,11 +168,11 @@ async def _search(
             }
         )
     try:
-        async with open_services(settings, url) as services:
+        async with open_services(settings, url, with_sources=workers) as services:
             principal = await _cli_principal(services)
             worker_task: asyncio.Task[None] | None = None
             if workers:
-                runners = worker_runners(services, {"backfill", "reaper"})
+                runners = build_workers(services, {"backfill", "reaper"})
                 worker_task = asyncio.create_task(
                     run_until_stopped(runners, stop, settings.shutdown_grace)
                 )

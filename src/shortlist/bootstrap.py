@@ -1,0 +1,188 @@
+"""The composition root: what one shortlist process is made of, built in one place.
+
+:class:`Services` holds the long-lived parts a process shares (settings, pool, notification
+listener, lease keeper, embedder and, where the backfill runs, the external sources);
+:func:`open_services` builds and closes them, :func:`build_workers` assembles the queue
+workers of a process by kind. The API, the CLI commands, the tests and the benchmarks all
+start here; nothing else constructs these parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shortlist.config import Settings
+from shortlist.db.pool import open_async_pool
+from shortlist.db.types import AsyncPool
+from shortlist.embedding.base import Embedder
+from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
+from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
+from shortlist.sources.factory import Sources, make_sources
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+"""A worker coroutine of the process: runs until the event is set, then drains."""
+WORKER_KINDS = ("indexer", "backfill", "reaper")
+
+# The backfill queues wake on NOTIFY; polling is the fallback, and what makes a tier deferred by
+# a 429 (not_before in the future, no NOTIFY when it falls due) run on time.
+BACKFILL_POLL_INTERVAL = 1.0
+# What a backfill worker backs off on: a throttled provider (the candidate queue re-raises 429s,
+# with their Retry-After, which wins when longer), a failed claim, an unexpected error. Short: a
+# provider pause is usually seconds, and the database is usually back within seconds.
+BACKFILL_BACKOFF_BASE = 0.5
+BACKFILL_BACKOFF_MAX = 30.0
+
+
+@dataclass
+class Services:
+    settings: Settings
+    database_url: str
+    pool: AsyncPool
+    notifier: Notifier
+    embedder: Embedder
+    sources: Sources | None = None
+    """The talent providers: only in processes that run the backfill."""
+    keeper: LeaseKeeper = field(init=False)
+    """Renews every lease this process's workers hold, in one statement per beat."""
+
+    def __post_init__(self) -> None:
+        self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
+
+
+@contextlib.asynccontextmanager
+async def open_services(
+    settings: Settings,
+    database_url: str,
+    *,
+    embedder: Embedder | None = None,
+    sources: Sources | None = None,
+    with_sources: bool = False,
+    pool_max: int | None = None,
+) -> AsyncIterator[Services]:
+    """Build a process's services; ``with_sources`` also builds the configured providers
+    (raising ``SourcesNotConfigured`` before anything is opened when they are not)."""
+    if embedder is None:
+        from shortlist.embedding.factory import make_embedder
+
+        embedder = make_embedder(settings)
+    if sources is None and with_sources:
+        sources = make_sources(settings)
+    max_size = pool_max or settings.db_pool_max
+    pool = await open_async_pool(
+        database_url, min_size=min(settings.db_pool_min, max_size), max_size=max_size
+    )
+    notifier = Notifier(database_url)
+    notifier.start()
+    services = Services(settings, database_url, pool, notifier, embedder, sources)
+    try:
+        yield services
+    finally:
+        closers = [services.sources.aclose()] if services.sources is not None else []
+        closers.append(services.embedder.aclose())
+        for close in closers:
+            with contextlib.suppress(Exception):
+                await close
+        await notifier.stop()
+        await pool.close()
+
+
+def indexer_workers(
+    services: Services, corpora: Sequence[Corpus] = CORPORA
+) -> list[QueueWorker[ClaimedRow]]:
+    """One indexer worker per corpus, sharing the process's pool, embedder and listener."""
+    s = services.settings
+    config = WorkerConfig(
+        batch_size=s.indexer_batch_size,
+        # One batch at a time per process and corpus: the model (or the provider's rate limit)
+        # is the bottleneck, and more processes scale out through SKIP LOCKED.
+        concurrency=1,
+        poll_interval=s.indexer_poll_interval,
+        # Wait the poll interval after every busy cycle too, to spread load on the provider;
+        # when idle, NOTIFY still wakes the worker at once.
+        throttle=s.indexer_poll_interval,
+        backoff_base=s.indexer_backoff_base,
+        backoff_max=s.indexer_backoff_max,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    return [
+        QueueWorker(
+            EmbeddingQueue(services.pool, services.embedder, corpus),
+            config,
+            notifier=services.notifier,
+            keeper=services.keeper,
+        )
+        for corpus in corpora
+    ]
+
+
+def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
+    """The tier queue and the candidate queue, woken by NOTIFY on the backfill channel."""
+    from shortlist.talent.candidates import CandidateQueue
+    from shortlist.talent.tiers import TierQueue
+
+    s = services.settings
+    if services.sources is None:
+        raise RuntimeError("backfill workers need services built with_sources=True")
+    config = WorkerConfig(
+        # One item per task: a slow enrichment or a hung discovery call holds back only
+        # itself; the provider gate bounds the actual calls.
+        batch_size=1,
+        concurrency=s.backfill_concurrency,
+        poll_interval=BACKFILL_POLL_INTERVAL,
+        # Never longer than the providers' own retry delay (tests scale that down with time).
+        backoff_base=min(BACKFILL_BACKOFF_BASE, s.retry_delay),
+        backoff_max=BACKFILL_BACKOFF_MAX,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    tiers = QueueWorker(
+        TierQueue(services.pool, s, services.sources),
+        config,
+        notifier=services.notifier,
+        keeper=services.keeper,
+    )
+    candidates = QueueWorker(
+        CandidateQueue(services.pool, services.embedder, services.sources),
+        config,
+        notifier=services.notifier,
+        keeper=services.keeper,
+    )
+    return [tiers, candidates]
+
+
+def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
+    """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
+    runners: list[Runner] = []
+    if "indexer" in kinds:
+        runners.extend(w.run for w in indexer_workers(services))
+    if "backfill" in kinds:
+        runners.extend(w.run for w in backfill_workers(services))
+    if "reaper" in kinds:
+        from shortlist.talent.reaper import run_reaper
+
+        runners.append(lambda stop: run_reaper(services.pool, services.settings, stop))
+    return runners
+
+
+async def load_samples_if_empty(services: Services) -> None:
+    """The bundled sample corpora, loaded on the first start of an empty database."""
+    from shortlist.listings.sample import load_sample_listings
+    from shortlist.talent.sample import load_sample_candidates
+
+    async with services.pool.connection() as conn:
+        n = await load_sample_listings(conn)
+        if n:
+            log.info("loaded %d sample job listings", n)
+        m = await load_sample_candidates(conn)
+        if m:
+            log.info("loaded %d sample candidates", m)

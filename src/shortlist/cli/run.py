@@ -1,0 +1,210 @@
+"""Running shortlist: ``serve``, ``worker``, ``migrate``, ``simulator``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shortlist.bootstrap import WORKER_KINDS, build_workers, load_samples_if_empty, open_services
+from shortlist.cli.common import load_settings
+from shortlist.config import Settings
+from shortlist.runtime import (
+    Database,
+    QuietServer,
+    bind_socket,
+    exit_on_sigterm,
+    install_stop_signals,
+    prepared_database,
+    run_until_stopped,
+    supervise_database,
+)
+
+log = logging.getLogger("shortlist")
+
+# Where ``shortlist simulator`` listens when SHORTLIST_SIMULATOR_PORT is unset (in ``serve``,
+# the in-process simulator takes a free port instead).
+DEFAULT_SIMULATOR_PORT = 8001
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(worker)
+    app.command()(migrate)
+    app.command()(simulator)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address [SHORTLIST_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [SHORTLIST_PORT]")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Embedded database dir [SHORTLIST_DATA_DIR]")
+    ] = None,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="API only; run `shortlist worker` elsewhere")
+    ] = False,
+) -> None:
+    """API + web UI (+ the workers in-process, + the simulator on the embedded default)."""
+    exit_on_sigterm()
+    settings = load_settings(host=host, port=port, data_dir=data_dir)
+    with contextlib.ExitStack() as sockets:
+        # Ports first: one that is taken ends the command before anything else starts.
+        api_sock = sockets.enter_context(
+            bind_socket(settings.host, settings.port, "the API (SHORTLIST_PORT)")
+        )
+        sim_sock: socket.socket | None = None
+        if settings.talent_api_url is None or settings.serp_api_url is None:
+            sim_sock = sockets.enter_context(
+                bind_socket(
+                    "127.0.0.1",
+                    settings.simulator_port or 0,
+                    "the bundled simulator (SHORTLIST_SIMULATOR_PORT)",
+                )
+            )
+        with prepared_database(settings) as db:
+            asyncio.run(_serve(settings, db, api_sock, sim_sock, workers=not no_workers))
+
+
+async def _serve(
+    settings: Settings,
+    db: Database,
+    api_sock: socket.socket,
+    sim_sock: socket.socket | None,
+    *,
+    workers: bool,
+) -> None:
+    import uvicorn
+
+    from shortlist.api.app import create_app
+
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    supervisor = asyncio.create_task(supervise_database(db, stop))
+    sim_server: QuietServer | None = None
+    sim_task: asyncio.Task[None] | None = None
+    if sim_sock is not None:
+        sim_url = f"http://127.0.0.1:{sim_sock.getsockname()[1]}"
+        settings = settings.model_copy(
+            update={
+                "talent_api_url": settings.talent_api_url or sim_url,
+                "serp_api_url": settings.serp_api_url or sim_url,
+            }
+        )
+        sim_server = _simulator_server(settings)
+        sim_task = asyncio.create_task(sim_server.serve(sockets=[sim_sock]))
+    try:
+        async with open_services(settings, db.url, with_sources=workers) as services:
+            # Load the model before the first request, not during it.
+            await asyncio.to_thread(services.embedder.warm_up)
+            if settings.load_sample_data and not stop.is_set():
+                await load_samples_if_empty(services)
+            app = create_app(services)
+            config = uvicorn.Config(
+                app,
+                log_level=settings.log_level.lower(),
+                proxy_headers=False,  # client IPs: shortlist.api.clientip, trusted proxies only
+                access_log=False,
+                # Open result streams (SSE) would otherwise hold a shutdown until their search
+                # ends.
+                timeout_graceful_shutdown=3,
+            )
+            api = QuietServer(config)
+            api_task = asyncio.create_task(api.serve(sockets=[api_sock]))
+            runners = build_workers(services, WORKER_KINDS) if workers else []
+            log.info("shortlist serving on http://%s:%d", *api_sock.getsockname()[:2])
+            workers_task = asyncio.create_task(
+                run_until_stopped(runners, stop, settings.shutdown_grace)
+            )
+            await asyncio.wait(
+                [api_task, workers_task, asyncio.create_task(stop.wait())],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            stop.set()
+            api.should_exit = True
+            await workers_task
+            await api_task
+    finally:
+        stop.set()
+        if sim_server is not None and sim_task is not None:
+            sim_server.should_exit = True
+            await sim_task
+        await supervisor
+
+
+def _simulator_server(settings: Settings) -> QuietServer:
+    import uvicorn
+
+    from shortlist.simulator import SimulatorConfig, create_simulator_app
+
+    sim_app = create_simulator_app(SimulatorConfig(time_scale=settings.simulator_time_scale))
+    return QuietServer(uvicorn.Config(sim_app, log_level="warning", access_log=False))
+
+
+def worker(
+    only: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated subset of: indexer,backfill,reaper (default all)"),
+    ] = None,
+) -> None:
+    """Run queue workers only (no HTTP), for scaling out against one PostgreSQL."""
+    exit_on_sigterm()
+    settings = load_settings()
+    kinds = set(WORKER_KINDS)
+    if only:
+        kinds = {k.strip() for k in only.split(",") if k.strip()}
+        unknown = kinds - set(WORKER_KINDS)
+        if unknown:
+            raise typer.BadParameter(f"unknown worker kinds: {', '.join(sorted(unknown))}")
+    with prepared_database(settings) as db:
+        asyncio.run(_worker(settings, db, kinds))
+
+
+async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    supervisor = asyncio.create_task(supervise_database(db, stop))
+    try:
+        async with open_services(settings, db.url, with_sources="backfill" in kinds) as services:
+            await run_until_stopped(build_workers(services, kinds), stop, settings.shutdown_grace)
+    finally:
+        stop.set()
+        await supervisor
+
+
+def migrate() -> None:
+    """Apply schema migrations (idempotent; safe when several processes start at once)."""
+    settings = load_settings()
+    with prepared_database(settings):
+        pass
+    typer.echo("migrations applied")
+
+
+def simulator(
+    port: Annotated[int | None, typer.Option(help="Port [SHORTLIST_SIMULATOR_PORT]")] = None,
+    time_scale: Annotated[
+        float | None, typer.Option(help="Latency multiplier [SHORTLIST_SIMULATOR_TIME_SCALE]")
+    ] = None,
+) -> None:
+    """The external talent-API simulator on its own."""
+    settings = load_settings(simulator_port=port, simulator_time_scale=time_scale)
+    sock = bind_socket(
+        "127.0.0.1", settings.simulator_port or DEFAULT_SIMULATOR_PORT, "the simulator"
+    )
+    server = _simulator_server(settings)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        install_stop_signals(stop)
+        log.info("simulator serving on http://127.0.0.1:%d", sock.getsockname()[1])
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when="FIRST_COMPLETED")
+        server.should_exit = True
+        await task
+
+    with sock:
+        asyncio.run(run())
