@@ -21,6 +21,7 @@ BenchFn = Callable[[Context], list[Record]]
 # name → module (each has ``run(ctx) -> list[Record]``), in the order ``make bench`` runs them.
 BENCHMARKS: dict[str, str] = {
     "queue": "bench.bench_queue",
+    "heartbeat": "bench.bench_heartbeat",
     "indexer": "bench.bench_indexer",
     "search": "bench.bench_search",
     "search-http": "bench.bench_search_http",

@@ -19,7 +19,6 @@ def test_migrations_are_idempotent_and_recorded(db_url: str) -> None:
 
 
 def test_concurrent_migrators_apply_each_migration_once(pg_server: object) -> None:
-    
 
     admin = pg_server.url()
     with psycopg.connect(admin, autocommit=True) as conn:

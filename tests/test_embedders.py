@@ -360,7 +360,7 @@ def test_make_embedder() -> None:
     assert isinstance(remote, OpenAIEmbedder)
     assert remote.url == "http://127.0.0.1:11434/v1/embeddings"
     assert (remote.model, remote.dim, remote.timeout) == ("nomic-embed-text", 384, 12.0)
-    with pytest.raises(ValueError, match="384"):
+    with pytest.raises(ConfigError, match="384"):
         make_embedder(Settings(embedder="local", embedding_dim=768))
 
 

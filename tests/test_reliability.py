@@ -27,6 +27,17 @@ def test_worker_crashes_lose_and_duplicate_nothing(db_url: str) -> None:
     assert figures["kills"] == REDUCED.crash_rounds
 
 
+def test_killed_workers_candidates_go_back_to_work_within_45_s(db_url: str) -> None:
+    figures = scenarios.kills_during_backfills(REDUCED, db_url)
+    scenarios.record("worker kills during backfills (default lease)", COMMAND, figures)
+    assert figures["kills"] == REDUCED.kill_count
+
+
+def test_a_killed_embedded_postgres_is_restarted_under_load() -> None:
+    figures = scenarios.embedded_postgres_killed(REDUCED)
+    scenarios.record("embedded PostgreSQL killed", COMMAND, figures)
+
+
 def test_database_restart_is_survived() -> None:
     figures = scenarios.database_restart(REDUCED)
     scenarios.record("database restart", COMMAND, figures)

@@ -12,6 +12,7 @@ else waits on a condition with a deadline.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import shutil
 import signal
@@ -28,6 +29,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from shortlist.auth import Role, create_token
+from shortlist.config import Settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.simulator import SimulatorConfig
@@ -62,6 +64,9 @@ class Profile:
     """Seconds the database stays down, one restart each."""
     chaos_indexers: int = 2
     chaos_backfills: int = 2
+    kill_backfills: int = 10
+    """Searches per phase of the default-lease kill scenario (one phase without kills)."""
+    kill_count: int = 20
     seed: int = 20260805
 
 
@@ -80,6 +85,8 @@ REDUCED = Profile(
     restart_outages=(2.0,),
     chaos_indexers=1,
     chaos_backfills=1,
+    kill_backfills=2,
+    kill_count=2,
 )
 FULL = Profile(
     name="full",
@@ -315,6 +322,232 @@ def worker_crashes(profile: Profile, db_url: str) -> dict[str, Any]:
         "log_bytes_scanned": leaks["bytes"],
         "seconds": round(time.monotonic() - started, 1),
     }
+    return figures
+
+
+# --- 1b. worker kills during backfills, with the default lease ------------------------------------
+
+KILL_TIME_SCALE = 0.1
+"""Enrichment ~0.8 s: a kill at a random moment of a backfill lands mid-enrichment."""
+
+
+def _release_times(
+    db_url: str, kills: list[tuple[float, list[int]]], deadline: float
+) -> tuple[list[float], int]:
+    """Seconds from each kill until every candidate it held left ``running``, and the number
+    of samples in which a search reported not-running while any of its candidates was queued
+    or running. Samples every 0.25 s until all kills are resolved and the work settled."""
+    pending = {i: set(ids) for i, (_at, ids) in enumerate(kills) if ids}
+    released: dict[int, float] = {i: 0.0 for i, (_at, ids) in enumerate(kills) if not ids}
+    violations = 0
+    while time.monotonic() < deadline:
+        running = {
+            int(r["id"])
+            for r in checks.sql(db_url, "SELECT id FROM search_candidates WHERE status = 'running'")
+        }
+        violations += int(
+            checks.scalar(
+                db_url,
+                "SELECT count(*) FROM searches s WHERE s.status <> 'running' AND EXISTS"
+                " (SELECT 1 FROM search_candidates c WHERE c.search_id = s.id"
+                "  AND c.status IN ('queued', 'running'))",
+            )
+        )
+        now = time.monotonic()
+        for i in [i for i, ids in pending.items() if not ids & running]:
+            released[i] = now - kills[i][0]
+            del pending[i]
+        if not pending and checks.backfill_settled(db_url):
+            return [released[i] for i in sorted(released)], violations
+        time.sleep(0.25)
+    raise AssertionError(f"kills still holding candidates at the deadline: {pending}")
+
+
+def _succeeded_share(db_url: str, search_ids: list[str]) -> float:
+    rows = checks.sql(
+        db_url,
+        "SELECT count(*) FILTER (WHERE status = 'succeeded') AS ok, count(*) AS n"
+        " FROM search_candidates WHERE search_id = ANY(%s::uuid[])",
+        (search_ids,),
+    )[0]
+    return float(rows["ok"]) / max(int(rows["n"]), 1)
+
+
+def kills_during_backfills(profile: Profile, db_url: str) -> dict[str, Any]:
+    """Backfills on two ``shortlist worker`` processes with the default lease, heartbeat and
+    reaper interval: one phase without kills, one with ``kill_count`` SIGKILLs at random
+    moments. Every killed worker's candidates must leave ``running`` within 45 s, no search
+    may report not-running while it still has work, and the share of candidates that end
+    ``succeeded`` must not depend on the kills."""
+    rng = random.Random(profile.seed + 1)
+    started = time.monotonic()
+    defaults = Settings()
+    with (
+        workdir("kills") as wd,
+        RecordingSimulator(SimulatorConfig(time_scale=KILL_TIME_SCALE)) as sim,
+        ChaosOpenAI(delay=0.0) as fake,
+    ):
+        cluster = Cluster(
+            db_url,
+            wd,
+            fake,
+            time_scale=KILL_TIME_SCALE,
+            overrides={
+                "lease_seconds": defaults.lease_seconds,
+                "heartbeat_interval": defaults.heartbeat_interval,
+                "reaper_interval": defaults.reaper_interval,
+                "stale_after": defaults.stale_after,
+            },
+        )
+        try:
+            cluster.start_api(sim.url)
+            workers = [cluster.worker(f"kw{i}", sim.url, only="backfill,reaper") for i in range(2)]
+            for w in workers:
+                started_queues(w, QUEUES["backfill,reaper"])
+            calm = cluster.create_searches(briefs(profile.kill_backfills, rng))
+            wait_settled(db_url, timeout=300, what="backfills without kills")
+            calm_share = _succeeded_share(db_url, calm)
+
+            stormy = cluster.create_searches(briefs(profile.kill_backfills, rng))
+            kills: list[tuple[float, list[int]]] = []
+            for n in range(profile.kill_count):
+                time.sleep(rng.uniform(0.2, 2.0))
+                slot = rng.randrange(len(workers))
+                victim = workers[slot]
+                held = [
+                    int(r["id"])
+                    for r in checks.sql(
+                        db_url,
+                        "SELECT id FROM search_candidates WHERE status = 'running'"
+                        " AND locked_by LIKE %s",
+                        (f"%:{victim.pid}:%",),
+                    )
+                ]
+                victim.kill()
+                kills.append((time.monotonic(), held))
+                workers[slot] = cluster.worker(f"kw{slot}-k{n}", sim.url, only="backfill,reaper")
+                started_queues(workers[slot], QUEUES["backfill,reaper"])
+            delays, violations = _release_times(db_url, kills, time.monotonic() + 300)
+            backfill = checks.check_backfill(db_url)
+            stormy_share = _succeeded_share(db_url, stormy)
+        finally:
+            cluster.stop_all()
+    ordered = sorted(d for d, (_at, ids) in zip(delays, kills, strict=True) if ids)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0
+    figures = {
+        "backfills_per_phase": profile.kill_backfills,
+        "kills": len(kills),
+        "candidates_held_at_kill": sum(len(ids) for _at, ids in kills),
+        "release_max_s": round(max(ordered, default=0.0), 1),
+        "release_p95_s": round(p95, 1),
+        "not_running_with_work_samples": violations,
+        "succeeded_share_without_kills": round(calm_share, 3),
+        "succeeded_share_with_kills": round(stormy_share, 3),
+        "stubs": {k[5:]: v for k, v in backfill.items() if k.startswith("stub_")},
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    assert figures["release_max_s"] <= 45.0, figures
+    assert violations == 0, figures
+    return figures
+
+
+# --- 1c. the embedded PostgreSQL killed under load -----------------------------------------------
+
+
+def embedded_postgres_killed(profile: Profile) -> dict[str, Any]:
+    """``shortlist serve`` on the embedded default (indexing, searches and a backfill in
+    flight), then SIGKILL its PostgreSQL, as the OOM killer would: searches answer again within
+    15 s, every vector and result committed before the kill is still there, and the backfill
+    finishes."""
+    rng = random.Random(profile.seed + 2)
+    with (
+        workdir("pgkill") as wd,
+        RecordingSimulator(SimulatorConfig(time_scale=TIME_SCALE)) as sim,
+        ChaosOpenAI(delay=0.05) as fake,
+    ):
+        cluster = Cluster("", wd, fake, overrides={"indexer_batch_size": 8})
+        env = cluster.env("api", sim.url)
+        del env["SHORTLIST_DATABASE_URL"]  # the embedded default, in wd/data
+        api = ApiServer("api", env, wd / "api.log", workers=True)
+        cluster.procs.append(api)
+        server: EmbeddedServer | None = None
+        try:
+            api.start()
+            api.wait_healthy(timeout=120)
+            server = EmbeddedServer(wd / "data")  # attaches to the server `serve` started
+            db_url = server.url("shortlist")
+            cluster.db_url, cluster.api = db_url, api
+            with psycopg.connect(db_url, row_factory=dict_row) as conn:
+                _principal, cluster.recruiter_token = create_token(conn, "chaos", Role.recruiter)
+            checks.insert_listings(db_url, profile.restart_listings, "pgkill")
+            cluster.create_searches(briefs(profile.restart_searches, rng))
+            wait_for_sync(lambda: work_done(db_url) > 20, timeout=60, message="work under way")
+            embedded_before = {
+                r["id"]
+                for r in checks.sql(
+                    db_url, "SELECT id FROM job_listings WHERE embedding_status = 'embedded'"
+                )
+            }
+            results_before = {
+                (str(r["search_id"]), int(r["rank"]), str(r["candidate_id"]))
+                for r in checks.sql(
+                    db_url, "SELECT search_id, rank, candidate_id FROM search_results"
+                )
+            }
+            pid = int((server.pgdata / "postmaster.pid").read_text().splitlines()[0])
+            killed_at = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+
+            def searching() -> bool:
+                with contextlib.suppress(httpx.HTTPError):
+                    r = httpx.get(api.url + "/api/jobs/search", params={"q": "engineer"}, timeout=2)
+                    return r.status_code == 200
+                return False
+
+            wait_for_sync(searching, timeout=60, interval=0.1, message="search answers again")
+            answered_after = time.monotonic() - killed_at
+            wait_for_sync(lambda: readyz(api.url) == 200, timeout=30, message="ready again")
+            embedded_after = {
+                r["id"]
+                for r in checks.sql(
+                    db_url, "SELECT id FROM job_listings WHERE embedding_status = 'embedded'"
+                )
+            }
+            results_after = {
+                (str(r["search_id"]), int(r["rank"]), str(r["candidate_id"]))
+                for r in checks.sql(
+                    db_url, "SELECT search_id, rank, candidate_id FROM search_results"
+                )
+            }
+            lost_vectors = len(embedded_before - embedded_after)
+            lost_results = len(results_before - results_after)
+            wait_settled(db_url, timeout=180, what="work after the kill")
+            listings = checks.check_listings(db_url)
+            backfill = checks.check_backfill(db_url)
+            code = api.stop(timeout=30)
+        finally:
+            cluster.stop_all()
+            if server is not None:
+                server.close()
+        postgres_left = (wd / "data" / "pgdata" / "postmaster.pid").exists()
+        log = api.log()
+    figures = {
+        "search_answers_again_s": round(answered_after, 1),
+        "vectors_before_kill": len(embedded_before),
+        "vectors_lost": lost_vectors,
+        "results_before_kill": len(results_before),
+        "results_lost": lost_results,
+        **listings,
+        "searches": backfill.get("search_complete", 0),
+        "stub_states": {k[5:]: v for k, v in backfill.items() if k.startswith("stub_")},
+        "serve_exit_code": code,
+        "postgres_left_running": postgres_left,
+    }
+    assert answered_after <= 15.0, figures
+    assert lost_vectors == 0 and lost_results == 0, figures
+    assert code == 0, log[-3000:]
+    assert "restarted it" in log, log[-3000:]
+    assert not postgres_left, figures
     return figures
 
 

@@ -21,6 +21,19 @@ def test_worker_crashes(db_url: str) -> None:
     assert figures["kills"] == FULL.crash_rounds
 
 
+def test_worker_kills_during_backfills(db_url: str) -> None:
+    figures = scenarios.kills_during_backfills(FULL, db_url)
+    scenarios.record("worker kills during backfills (default lease)", COMMAND, figures)
+    assert figures["kills"] == FULL.kill_count
+    shares = figures["succeeded_share_with_kills"], figures["succeeded_share_without_kills"]
+    assert abs(shares[0] - shares[1]) <= 0.05, figures
+
+
+def test_embedded_postgres_killed() -> None:
+    figures = scenarios.embedded_postgres_killed(FULL)
+    scenarios.record("embedded PostgreSQL killed", COMMAND, figures)
+
+
 def test_database_restarts() -> None:
     figures = scenarios.database_restart(FULL)
     scenarios.record("database restarts", COMMAND, figures)
