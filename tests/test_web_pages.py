@@ -19,12 +19,13 @@ import pytest
 from shortlist.api.ratelimit import RateLimiter
 from shortlist.auth import Role
 from shortlist.config import Settings
+from shortlist.db import channels
 from shortlist.queue.notify import Notifier
 from shortlist.services import Services
 from shortlist.talent import repository as repo
 from shortlist.talent.models import Tier
-from shortlist.web import events
-from shortlist.web.events import Snapshot, StreamState, frames_for, search_event_stream
+from shortlist.api.routes import events
+from shortlist.api.routes.events import Snapshot, StreamState, frames_for, search_event_stream
 from shortlist.web.pages import static_files
 from tests.backfill_support import MakeToken, Person, auth, seed_corpus
 from tests.fakes import FakeEmbedder
@@ -693,7 +694,7 @@ async def _until_delivered(
         assert time.monotonic() < deadline, f"rank {rank} was not delivered: {received}"
         async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
             await conn.execute(
-                "SELECT pg_notify(%s, %s)", (events.SEARCH_EVENTS_CHANNEL, str(search_id))
+                "SELECT pg_notify(%s, %s)", (channels.SEARCH_EVENTS, str(search_id))
             )
         try:
             await wait_for(lambda: _ranks(received, rank), timeout=0.5, message=f"rank {rank}")

@@ -1,5 +1,4 @@
-"""The web UI's routes: server-rendered pages, the static files they use, and (included from
-``shortlist.web.events``) the SSE stream of a recruiter search.
+"""The web UI's routes: server-rendered pages and the static files they use.
 
 * ``/`` — job search. Rendered on the server (a plain GET form), so it works without
   JavaScript, every result page has a URL, and pagination is a pair of links (``offset``).
@@ -40,16 +39,18 @@ from markupsafe import Markup
 
 from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
+from shortlist.api.routes import events
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.repository import find_listing
 from shortlist.listings.search import MAX_OFFSET, search_jobs
 from shortlist.ops_status import collect_status
-from shortlist.web import events, small_int
+from shortlist.validation import small_int
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(include_in_schema=False)
+# TODO(issue 10): api/app.py includes this /api route itself; until then it rides on the pages.
 router.include_router(events.router)
 
 PAGE_SIZE = 10
