@@ -75,3 +75,16 @@ async def test_single_statement_connections_go_back_transactional(pool: AsyncPoo
         cur = await conn.execute("SELECT count(*) AS n FROM t_single")
         row = await cur.fetchone()
     assert row is not None and row["n"] == 0
+
+
+def test_every_notified_channel_is_named_in_db_channels() -> None:
+    import re
+
+    from shortlist.db import channels
+
+    notified = {
+        name
+        for m in available_migrations()
+        for name in re.findall(r"pg_notify\('([a-z_]+)'", m.sql)
+    }
+    assert notified == set(channels.ALL)

@@ -29,9 +29,10 @@ from shortlist.listings.indexer import (
     EmbeddingTarget,
     build_indexer_workers,
 )
-from shortlist.ops_status import collect_status, reindex
 from shortlist.queue import Notifier, QueueWorker, WorkerConfig
+from shortlist.reindex import reindex
 from shortlist.services import Services
+from shortlist.status import collect_status
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.fakes import FakeEmbedder, hash_embed

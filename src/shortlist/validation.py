@@ -36,6 +36,6 @@ def small_int(text: str | None) -> int | None:
 
 
 def blank_to_none(value: object) -> object:
-    """A pydantic ``BeforeValidator``: a blank string is an absent value. An HTML form sends an
-    untouched field as ``salary_min=``, which means "no filter", not "invalid"."""
+    """A pydantic ``BeforeValidator``: a blank string is an absent value. CSV cells and HTML
+    forms (an untouched ``salary_min=``) say "no value" with an empty string."""
     return None if isinstance(value, str) and not value.strip() else value

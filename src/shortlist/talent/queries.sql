@@ -118,19 +118,24 @@ SELECT status::text AS status, result_count, target_count
 UPDATE searches SET last_progress_at = now()
  WHERE id = %(search_id)s AND status = 'running'
 
+-- name: search_is_done
+-- A predicate on the searches row `s`, spliced into the two statements below: nothing is queued
+-- or running, and either the target is reached or no tier can find anyone else.
+NOT EXISTS (SELECT 1 FROM search_candidates c
+             WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+AND (s.result_count >= s.target_count
+     OR NOT EXISTS (SELECT 1 FROM search_tiers t
+                     WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+
 -- name: complete_search_if_done
--- running → complete once nothing is queued or running and either the target is reached or no
--- tier can find anyone else. Run right after lock_search, in the same transaction: the lock
--- waits out any transaction adding work, and this statement's snapshot then sees that work.
+-- running → complete once search_is_done holds. Run right after lock_search, in the same
+-- transaction: the lock waits out any transaction adding work, and this statement's snapshot
+-- then sees that work.
 UPDATE searches AS s
    SET status = 'complete', finished_at = now()
  WHERE s.id = %(search_id)s
    AND s.status = 'running'
-   AND NOT EXISTS (SELECT 1 FROM search_candidates c
-                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
-   AND (s.result_count >= s.target_count
-        OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+   AND {search_is_done}
 RETURNING s.id
 
 -- ----------------------------------------------------------------------------------------
@@ -435,11 +440,7 @@ RETURNING t.id, t.search_id, t.status::text AS status
 SELECT s.id
   FROM searches s
  WHERE s.status = 'running'
-   AND NOT EXISTS (SELECT 1 FROM search_candidates c
-                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
-   AND (s.result_count >= s.target_count
-        OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+   AND {search_is_done}
 
 -- name: mark_stale_searches
 UPDATE searches
@@ -485,14 +486,15 @@ RETURNING tier
 
 -- name: resume_search
 -- Its queued work becomes claimable again: wake the backfill workers (the triggers only fire
--- for tier and stub changes, and a stale search's queued rows do not change).
+-- for tier and stub changes, and a stale search's queued rows do not change). %(channel)s is
+-- shortlist.db.channels.BACKFILL.
 WITH resumed AS (
     UPDATE searches
        SET status = 'running', finished_at = NULL, last_progress_at = now()
      WHERE id = %(search_id)s AND status IN ('complete', 'stale')
     RETURNING id
 )
-SELECT id, pg_notify('shortlist_backfill', 'searches') FROM resumed
+SELECT id, pg_notify(%(channel)s, 'searches') FROM resumed
 
 -- ----------------------------------------------------------------------------------------
 -- Reads (the results endpoint and the search summaries)

@@ -42,9 +42,9 @@ from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
 from shortlist.api.routes import events
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
-from shortlist.listings.repository import find_listing
 from shortlist.listings.search import MAX_OFFSET, search_jobs
-from shortlist.ops_status import collect_status
+from shortlist.listings.service import find_listing
+from shortlist.status import collect_status
 from shortlist.validation import small_int
 
 log = logging.getLogger(__name__)
