@@ -10,6 +10,39 @@
 -- snapshot that sees it. The reaper takes single rows with SKIP LOCKED and never waits.
 
 -- ----------------------------------------------------------------------------------------
+-- The internal corpus: bulk import and the bundled sample
+-- ----------------------------------------------------------------------------------------
+
+-- name: import_candidate
+-- `shortlist ingest candidates`: insert, or refresh the fields of the row with that external id.
+INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
+                        years_experience, location, email, summary, profile_url, external_id)
+VALUES ('import', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, %(skills)s,
+        %(years_experience)s, %(location)s, %(email)s, %(summary)s, %(profile_url)s,
+        %(external_id)s)
+ON CONFLICT (external_id) DO UPDATE SET
+    full_name = EXCLUDED.full_name, headline = EXCLUDED.headline,
+    role_title = EXCLUDED.role_title, role_family = EXCLUDED.role_family,
+    skills = EXCLUDED.skills, years_experience = EXCLUDED.years_experience,
+    location = EXCLUDED.location, email = EXCLUDED.email, summary = EXCLUDED.summary,
+    profile_url = EXCLUDED.profile_url
+
+-- name: lock_sample_load
+-- Transaction-scoped, so it is released by the commit that makes the sample visible: a second
+-- process waits here, then sees a non-empty table and loads nothing.
+SELECT pg_advisory_xact_lock(hashtext('shortlist.talent.sample'))
+
+-- name: any_candidate
+SELECT EXISTS (SELECT 1 FROM candidates) AS present
+
+-- name: insert_sample_candidate
+-- Internal profiles have no public URL and no external id.
+INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
+                        years_experience, location, email, summary)
+VALUES ('sample', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, %(skills)s,
+        %(years_experience)s, %(location)s, %(email)s, %(summary)s)
+
+-- ----------------------------------------------------------------------------------------
 -- Starting a search
 -- ----------------------------------------------------------------------------------------
 
