@@ -102,7 +102,3 @@ def migrate(url: str) -> list[Migration]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
     return applied
-
-
-def is_up_to_date(conn: psycopg.Connection[Any]) -> bool:
-    return not pending_migrations(conn)

@@ -2,15 +2,13 @@
 
 Ids are made here (uuid4), not by the database, because the slug contains the id and is
 written in the same INSERT. Functions run in their caller's transaction (the transaction rule
-is :mod:`shortlist.listings.service`'s), except :func:`insert_listings`, a bulk load that
-commits batch by batch.
+is :mod:`shortlist.listings.service`'s).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
+from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -21,8 +19,6 @@ from shortlist.listings.models import ListingCreate, ListingOut, Source
 from shortlist.listings.slug import make_detail_page_slug
 
 QUERIES = load_queries("shortlist.listings")
-
-DEFAULT_BATCH_SIZE = 500
 
 
 def _new_row(data: ListingCreate, source: Source) -> dict[str, Any]:
@@ -130,28 +126,6 @@ async def copy_listings(conn: AsyncConn, items: Iterable[ListingCreate], *, sour
             )
             n += 1
     return n
-
-
-def batched(items: Iterable[ListingCreate], size: int) -> Iterator[list[ListingCreate]]:
-    it = iter(items)
-    while batch := list(islice(it, size)):
-        yield batch
-
-
-async def insert_listings(
-    conn: AsyncConn,
-    items: Iterable[ListingCreate],
-    *,
-    source: Source,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-) -> int:
-    """Bulk insert, one transaction per batch: a failure loses at most the batch in flight,
-    and the indexer starts on the first batches while later ones are still loading."""
-    total = 0
-    for batch in batched(items, batch_size):
-        async with conn.transaction():
-            total += await copy_listings(conn, batch, source=source)
-    return total
 
 
 async def listings_exist(conn: AsyncConn) -> bool:

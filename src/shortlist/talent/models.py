@@ -51,14 +51,6 @@ class CandidateStatus(StrEnum):
     failed_permanent = "failed_permanent"
 
 
-FAILED_STATUSES = frozenset(
-    {
-        CandidateStatus.failed_no_email,
-        CandidateStatus.failed_transient,
-        CandidateStatus.failed_permanent,
-    }
-)
-
 MAX_ERROR_LENGTH = 1000
 
 

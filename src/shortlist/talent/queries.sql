@@ -206,7 +206,7 @@ RETURNING t.id, t.tier, t.next_page, t.attempts, s.id AS search_id, s.query, s.r
           s.location, s.min_years_experience, s.skills
 
 -- name: known_external_ids
--- The seed's knownUsernames: everyone this search already attempted, whatever the outcome,
+-- Who not to attempt again: everyone this search already attempted, whatever the outcome,
 -- plus internal hits that came from a provider (a person ingested by an earlier search).
 SELECT external_id FROM search_candidates WHERE search_id = %(search_id)s
 UNION
@@ -292,7 +292,7 @@ UPDATE search_tiers
 -- that just started gets its first results while older ones fill up, instead of queueing
 -- behind their whole backfill; within a search, oldest stub first. Unlike tiers, a running
 -- stub whose lease expired is NOT re-claimed: the reaper fails it forward (failed_transient)
--- and the recruiter decides on a retry, as the seed's status machine says.
+-- and the recruiter decides on a retry.
 WITH claimable AS (
     SELECT c.id
       FROM search_candidates c

@@ -31,6 +31,7 @@ from shortlist.talent.models import (
     ClaimedTier,
     SearchBrief,
     Tier,
+    TierStatus,
 )
 
 QUERIES = load_queries("shortlist.talent")
@@ -306,7 +307,7 @@ async def tier_page_done(
     found: int,
     has_more: bool,
     consumed: bool,
-) -> str | None:
+) -> TierStatus | None:
     """The tier's new status (queued/exhausted), or None if this worker lost its claim."""
     row = await _one(
         conn,
@@ -319,7 +320,7 @@ async def tier_page_done(
             "consumed": consumed,
         },
     )
-    return None if row is None else str(row["status"])
+    return None if row is None else TierStatus(row["status"])
 
 
 async def tier_deferred(

@@ -503,7 +503,7 @@ async def recruit_page(
     transport: str | None = None,
 ) -> HTMLResponse:
     """The console shell. ``?search=<id>`` reopens a search; ``?poll=<ms>`` sets the polling
-    interval (default the seed's 5 s) and ``?transport=sse|poll`` forces one transport."""
+    interval (default 5 s) and ``?transport=sse|poll`` forces one transport."""
     search_id = ""
     link_error = ""
     if search:
@@ -554,11 +554,11 @@ async def status_page(
         "report": report,
         "admin": admin,
         "signed_in_role": principal.role.value if principal else "",
-        "generated": _ago_label(report["generated_at"]) if report else "",
+        "generated": _utc_clock_time(report["generated_at"]) if report else "",
     }
     name = "_status_body.html" if fragment else "status.html"
     return render(request, name, context, status_code=status_code, nav="status")
 
 
-def _ago_label(iso: str) -> str:
+def _utc_clock_time(iso: str) -> str:
     return datetime.fromisoformat(iso).strftime("%H:%M:%S UTC")

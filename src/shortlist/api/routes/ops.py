@@ -15,7 +15,7 @@ from shortlist.db.migrate import pending_migrations_async
 from shortlist.db.types import Row
 from shortlist.status import queue_depths
 
-router = APIRouter(tags=["ops"])
+router = APIRouter(tags=["probes"])
 
 
 @router.get("/healthz")
