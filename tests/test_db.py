@@ -5,7 +5,7 @@ import threading
 import psycopg
 import pytest
 
-from shortlist.db.migrate import available_migrations, is_up_to_date, migrate
+from shortlist.db.migrate import available_migrations, migrate, pending_migrations
 from shortlist.db.pool import connect, single_statement
 from shortlist.db.types import AsyncPool
 
@@ -13,7 +13,7 @@ from shortlist.db.types import AsyncPool
 def test_migrations_are_idempotent_and_recorded(db_url: str) -> None:
     assert migrate(db_url) == []  # the template already applied everything
     with psycopg.connect(db_url) as conn:
-        assert is_up_to_date(conn)
+        assert pending_migrations(conn) == []
         rows = conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
     assert [r[0] for r in rows] == [m.version for m in available_migrations()]
 
@@ -74,3 +74,16 @@ async def test_single_statement_connections_go_back_transactional(pool: AsyncPoo
         cur = await conn.execute("SELECT count(*) AS n FROM t_single")
         row = await cur.fetchone()
     assert row is not None and row["n"] == 0
+
+
+def test_every_notified_channel_is_named_in_db_channels() -> None:
+    import re
+
+    from shortlist.db import channels
+
+    notified = {
+        name
+        for m in available_migrations()
+        for name in re.findall(r"pg_notify\('([a-z_]+)'", m.sql)
+    }
+    assert notified == set(channels.ALL)

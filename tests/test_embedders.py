@@ -24,7 +24,7 @@ from shortlist.embedding import (
 )
 from shortlist.embedding.local import LocalEmbedder
 from shortlist.embedding.openai import OpenAIEmbedder, parse_retry_after
-from shortlist.errors import PermanentError, TransientError
+from shortlist.errors import ConfigError, PermanentError, TransientError
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.fakes import FakeEmbedder, cosine, hash_embed

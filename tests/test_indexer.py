@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from shortlist.bootstrap import Services, indexer_workers
 from shortlist.config import Settings, get_settings
+from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError
@@ -28,9 +29,9 @@ from shortlist.indexer import (
     Corpus,
     EmbeddingQueue,
 )
-from shortlist.indexer.queue import EMBED_CHANNEL
-from shortlist.ops_status import collect_status, reindex
 from shortlist.queue import Notifier, QueueWorker, WorkerConfig
+from shortlist.reindex import reindex
+from shortlist.status import collect_status
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.fakes import FakeEmbedder, hash_embed

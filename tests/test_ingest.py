@@ -496,3 +496,43 @@ async def test_load_sample_listings_once_even_when_raced(pool: AsyncPool) -> Non
             "slugs": SAMPLE_SIZE,
         }
         assert await load_sample_listings(conn) == 0
+
+
+async def test_load_sample_candidates_once_even_when_raced(pool: AsyncPool) -> None:
+    from shortlist.talent import sample
+
+    async def load() -> int:
+        async with pool.connection() as conn:
+            return await sample.load_sample_candidates(conn)
+
+    counts = await asyncio.gather(load(), load())
+    assert sorted(counts) == [0, sample.SAMPLE_SIZE]
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE source = 'sample'"
+            " AND profile_url IS NULL AND external_id IS NULL) AS sample FROM candidates"
+        )
+        assert await cur.fetchone() == {"n": sample.SAMPLE_SIZE, "sample": sample.SAMPLE_SIZE}
+
+
+async def test_imported_candidates_are_refreshed_by_external_id(pool: AsyncPool) -> None:
+    from shortlist.talent.ingest import CandidateCreate, insert_candidates
+
+    first = [
+        CandidateCreate(full_name="Ada", external_id="x-1", skills="python; sql"),  # type: ignore[arg-type]
+        CandidateCreate(full_name="Bob"),
+    ]
+    renamed = [CandidateCreate(full_name="Ada Lovelace", external_id="x-1", years_experience=9)]
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            assert await insert_candidates(conn, first) == 2
+        async with conn.transaction():
+            assert await insert_candidates(conn, renamed) == 1
+        cur = await conn.execute(
+            "SELECT full_name, skills, years_experience, source::text AS source"
+            " FROM candidates ORDER BY full_name"
+        )
+        assert await cur.fetchall() == [
+            {"full_name": "Ada Lovelace", "skills": [], "years_experience": 9, "source": "import"},
+            {"full_name": "Bob", "skills": [], "years_experience": None, "source": "import"},
+        ]

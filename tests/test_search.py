@@ -22,11 +22,11 @@ from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
-from shortlist.listings.repository import insert_listings
+from shortlist.listings.repository import copy_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
+    QUERIES,
     RRF_K,
-    Q,
     fuse,
     fusion_windows,
     score_from_cosine_distance,
@@ -37,7 +37,7 @@ from tests.fakes import FakeEmbedder
 
 pytest_plugins = ["tests.api_fixtures"]
 
-CANDIDATES = Q["candidates"]
+CANDIDATES = QUERIES["candidates"]
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -92,8 +92,8 @@ CORPUS = [
 
 
 async def insert(pool: AsyncPool, items: list[ListingCreate]) -> None:
-    async with pool.connection() as conn:
-        await insert_listings(conn, items, source="import")
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(conn, items, source="import")
 
 
 # --- pure parts ---------------------------------------------------------------------------------

@@ -344,7 +344,7 @@ async def test_embedder_trouble_refuses_the_search_and_writes_nothing(
 
 def test_errors_stored_and_logged_never_carry_an_email_address() -> None:
     raw = 'talent: invalid JSON: {"email": "ada.lovelace@example.com", "x": 1} <b@c.io>'
-    assert error_text(raw) == 'talent: invalid JSON: {"email": "<e-mail>", "x": 1} <<e-mail>>'
+    assert error_text(raw) == 'talent: invalid JSON: {"email": "[e-mail]", "x": 1} <[e-mail]>'
     assert len(error_text("x" * 5000)) == 1000
 
 

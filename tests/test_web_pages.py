@@ -17,14 +17,14 @@ import psycopg
 import pytest
 
 from shortlist.api.ratelimit import RateLimiter
+from shortlist.api.routes.events import Snapshot, StreamState, frames_for, search_event_stream
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
+from shortlist.db import channels
 from shortlist.queue.notify import Notifier
 from shortlist.talent import repository as repo
 from shortlist.talent.models import Tier
-from shortlist.web import events
-from shortlist.web.events import Snapshot, StreamState, frames_for, search_event_stream
 from shortlist.web.pages import static_files
 from tests.backfill_support import MakeToken, Person, auth, seed_corpus
 from tests.fakes import FakeEmbedder
@@ -625,7 +625,7 @@ async def test_stream_wakes_on_notify_and_sends_rows_as_they_are_appended(
             await _until_delivered(db_url, search_id, received, expected)
 
         async with services.pool.connection() as conn, conn.transaction():
-            await repo.complete_if_done(conn, search_id)
+            await repo.complete_search_if_done(conn, search_id)
         await wait_for(lambda: _kinds(received, "complete"), timeout=10, message="complete")
         await asyncio.wait_for(reader, 5)  # the stream ends after complete
     finally:
@@ -692,9 +692,7 @@ async def _until_delivered(
     while not await _ranks(received, rank):
         assert time.monotonic() < deadline, f"rank {rank} was not delivered: {received}"
         async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-            await conn.execute(
-                "SELECT pg_notify(%s, %s)", (events.SEARCH_EVENTS_CHANNEL, str(search_id))
-            )
+            await conn.execute("SELECT pg_notify(%s, %s)", (channels.SEARCH_EVENTS, str(search_id)))
         try:
             await wait_for(lambda: _ranks(received, rank), timeout=0.5, message=f"rank {rank}")
         except AssertionError:

@@ -1,5 +1,5 @@
 """Prometheus metrics. Queue depths are read from the database at scrape time (see
-``shortlist.api.routes.ops``); everything else is counted where it happens."""
+``shortlist.api.routes.probes``); everything else is counted where it happens."""
 
 from __future__ import annotations
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+_DIGITS = re.compile(r"[0-9]{1,9}")
+
 
 def is_storable_text(value: str) -> bool:
     """Whether PostgreSQL can store ``value`` as text. NUL cannot be stored, and a lone
@@ -19,3 +23,19 @@ def storable(value: str) -> str:
     if not is_storable_text(value):
         raise ValueError("must be text without NUL characters or lone surrogates")
     return value
+
+
+def small_int(text: str | None) -> int | None:
+    """A query/header value as a non-negative integer of at most nine ASCII digits, else None.
+
+    Never raises: ``int()`` accepts "²"-like digits only to fail on them, and raises on a
+    5000-digit string; a page must answer such input with its default, not a 500.
+    """
+    text = (text or "").strip()
+    return int(text) if _DIGITS.fullmatch(text) else None
+
+
+def blank_to_none(value: object) -> object:
+    """A pydantic ``BeforeValidator``: a blank string is an absent value. CSV cells and HTML
+    forms (an untouched ``salary_min=``) say "no value" with an empty string."""
+    return None if isinstance(value, str) and not value.strip() else value

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -13,7 +12,9 @@ from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.ratelimit import RateLimiter
+from shortlist.api.routes import events, jobs, probes, searches
 from shortlist.bootstrap import Services
+from shortlist.web import pages
 
 log = logging.getLogger(__name__)
 
@@ -101,26 +102,11 @@ def create_app(services: Services) -> FastAPI:
     app.state.search_limiter = RateLimiter(settings.search_rate_limit)
     install_error_handlers(app)
 
-    from shortlist.api.routes import ops
-
-    app.include_router(ops.router)
-    _include_optional(app)
+    for router in (probes.router, jobs.router, searches.router, events.router, pages.router):
+        app.include_router(router)
     app.add_middleware(
         GuardMiddleware,
         max_body_bytes=settings.max_body_bytes,
         trusted_proxies=settings.trusted_proxies,
     )
     return app
-
-
-def _include_optional(app: FastAPI) -> None:
-    """Routers of the pipelines and the web UI."""
-    import importlib
-
-    for module_name in (
-        "shortlist.api.routes.jobs",
-        "shortlist.api.routes.searches",
-        "shortlist.web.pages",
-    ):
-        module: Any = importlib.import_module(module_name)
-        app.include_router(module.router)

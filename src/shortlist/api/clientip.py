@@ -1,6 +1,6 @@
 """The client's IP: the socket peer, unless the peer is a trusted proxy, in which case the
-right-most untrusted address of ``X-Forwarded-For`` (or ``X-Real-IP``) — the seed's
-``single_header_ip`` with the trust check a production deployment needs."""
+right-most untrusted address of ``X-Forwarded-For`` (or ``X-Real-IP``). A forwarded header
+is believed only from a trusted proxy: anyone else could write any address into it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from shortlist.auth import Principal, Role, authenticate
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import Forbidden, Unauthorized
 
@@ -21,13 +20,6 @@ def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
-
-
-def get_settings_dep(services: ServicesDep) -> Settings:
-    return services.settings
-
-
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
 def get_pool(services: ServicesDep) -> AsyncPool:
@@ -105,4 +97,3 @@ def require_role(*roles: Role) -> Callable[..., Coroutine[Any, Any, Principal]]:
 
 CompanyDep = Annotated[Principal, Depends(require_role(Role.company))]
 RecruiterDep = Annotated[Principal, Depends(require_role(Role.recruiter))]
-AdminDep = Annotated[Principal, Depends(require_role())]

@@ -14,8 +14,9 @@ from rich.table import Table
 from shortlist.auth import Role, create_token
 from shortlist.cli.common import connect, load_settings
 from shortlist.db.pool import connect as connect_sync
-from shortlist.ops_status import collect_status, reindex
+from shortlist.reindex import reindex
 from shortlist.runtime import prepared_database
+from shortlist.status import collect_status
 
 
 class Corpus(StrEnum):

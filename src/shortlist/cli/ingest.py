@@ -88,7 +88,7 @@ def ingest_email(
 ) -> None:
     """Submit one job post written as an e-mail message."""
     from shortlist.listings.email_post import parse_job_email
-    from shortlist.listings.repository import create_listing
+    from shortlist.listings.service import create_listing
 
     err = Console(stderr=True)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -43,19 +44,38 @@ def available_migrations() -> list[Migration]:
     return found
 
 
+_HAS_TABLE = "SELECT to_regclass('public.schema_migrations') IS NOT NULL"
+_APPLIED = "SELECT version FROM schema_migrations"
+
+
+def _not_in(applied: Collection[int]) -> list[Migration]:
+    return [m for m in available_migrations() if m.version not in applied]
+
+
 def applied_versions(conn: psycopg.Connection[Any]) -> set[int]:
     with conn.cursor(row_factory=tuple_row) as cur:
-        cur.execute("SELECT to_regclass('public.schema_migrations') IS NOT NULL")
+        cur.execute(_HAS_TABLE)
         exists = cur.fetchone()
         if not exists or not exists[0]:
             return set()
-        cur.execute("SELECT version FROM schema_migrations")
+        cur.execute(_APPLIED)
         return {int(r[0]) for r in cur.fetchall()}
 
 
 def pending_migrations(conn: psycopg.Connection[Any]) -> list[Migration]:
-    done = applied_versions(conn)
-    return [m for m in available_migrations() if m.version not in done]
+    return _not_in(applied_versions(conn))
+
+
+async def pending_migrations_async(conn: psycopg.AsyncConnection[Any]) -> list[Migration]:
+    """:func:`pending_migrations` on an async connection (the readiness probe's), in a
+    transaction of its own."""
+    async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(_HAS_TABLE)
+        exists = await cur.fetchone()
+        if not exists or not exists[0]:
+            return _not_in(())
+        await cur.execute(_APPLIED)
+        return _not_in({int(r[0]) for r in await cur.fetchall()})
 
 
 def migrate(url: str) -> list[Migration]:
@@ -82,7 +102,3 @@ def migrate(url: str) -> list[Migration]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
     return applied
-
-
-def is_up_to_date(conn: psycopg.Connection[Any]) -> bool:
-    return not pending_migrations(conn)

@@ -1,9 +1,9 @@
 """What every embedder provides, the error split the indexer acts on, and the helper that turns
 one bad input in a batch into one failed row instead of a failed batch.
 
-Error classification follows the seed's ``is_transient``: network/IO trouble, an empty response
-and HTTP 401/403/429/≥500 are transient (roll back, back off, rows stay pending); a malformed
-response or an input the model rejects is permanent (that row is marked ``failed``).
+Error classification: network/IO trouble, an empty response and HTTP 401/403/429/≥500 are
+transient (roll back, back off, rows stay pending); a malformed response or an input the model
+rejects is permanent (that row is marked ``failed``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class EmbeddingPermanentError(EmbeddingError, PermanentError):
 
 
 def classify_http_status(status: int) -> type[EmbeddingError]:
-    """The seed's ``is_transient`` for an HTTP error status.
+    """Which error an HTTP error status is: transient or permanent.
 
     401/403 count as transient on purpose: they mean the key is wrong or being rotated, which is
     an operator problem; failing every row permanently would need a manual ``reindex`` after the

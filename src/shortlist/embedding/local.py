@@ -36,8 +36,6 @@ from shortlist.embedding.base import (
 )
 
 DIM = 384
-MAX_SEQ_LENGTH = 256
-"""Word pieces the model reads; longer inputs are truncated (see the module docstring)."""
 
 
 class _Loaded:

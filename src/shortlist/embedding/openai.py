@@ -206,7 +206,7 @@ class OpenAIEmbedder:
         if not isinstance(data, list):
             raise EmbeddingPermanentError("embedding API response has no 'data' list")
         if not data:
-            # The seed's EmptyResponse: seen from overloaded gateways, gone on retry.
+            # An empty answer comes from overloaded gateways and is gone on retry.
             raise EmbeddingTransientError("embedding API returned no embeddings")
         if len(data) != n:
             raise EmbeddingPermanentError(

@@ -30,19 +30,18 @@ from pgvector import Vector
 from psycopg import sql
 
 from shortlist import metrics
+from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
 from shortlist.errors import TransientError
 from shortlist.indexer.corpora import Corpus
-from shortlist.ops_status import redact_emails
 from shortlist.queue.lease import LeaseTable
+from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
 
-EMBED_CHANNEL = "shortlist_embed"
-"""Notified by the corpus tables' triggers (payload: the table) on inserts and edits."""
 MAX_ERROR_CHARS = 1000
 
 _SQL = load_queries("shortlist.indexer")
@@ -89,7 +88,7 @@ class EmbeddingQueue:
         self.name = f"embed:{target.table}"
         # Every corpus table notifies the one channel; a wake-up for the other table costs an
         # empty claim, which is cheaper than a listener per table.
-        self.channel: str | None = EMBED_CHANNEL
+        self.channel: str | None = channels.EMBED
         self.leases = LeaseTable(target.table, key_type="uuid")
         self.totals = BatchResult()
         """Running totals of this queue object (for logs, benchmarks and tests)."""

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from shortlist.errors import BadInput
-from shortlist.validation import storable
+from shortlist.validation import blank_to_none, storable
 
 MAX_COMPANY = 200
 MAX_TITLE = 300
@@ -34,13 +34,6 @@ MAX_SALARY_KS = 100_000
 
 Source = Literal["api", "import", "email", "sample"]
 EmbeddingStatus = Literal["pending", "embedded", "failed"]
-
-
-def _blank_to_none(value: object) -> object:
-    # CSV cells and HTML forms say "no value" with an empty string.
-    if isinstance(value, str) and not value.strip():
-        return None
-    return value
 
 
 def _no_bool(value: object) -> object:
@@ -77,7 +70,7 @@ Description = Annotated[
 SalaryKs = Annotated[
     Annotated[int, Field(ge=0, le=MAX_SALARY_KS)] | None,
     BeforeValidator(_no_bool),
-    BeforeValidator(_blank_to_none),
+    BeforeValidator(blank_to_none),
     Field(description="thousands of currency_code"),
 ]
 CurrencyCode = Annotated[

@@ -20,14 +20,16 @@ from shortlist.db.types import AsyncConn
 from shortlist.listings.models import MAX_SALARY_KS, ListingCreate
 from shortlist.listings.repository import copy_listings, listings_exist
 
-Q = load_queries("shortlist.listings")
+QUERIES = load_queries("shortlist.listings")
 
 SEED = 20_260_805
 SAMPLE_SIZE = 2_000
 
 
 @dataclass(frozen=True)
-class RoleFamily:
+class ListingFamily:
+    """Related job titles and what their sample listings are written from."""
+
     key: str
     titles: tuple[str, ...]
     skills: tuple[str, ...]
@@ -46,8 +48,8 @@ class City:
     """Local pay relative to the US baseline, in USD terms."""
 
 
-FAMILIES: tuple[RoleFamily, ...] = (
-    RoleFamily(
+FAMILIES: tuple[ListingFamily, ...] = (
+    ListingFamily(
         "backend",
         (
             "Backend Engineer",
@@ -89,7 +91,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (140, 190),
         ("software", "fintech", "retail", "logistics", "media", "travel"),
     ),
-    RoleFamily(
+    ListingFamily(
         "frontend",
         (
             "Frontend Engineer",
@@ -127,7 +129,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (125, 175),
         ("software", "retail", "media", "travel", "fintech", "education"),
     ),
-    RoleFamily(
+    ListingFamily(
         "data",
         (
             "Data Engineer",
@@ -165,7 +167,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (130, 180),
         ("software", "fintech", "retail", "health", "media", "logistics", "energy"),
     ),
-    RoleFamily(
+    ListingFamily(
         "ml",
         (
             "Machine Learning Engineer",
@@ -204,7 +206,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (160, 230),
         ("software", "fintech", "health", "biotech", "retail", "media"),
     ),
-    RoleFamily(
+    ListingFamily(
         "devops",
         (
             "DevOps Engineer",
@@ -243,7 +245,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (140, 195),
         ("software", "fintech", "media", "retail", "gaming", "travel"),
     ),
-    RoleFamily(
+    ListingFamily(
         "mobile",
         (
             "iOS Engineer",
@@ -278,7 +280,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (130, 180),
         ("software", "retail", "travel", "fintech", "health", "media"),
     ),
-    RoleFamily(
+    ListingFamily(
         "security",
         (
             "Security Engineer",
@@ -316,7 +318,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (145, 200),
         ("security", "software", "fintech", "health", "energy"),
     ),
-    RoleFamily(
+    ListingFamily(
         "product",
         (
             "Product Manager",
@@ -350,7 +352,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (140, 200),
         ("software", "fintech", "retail", "travel", "health", "education"),
     ),
-    RoleFamily(
+    ListingFamily(
         "design",
         (
             "Product Designer",
@@ -385,7 +387,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (115, 165),
         ("software", "retail", "media", "travel", "education", "fintech"),
     ),
-    RoleFamily(
+    ListingFamily(
         "qa",
         (
             "QA Engineer",
@@ -420,7 +422,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (95, 135),
         ("software", "gaming", "fintech", "retail", "manufacturing"),
     ),
-    RoleFamily(
+    ListingFamily(
         "embedded",
         (
             "Embedded Software Engineer",
@@ -456,7 +458,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (130, 180),
         ("manufacturing", "energy", "health", "logistics"),
     ),
-    RoleFamily(
+    ListingFamily(
         "healthcare",
         (
             "Registered Nurse",
@@ -492,7 +494,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (75, 115),
         ("health",),
     ),
-    RoleFamily(
+    ListingFamily(
         "finance",
         (
             "Accountant",
@@ -528,7 +530,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (80, 125),
         ("fintech", "retail", "manufacturing", "logistics", "health", "energy", "legal"),
     ),
-    RoleFamily(
+    ListingFamily(
         "sales",
         (
             "Account Executive",
@@ -562,7 +564,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (70, 140),
         ("software", "fintech", "logistics", "health", "energy", "media"),
     ),
-    RoleFamily(
+    ListingFamily(
         "marketing",
         (
             "Marketing Manager",
@@ -598,7 +600,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (85, 130),
         ("software", "retail", "travel", "media", "education", "fintech"),
     ),
-    RoleFamily(
+    ListingFamily(
         "legal",
         (
             "Commercial Counsel",
@@ -631,7 +633,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (110, 190),
         ("legal", "fintech", "software", "health", "energy"),
     ),
-    RoleFamily(
+    ListingFamily(
         "operations",
         (
             "Operations Manager",
@@ -667,7 +669,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (60, 100),
         ("logistics", "retail", "manufacturing", "energy"),
     ),
-    RoleFamily(
+    ListingFamily(
         "education",
         (
             "Mathematics Teacher",
@@ -701,7 +703,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (50, 80),
         ("education",),
     ),
-    RoleFamily(
+    ListingFamily(
         "support",
         (
             "Customer Support Specialist",
@@ -734,7 +736,7 @@ FAMILIES: tuple[RoleFamily, ...] = (
         (45, 70),
         ("software", "retail", "travel", "fintech", "media", "logistics"),
     ),
-    RoleFamily(
+    ListingFamily(
         "people",
         (
             "HR Business Partner",
@@ -1017,7 +1019,7 @@ def _we(blurb: str) -> str:
 
 
 def _salary(
-    rng: random.Random, family: RoleFamily, title: str, city: City
+    rng: random.Random, family: ListingFamily, title: str, city: City
 ) -> tuple[int | None, int | None, str]:
     low_usd, high_usd = family.band_usd_ks
     factor = _seniority(title) * city.pay_level * rng.uniform(0.9, 1.1)
@@ -1085,7 +1087,7 @@ async def load_sample_listings(conn: AsyncConn) -> int:
     once on an empty database load the corpus exactly once.
     """
     async with conn.transaction():
-        await conn.execute(Q["lock_sample_load"])
+        await conn.execute(QUERIES["lock_sample_load"])
         if await listings_exist(conn):
             return 0
         return await copy_listings(conn, iter_sample_listings(), source="sample")

@@ -69,7 +69,7 @@ from shortlist.validation import is_storable_text
 
 log = logging.getLogger(__name__)
 
-Q = load_queries("shortlist.listings", "search.sql")
+QUERIES = load_queries("shortlist.listings", "search.sql")
 
 RRF_K = 60
 FIRST_WINDOW = 10
@@ -259,7 +259,7 @@ async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[
         return
     async with pool.connection() as conn, conn.transaction():
         # pgvector caps ef_search at 1000; past that the iterative scan carries on.
-        await conn.execute(Q["widen_vector_scan"], {"ef_search": str(min(1000, k))})
+        await conn.execute(QUERIES["widen_vector_scan"], {"ef_search": str(min(1000, k))})
         yield conn
 
 
@@ -290,7 +290,7 @@ async def search_jobs(
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        cur = await conn.execute(Q["candidates"], params, prepare=False)
+        cur = await conn.execute(QUERIES["candidates"], params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]
         text_rows = [r for r in rows if r["list"] == "text"]

@@ -16,14 +16,13 @@ from collections.abc import Iterable
 import psycopg
 from psycopg import sql
 
-log = logging.getLogger(__name__)
+from shortlist.db import channels as product_channels
 
-# Every channel the product's triggers notify (see the migrations).
-PRODUCT_CHANNELS = ("shortlist_embed", "shortlist_backfill", "shortlist_search_events")
+log = logging.getLogger(__name__)
 
 
 class Notifier:
-    def __init__(self, url: str, channels: Iterable[str] = PRODUCT_CHANNELS) -> None:
+    def __init__(self, url: str, channels: Iterable[str] = product_channels.ALL) -> None:
         self._url = url
         self._events: dict[str, list[asyncio.Event]] = defaultdict(list)
         self._payload_listeners: dict[str, list[asyncio.Queue[str]]] = defaultdict(list)

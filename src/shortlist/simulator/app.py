@@ -1,6 +1,6 @@
 """The bundled external talent-API simulator: a separate FastAPI (ASGI) app.
 
-It models the production behaviour described in seed 001 — slow enrichment (~8 s a profile with
+It models the talent API's production behaviour — slow enrichment (~8 s a profile with
 a long tail), discovery that hangs past the client's 60 s timeout on ~41% of first attempts,
 occasional 5xx and 429 with ``Retry-After``, profiles without an e-mail — scaled in time by
 ``SimulatorConfig.time_scale`` so tests and benchmarks run the same behaviour faster.

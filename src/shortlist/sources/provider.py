@@ -6,7 +6,7 @@ the mapping from HTTP outcomes to the error types of :mod:`shortlist.sources.bas
             → Provider.slot()   (fail fast while paused; at most ``max_concurrency`` in flight)
                 → one HTTP GET with a hard deadline → parse(JSON), or a typed ProviderError
 
-The seed's rules: one retry, 5 s later, only on a timeout or a 5xx (the talent API's discovery
+The retry rules: one retry, 5 s later, only on a timeout or a 5xx (the talent API's discovery
 hangs on ~41% of first attempts and answers on the second); never on a 429 — the provider is
 paused for its ``Retry-After`` instead — and never on another 4xx or a malformed answer.
 

@@ -1,4 +1,4 @@
-"""Candidate search with streaming backfill (seed 001).
+"""Candidate search with streaming backfill.
 
 * ``service``: start a search (internal corpus at once, backfill queued), read, retry.
 * ``tiers``: the discovery queue (strict / broad / serp), one page per claim.

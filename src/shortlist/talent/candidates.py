@@ -4,7 +4,7 @@
     → bump resultCount                                    (one commit, per candidate)
 
 Each stub is its own task (batch size 1, ``backfill_concurrency`` in flight), so a slow or hung
-enrichment holds back only itself — the seed's "bounded by the median, not the tail". The
+enrichment holds back only itself: the time to a result is bounded by the median, not the tail. The
 commit re-checks the lease first (``lock_claimed_candidate``): a worker that lost its claim
 (reaped, retried and re-claimed by someone else) writes nothing, and the unique
 ``(search_id, candidate_id)`` catches whatever slips past, so a person is appended once.
@@ -24,6 +24,7 @@ import logging
 
 import psycopg
 
+from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, EmbeddingTransientError
 from shortlist.errors import TransientError
@@ -95,7 +96,7 @@ class CandidateQueue:
     """:class:`shortlist.queue.Queue` over ``search_candidates``."""
 
     name = "backfill_candidates"
-    channel: str | None = repo.BACKFILL_CHANNEL
+    channel: str | None = channels.BACKFILL
     leases = LeaseTable("search_candidates", requeue=True)
 
     def __init__(self, pool: AsyncPool, embedder: Embedder, sources: Sources):
@@ -205,7 +206,8 @@ class CandidateQueue:
             )
             return
         log.info("search %s candidate %d (%s): %s", stub.search_id, stub.id, stub.tier, outcome)
-        await repo.try_complete(self.pool, stub.search_id)
+        async with self.pool.connection() as conn, conn.transaction():
+            await repo.complete_search_if_done(conn, stub.search_id)
 
     async def _fail(
         self, worker_id: str, stub: ClaimedStub, status: CandidateStatus, error: str
@@ -224,4 +226,5 @@ class CandidateQueue:
             status.value,
             error,
         )
-        await repo.try_complete(self.pool, stub.search_id)
+        async with self.pool.connection() as conn, conn.transaction():
+            await repo.complete_search_if_done(conn, stub.search_id)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 from shortlist.ingest_files import (
     DEFAULT_BATCH_SIZE,
@@ -27,6 +28,8 @@ from shortlist.validation import storable
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
 _Text = Annotated[str, StringConstraints(strip_whitespace=True)]
+
+QUERIES = load_queries("shortlist.talent")
 
 
 class CandidateCreate(BaseModel):
@@ -113,40 +116,12 @@ class CandidateFileReader(RecordFileReader[CandidateCreate]):
     )
 
 
-_UPSERT = """
-INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
-                        years_experience, location, email, summary, profile_url, external_id)
-VALUES ('import', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (external_id) DO UPDATE SET
-    full_name = EXCLUDED.full_name, headline = EXCLUDED.headline,
-    role_title = EXCLUDED.role_title, role_family = EXCLUDED.role_family,
-    skills = EXCLUDED.skills, years_experience = EXCLUDED.years_experience,
-    location = EXCLUDED.location, email = EXCLUDED.email, summary = EXCLUDED.summary,
-    profile_url = EXCLUDED.profile_url
-"""
-
-
 async def insert_candidates(conn: AsyncConn, batch: list[CandidateCreate]) -> int:
     """Insert (or update by external id) one batch inside the caller's transaction."""
     async with conn.cursor() as cur:
         await cur.executemany(
-            _UPSERT,
-            [
-                (
-                    c.full_name,
-                    c.headline,
-                    c.role_title,
-                    c.role_family,
-                    c.skills,
-                    c.years_experience,
-                    c.location,
-                    c.email,
-                    c.summary,
-                    c.profile_url,
-                    c.external_id,
-                )
-                for c in batch
-            ],
+            QUERIES["import_candidate"],
+            [c.model_dump() for c in batch],
         )
     return len(batch)
 

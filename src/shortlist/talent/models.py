@@ -3,7 +3,6 @@ searches, tiers and candidate stubs, and the rows the workers claim."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
@@ -11,6 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from shortlist.redact import redact_emails
 from shortlist.sources.base import Profile
 from shortlist.validation import storable
 
@@ -51,22 +51,13 @@ class CandidateStatus(StrEnum):
     failed_permanent = "failed_permanent"
 
 
-FAILED_STATUSES = frozenset(
-    {
-        CandidateStatus.failed_no_email,
-        CandidateStatus.failed_transient,
-        CandidateStatus.failed_permanent,
-    }
-)
-
-_EMAIL = re.compile(r"[^\s@\"'<>(),;:]+@[^\s@\"'<>(),;:]+\.[^\s@\"'<>(),;:]+")
 MAX_ERROR_LENGTH = 1000
 
 
 def error_text(error: BaseException | str) -> str:
     """An error as stored in ``last_error`` and logged: bounded, and with any e-mail address
-    masked — a provider's error body may quote a profile, and addresses never go to logs."""
-    return _EMAIL.sub("<e-mail>", str(error))[:MAX_ERROR_LENGTH]
+    masked (:func:`shortlist.redact.redact_emails`)."""
+    return redact_emails(str(error))[:MAX_ERROR_LENGTH]
 
 
 _Short = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]

@@ -10,6 +10,39 @@
 -- snapshot that sees it. The reaper takes single rows with SKIP LOCKED and never waits.
 
 -- ----------------------------------------------------------------------------------------
+-- The internal corpus: bulk import and the bundled sample
+-- ----------------------------------------------------------------------------------------
+
+-- name: import_candidate
+-- `shortlist ingest candidates`: insert, or refresh the fields of the row with that external id.
+INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
+                        years_experience, location, email, summary, profile_url, external_id)
+VALUES ('import', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, %(skills)s,
+        %(years_experience)s, %(location)s, %(email)s, %(summary)s, %(profile_url)s,
+        %(external_id)s)
+ON CONFLICT (external_id) DO UPDATE SET
+    full_name = EXCLUDED.full_name, headline = EXCLUDED.headline,
+    role_title = EXCLUDED.role_title, role_family = EXCLUDED.role_family,
+    skills = EXCLUDED.skills, years_experience = EXCLUDED.years_experience,
+    location = EXCLUDED.location, email = EXCLUDED.email, summary = EXCLUDED.summary,
+    profile_url = EXCLUDED.profile_url
+
+-- name: lock_sample_load
+-- Transaction-scoped, so it is released by the commit that makes the sample visible: a second
+-- process waits here, then sees a non-empty table and loads nothing.
+SELECT pg_advisory_xact_lock(hashtext('shortlist.talent.sample'))
+
+-- name: any_candidate
+SELECT EXISTS (SELECT 1 FROM candidates) AS present
+
+-- name: insert_sample_candidate
+-- Internal profiles have no public URL and no external id.
+INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
+                        years_experience, location, email, summary)
+VALUES ('sample', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, %(skills)s,
+        %(years_experience)s, %(location)s, %(email)s, %(summary)s)
+
+-- ----------------------------------------------------------------------------------------
 -- Starting a search
 -- ----------------------------------------------------------------------------------------
 
@@ -118,19 +151,24 @@ SELECT status::text AS status, result_count, target_count
 UPDATE searches SET last_progress_at = now()
  WHERE id = %(search_id)s AND status = 'running'
 
+-- name: search_is_done
+-- A predicate on the searches row `s`, spliced into the two statements below: nothing is queued
+-- or running, and either the target is reached or no tier can find anyone else.
+NOT EXISTS (SELECT 1 FROM search_candidates c
+             WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+AND (s.result_count >= s.target_count
+     OR NOT EXISTS (SELECT 1 FROM search_tiers t
+                     WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+
 -- name: complete_search_if_done
--- running → complete once nothing is queued or running and either the target is reached or no
--- tier can find anyone else. Run right after lock_search, in the same transaction: the lock
--- waits out any transaction adding work, and this statement's snapshot then sees that work.
+-- running → complete once search_is_done holds. Run right after lock_search, in the same
+-- transaction: the lock waits out any transaction adding work, and this statement's snapshot
+-- then sees that work.
 UPDATE searches AS s
    SET status = 'complete', finished_at = now()
  WHERE s.id = %(search_id)s
    AND s.status = 'running'
-   AND NOT EXISTS (SELECT 1 FROM search_candidates c
-                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
-   AND (s.result_count >= s.target_count
-        OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+   AND {search_is_done}
 RETURNING s.id
 
 -- ----------------------------------------------------------------------------------------
@@ -166,7 +204,7 @@ RETURNING t.id, t.tier, t.next_page, t.attempts, s.id AS search_id, s.query, s.r
           s.location, s.min_years_experience, s.skills
 
 -- name: known_external_ids
--- The seed's knownUsernames: everyone this search already attempted, whatever the outcome,
+-- Who not to attempt again: everyone this search already attempted, whatever the outcome,
 -- plus internal hits that came from a provider (a person ingested by an earlier search).
 SELECT external_id FROM search_candidates WHERE search_id = %(search_id)s
 UNION
@@ -425,11 +463,7 @@ RETURNING t.id, t.search_id, t.status::text AS status
 SELECT s.id
   FROM searches s
  WHERE s.status = 'running'
-   AND NOT EXISTS (SELECT 1 FROM search_candidates c
-                    WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
-   AND (s.result_count >= s.target_count
-        OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                        WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+   AND {search_is_done}
 
 -- name: mark_stale_searches
 -- No progress for stale_after, and no candidate held by a live worker: work under a live lease
@@ -480,14 +514,15 @@ RETURNING tier
 
 -- name: resume_search
 -- Its queued work becomes claimable again: wake the backfill workers (the triggers only fire
--- for tier and stub changes, and a stale search's queued rows do not change).
+-- for tier and stub changes, and a stale search's queued rows do not change). %(channel)s is
+-- shortlist.db.channels.BACKFILL.
 WITH resumed AS (
     UPDATE searches
        SET status = 'running', finished_at = NULL, last_progress_at = now()
      WHERE id = %(search_id)s AND status IN ('complete', 'stale')
     RETURNING id
 )
-SELECT id, pg_notify('shortlist_backfill', 'searches') FROM resumed
+SELECT id, pg_notify(%(channel)s, 'searches') FROM resumed
 
 -- ----------------------------------------------------------------------------------------
 -- Reads (the results endpoint and the search summaries)

@@ -77,7 +77,9 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
         done = await repo.running_searches_without_work(conn)
     completed = 0
     for search_id in done:
-        if await repo.try_complete(pool, search_id):
+        async with pool.connection() as conn, conn.transaction():
+            done_now = await repo.complete_search_if_done(conn, search_id)
+        if done_now:
             completed += 1
     async with pool.connection() as conn, conn.transaction():
         stale = await repo.mark_stale_searches(conn, settings.stale_after)

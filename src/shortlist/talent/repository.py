@@ -1,8 +1,9 @@
 """Every database operation of the candidate-search pipeline, in one place.
 
 Functions take a connection and run named SQL from ``queries.sql``; the caller owns the
-transaction (service and workers decide where the commit boundaries are — the seed's whole
-point). The few functions taking a pool run a complete transaction of their own.
+transaction (service and workers decide where the commit boundaries are: a search's results
+stream to the client only if each one commits on its own). The few functions taking a pool run
+a complete transaction of their own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pgvector import Vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
@@ -30,14 +32,20 @@ from shortlist.talent.models import (
     ClaimedTier,
     SearchBrief,
     Tier,
+    TierStatus,
 )
 
-Q = load_queries("shortlist.talent")
-# Notified by the triggers of migration 0002 whenever tiers or stubs are added or change status
-# (and by resume_search): the backfill workers' wake-up call.
-BACKFILL_CHANNEL = "shortlist_backfill"
+QUERIES = load_queries("shortlist.talent")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.
-_CANDIDATE_TEXT = sql.SQL(Q["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
+_CANDIDATE_TEXT = sql.SQL(QUERIES["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
+# "Nothing is left to do for this search", stated once and spliced into both statements using it.
+_SEARCH_IS_DONE = sql.SQL(QUERIES["search_is_done"])
+_COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
+    search_is_done=_SEARCH_IS_DONE
+)
+_RUNNING_SEARCHES_WITHOUT_WORK = sql.SQL(QUERIES["running_searches_without_work"]).format(
+    search_is_done=_SEARCH_IS_DONE
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ async def insert_search(
 ) -> uuid.UUID:
     row = await _one(
         conn,
-        Q["insert_search"],
+        QUERIES["insert_search"],
         {
             "owner_token_id": owner_token_id,
             "query": query,
@@ -145,7 +153,7 @@ async def search_corpus(
     # walking the graph until enough rows pass the filters.
     rows = await _all(
         conn,
-        Q["search_corpus"],
+        QUERIES["search_corpus"],
         {
             "embedding": Vector(list(embedding)),
             "text": text,
@@ -165,7 +173,7 @@ async def append_internal_hits(
 ) -> int:
     row = await _one(
         conn,
-        Q["append_internal_hits"],
+        QUERIES["append_internal_hits"],
         {
             "search_id": search_id,
             "candidate_ids": [h.candidate_id for h in hits],
@@ -180,38 +188,35 @@ async def append_internal_hits(
 async def start_backfill(conn: AsyncConn, search_id: uuid.UUID) -> bool:
     row = await _one(
         conn,
-        Q["start_backfill"],
+        QUERIES["start_backfill"],
         {"search_id": search_id, "tiers": [t.value for t in DISCOVERY_TIERS]},
     )
     return row is not None
 
 
 async def complete_without_backfill(conn: AsyncConn, search_id: uuid.UUID) -> bool:
-    return await _one(conn, Q["complete_without_backfill"], {"search_id": search_id}) is not None
+    return (
+        await _one(conn, QUERIES["complete_without_backfill"], {"search_id": search_id}) is not None
+    )
 
 
 # --- the search row ------------------------------------------------------------------------
 
 
 async def lock_search(conn: AsyncConn, search_id: uuid.UUID) -> Row | None:
-    return await _one(conn, Q["lock_search"], {"search_id": search_id})
+    return await _one(conn, QUERIES["lock_search"], {"search_id": search_id})
 
 
 async def touch_search(conn: AsyncConn, search_id: uuid.UUID) -> None:
-    await conn.execute(Q["touch_search"], {"search_id": search_id})
+    await conn.execute(QUERIES["touch_search"], {"search_id": search_id})
 
 
-async def complete_if_done(conn: AsyncConn, search_id: uuid.UUID) -> bool:
+async def complete_search_if_done(conn: AsyncConn, search_id: uuid.UUID) -> bool:
     """running → complete if nothing is left to do. Takes the search lock first (see
     ``complete_search_if_done`` in queries.sql for why the order matters)."""
     if await lock_search(conn, search_id) is None:
         return False
-    return await _one(conn, Q["complete_search_if_done"], {"search_id": search_id}) is not None
-
-
-async def try_complete(pool: AsyncPool, search_id: uuid.UUID) -> bool:
-    async with pool.connection() as conn, conn.transaction():
-        return await complete_if_done(conn, search_id)
+    return await _one(conn, _COMPLETE_SEARCH_IF_DONE, {"search_id": search_id}) is not None
 
 
 # --- discovery tiers -------------------------------------------------------------------------
@@ -233,7 +238,7 @@ async def claim_tiers(
 ) -> list[ClaimedTier]:
     async with single_statement(pool) as conn:
         rows = await _all(
-            conn, Q["claim_tiers"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            conn, QUERIES["claim_tiers"], {"worker_id": worker_id, "limit": limit, "lease": lease}
         )
     return [
         ClaimedTier(
@@ -249,7 +254,7 @@ async def claim_tiers(
 
 async def known_external_ids(pool: AsyncPool, search_id: uuid.UUID) -> set[str]:
     async with pool.connection() as conn:
-        rows = await _all(conn, Q["known_external_ids"], {"search_id": search_id})
+        rows = await _all(conn, QUERIES["known_external_ids"], {"search_id": search_id})
     return {str(r["external_id"]) for r in rows}
 
 
@@ -264,7 +269,7 @@ async def insert_stubs(
         return 0
     rows = await _all(
         conn,
-        Q["insert_stubs"],
+        QUERIES["insert_stubs"],
         {
             "search_id": search_id,
             "tier": tier.value,
@@ -276,7 +281,7 @@ async def insert_stubs(
 
 
 async def search_shortfall(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    row = await _one(conn, Q["search_shortfall"], {"search_id": search_id})
+    row = await _one(conn, QUERIES["search_shortfall"], {"search_id": search_id})
     return 0 if row is None else int(row["shortfall"])
 
 
@@ -288,11 +293,11 @@ async def tier_page_done(
     found: int,
     has_more: bool,
     consumed: bool,
-) -> str | None:
+) -> TierStatus | None:
     """The tier's new status (queued/exhausted), or None if this worker lost its claim."""
     row = await _one(
         conn,
-        Q["tier_page_done"],
+        QUERIES["tier_page_done"],
         {
             "id": tier_id,
             "worker_id": worker_id,
@@ -301,19 +306,19 @@ async def tier_page_done(
             "consumed": consumed,
         },
     )
-    return None if row is None else str(row["status"])
+    return None if row is None else TierStatus(row["status"])
 
 
 async def tier_deferred(
     conn: AsyncConn, tier_id: int, worker_id: str, *, delay: float, error: str
 ) -> bool:
     params = {"id": tier_id, "worker_id": worker_id, "delay": delay, "error": error}
-    return await _one(conn, Q["tier_deferred"], params) is not None
+    return await _one(conn, QUERIES["tier_deferred"], params) is not None
 
 
 async def tier_failed(conn: AsyncConn, tier_id: int, worker_id: str, *, error: str) -> bool:
     params = {"id": tier_id, "worker_id": worker_id, "error": error}
-    return await _one(conn, Q["tier_failed"], params) is not None
+    return await _one(conn, QUERIES["tier_failed"], params) is not None
 
 
 # --- candidates -------------------------------------------------------------------------------
@@ -324,7 +329,9 @@ async def claim_candidates(
 ) -> list[ClaimedStub]:
     async with single_statement(pool) as conn:
         rows = await _all(
-            conn, Q["claim_candidates"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            conn,
+            QUERIES["claim_candidates"],
+            {"worker_id": worker_id, "limit": limit, "lease": lease},
         )
     return [
         ClaimedStub(
@@ -356,7 +363,7 @@ async def keep_enriched_profile(
 ) -> None:
     async with single_statement(pool) as conn:
         await conn.execute(
-            Q["keep_enriched_profile"],
+            QUERIES["keep_enriched_profile"],
             {"id": stub_id, "worker_id": worker_id, "profile": Jsonb(dataclasses.asdict(profile))},
         )
 
@@ -371,7 +378,7 @@ async def candidate_text(pool: AsyncPool, record: CandidateRecord) -> str:
 
 async def lock_claimed_candidate(conn: AsyncConn, stub_id: int, worker_id: str) -> bool:
     params = {"id": stub_id, "worker_id": worker_id}
-    return await _one(conn, Q["lock_claimed_candidate"], params) is not None
+    return await _one(conn, QUERIES["lock_claimed_candidate"], params) is not None
 
 
 async def upsert_candidate(
@@ -379,7 +386,7 @@ async def upsert_candidate(
 ) -> uuid.UUID:
     row = await _one(
         conn,
-        Q["upsert_candidate"],
+        QUERIES["upsert_candidate"],
         {
             "external_id": record.external_id,
             "source": record.source,
@@ -398,7 +405,7 @@ async def upsert_candidate(
     )
     assert row is not None
     candidate_id: uuid.UUID = row["id"]
-    await conn.execute(Q["mark_candidate_embedded"], {"id": candidate_id})
+    await conn.execute(QUERIES["mark_candidate_embedded"], {"id": candidate_id})
     return candidate_id
 
 
@@ -413,7 +420,7 @@ async def append_result(
     """Append one result at the next rank; None if the person is already in the results."""
     row = await _one(
         conn,
-        Q["append_result"],
+        QUERIES["append_result"],
         {
             "search_id": search_id,
             "candidate_id": candidate_id,
@@ -435,7 +442,7 @@ async def finish_candidate(
 ) -> bool:
     row = await _one(
         conn,
-        Q["finish_candidate"],
+        QUERIES["finish_candidate"],
         {
             "id": stub_id,
             "worker_id": worker_id,
@@ -451,20 +458,20 @@ async def finish_candidate(
 
 
 async def reap_lost_candidates(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, Q["reap_lost_candidates"], {"max_lost": max_lost})
+    return await _all(conn, QUERIES["reap_lost_candidates"], {"max_lost": max_lost})
 
 
 async def reap_lost_tiers(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, Q["reap_lost_tiers"], {"max_lost": max_lost})
+    return await _all(conn, QUERIES["reap_lost_tiers"], {"max_lost": max_lost})
 
 
 async def running_searches_without_work(conn: AsyncConn) -> list[uuid.UUID]:
-    rows = await _all(conn, Q["running_searches_without_work"], {})
+    rows = await _all(conn, _RUNNING_SEARCHES_WITHOUT_WORK, {})
     return [r["id"] for r in rows]
 
 
 async def mark_stale_searches(conn: AsyncConn, stale_after: float) -> list[uuid.UUID]:
-    rows = await _all(conn, Q["mark_stale_searches"], {"stale_after": stale_after})
+    rows = await _all(conn, QUERIES["mark_stale_searches"], {"stale_after": stale_after})
     return [r["id"] for r in rows]
 
 
@@ -473,24 +480,25 @@ async def mark_stale_searches(conn: AsyncConn, stale_after: float) -> list[uuid.
 
 async def retry_candidate(conn: AsyncConn, search_id: uuid.UUID, stub_id: int) -> bool:
     params = {"id": stub_id, "search_id": search_id}
-    return await _one(conn, Q["retry_candidate"], params) is not None
+    return await _one(conn, QUERIES["retry_candidate"], params) is not None
 
 
 async def candidate_status(conn: AsyncConn, search_id: uuid.UUID, stub_id: int) -> str | None:
-    row = await _one(conn, Q["candidate_status"], {"id": stub_id, "search_id": search_id})
+    row = await _one(conn, QUERIES["candidate_status"], {"id": stub_id, "search_id": search_id})
     return None if row is None else str(row["status"])
 
 
 async def requeue_failed_candidates(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    return len(await _all(conn, Q["requeue_failed_candidates"], {"search_id": search_id}))
+    return len(await _all(conn, QUERIES["requeue_failed_candidates"], {"search_id": search_id}))
 
 
 async def requeue_failed_tiers(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    return len(await _all(conn, Q["requeue_failed_tiers"], {"search_id": search_id}))
+    return len(await _all(conn, QUERIES["requeue_failed_tiers"], {"search_id": search_id}))
 
 
 async def resume_search(conn: AsyncConn, search_id: uuid.UUID) -> bool:
-    return await _one(conn, Q["resume_search"], {"search_id": search_id}) is not None
+    params = {"search_id": search_id, "channel": channels.BACKFILL}
+    return await _one(conn, QUERIES["resume_search"], params) is not None
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -534,29 +542,31 @@ class SearchRecord:
 
 
 async def get_search(conn: AsyncConn, search_id: uuid.UUID) -> SearchRecord | None:
-    row = await _one(conn, Q["get_search"], {"search_id": search_id})
+    row = await _one(conn, QUERIES["get_search"], {"search_id": search_id})
     return None if row is None else SearchRecord.from_row(row)
 
 
 async def list_searches(conn: AsyncConn, owner_token_id: int, limit: int) -> list[SearchRecord]:
-    rows = await _all(conn, Q["list_searches"], {"owner_token_id": owner_token_id, "limit": limit})
+    rows = await _all(
+        conn, QUERIES["list_searches"], {"owner_token_id": owner_token_id, "limit": limit}
+    )
     return [SearchRecord.from_row(r) for r in rows]
 
 
 async def results_after(conn: AsyncConn, search_id: uuid.UUID, after: int, limit: int) -> list[Row]:
     return await _all(
-        conn, Q["results_after"], {"search_id": search_id, "after": after, "limit": limit}
+        conn, QUERIES["results_after"], {"search_id": search_id, "after": after, "limit": limit}
     )
 
 
 async def candidate_counts(conn: AsyncConn, search_id: uuid.UUID) -> dict[str, int]:
-    rows = await _all(conn, Q["candidate_counts"], {"search_id": search_id})
+    rows = await _all(conn, QUERIES["candidate_counts"], {"search_id": search_id})
     return {str(r["status"]): int(r["n"]) for r in rows}
 
 
 async def open_attempts(conn: AsyncConn, search_id: uuid.UUID, limit: int) -> list[Row]:
-    return await _all(conn, Q["open_attempts"], {"search_id": search_id, "limit": limit})
+    return await _all(conn, QUERIES["open_attempts"], {"search_id": search_id, "limit": limit})
 
 
 async def tiers_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
-    return await _all(conn, Q["tiers_of_search"], {"search_id": search_id})
+    return await _all(conn, QUERIES["tiers_of_search"], {"search_id": search_id})

@@ -1,6 +1,6 @@
 """Role families: the product's own taxonomy, used by the ``broad`` discovery tier to widen a
 role ("Rust Embedded Firmware Engineer") to its family ("embedded": every firmware, embedded
-Linux, robotics... title), as the seed's Tier 2 "expand role family".
+Linux, robotics... title).
 
 It is ours, not the provider's: which titles a recruiter would accept in place of another is a
 product decision, and it must not change when the talent API (or the simulator standing in for

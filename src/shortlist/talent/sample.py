@@ -8,18 +8,12 @@ ones (rare titles appear only a handful of times here) need the backfill.
 
 from __future__ import annotations
 
+from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 
 SAMPLE_SEED = 7
 SAMPLE_SIZE = 1500
-# Any constant works; it only serialises concurrent first starts.
-_SAMPLE_LOCK_KEY = 0x5A_3D1E_0002
-
-_INSERT = """
-INSERT INTO candidates (source, full_name, headline, role_title, role_family, skills,
-                        years_experience, location, email, summary, profile_url)
-VALUES ('sample', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-"""
+QUERIES = load_queries("shortlist.talent")
 
 
 async def load_sample_candidates(conn: AsyncConn) -> int:
@@ -27,28 +21,27 @@ async def load_sample_candidates(conn: AsyncConn) -> int:
     from shortlist.simulator.population import build_population
 
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SAMPLE_LOCK_KEY,))
-        cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM candidates) AS any")
+        await conn.execute(QUERIES["lock_sample_load"])
+        cur = await conn.execute(QUERIES["any_candidate"])
         row = await cur.fetchone()
-        if row is not None and row["any"]:
+        if row is not None and row["present"]:
             return 0
         people = build_population(seed=SAMPLE_SEED, size=SAMPLE_SIZE)
         async with conn.cursor() as ins:
             await ins.executemany(
-                _INSERT,
+                QUERIES["insert_sample_candidate"],
                 [
-                    (
-                        p.full_name,
-                        p.headline,
-                        p.role_title,
-                        p.role_family,
-                        list(p.skills),
-                        p.years_experience,
-                        p.location,
-                        p.email,
-                        p.summary,
-                        None,  # internal profiles have no public URL
-                    )
+                    {
+                        "full_name": p.full_name,
+                        "headline": p.headline,
+                        "role_title": p.role_title,
+                        "role_family": p.role_family,
+                        "skills": list(p.skills),
+                        "years_experience": p.years_experience,
+                        "location": p.location,
+                        "email": p.email,
+                        "summary": p.summary,
+                    }
                     for p in people
                 ],
             )

@@ -5,6 +5,11 @@ the corpus hits are appended as ranks 1..k, and if they fall short of the target
 discovery tiers are queued for the backfill workers — all in the one transaction that creates
 the search, so a client never sees a search without its first results, nor a backfill without
 its tiers.
+
+Transactions (the same rule as :mod:`shortlist.listings.service`): each service function is one
+unit of work — it runs in one transaction that it opens itself and that commits when it returns
+(a savepoint, if the caller already has a transaction open); repository functions never open or
+commit one, they run in their caller's.
 """
 
 from __future__ import annotations
@@ -196,7 +201,7 @@ async def search_summary(
 async def list_searches(
     services: Services, principal: Principal, limit: int = 50
 ) -> list[SearchRecord]:
-    async with services.pool.connection() as conn:
+    async with services.pool.connection() as conn, conn.transaction():
         return await repo.list_searches(conn, principal.token_id, limit)
 
 
@@ -241,9 +246,8 @@ async def retry_search(
         if locked["status"] == SearchStatus.complete and tiers == 0 and stubs == 0:
             raise Conflict("search is complete and nothing in it failed transiently")
         await repo.resume_search(conn, search_id)
-    # A stale search may have had nothing left but its status: settle it at once.
-    await repo.try_complete(services.pool, search_id)
-    async with services.pool.connection() as conn:
+        # A stale search may have had nothing left but its status: settle it at once.
+        await repo.complete_search_if_done(conn, search_id)
         search = await repo.get_search(conn, search_id)
     assert search is not None
     log.info("search %s resumed (%d tiers, %d candidates re-queued)", search_id, tiers, stubs)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from shortlist.config import Settings
+from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.queue import LeaseTable
 from shortlist.sources.base import (
@@ -29,7 +30,14 @@ from shortlist.sources.base import (
 )
 from shortlist.sources.factory import Sources
 from shortlist.talent import repository as repo
-from shortlist.talent.models import ClaimedTier, SearchBrief, SearchStatus, Tier, error_text
+from shortlist.talent.models import (
+    ClaimedTier,
+    SearchBrief,
+    SearchStatus,
+    Tier,
+    TierStatus,
+    error_text,
+)
 from shortlist.talent.roles import role_family
 
 log = logging.getLogger(__name__)
@@ -65,7 +73,7 @@ class TierQueue:
     """:class:`shortlist.queue.Queue` over ``search_tiers``."""
 
     name = "backfill_tiers"
-    channel: str | None = repo.BACKFILL_CHANNEL
+    channel: str | None = channels.BACKFILL
     leases = LeaseTable("search_tiers", requeue=True)
 
     def __init__(self, pool: AsyncPool, settings: Settings, sources: Sources):
@@ -94,8 +102,8 @@ class TierQueue:
 
     async def run_page(self, worker_id: str, claimed: ClaimedTier) -> None:
         search_id = claimed.search.search_id
-        # The seed's knownUsernames, loaded BEFORE the call: the hot-path filter. The unique
-        # constraint on (search_id, external_id) is what makes dedup correct under races.
+        # Everyone the search already attempted, loaded BEFORE the call: the hot-path filter.
+        # The unique constraint on (search_id, external_id) makes dedup correct under races.
         known = await repo.known_external_ids(self.pool, search_id)
         try:
             page = await self._discover(claimed)
@@ -122,12 +130,14 @@ class TierQueue:
                 if await repo.tier_failed(conn, claimed.id, worker_id, error=error_text(exc)):
                     await repo.touch_search(conn, search_id)
             log.warning("search %s tier %s failed: %s", search_id, claimed.tier, error_text(exc))
-            await repo.try_complete(self.pool, search_id)
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.complete_search_if_done(conn, search_id)
             return
         stubs, has_more = self._fresh_stubs(page, known)
         status = await self._record_page(worker_id, claimed, stubs, has_more)
-        if status == "exhausted":
-            await repo.try_complete(self.pool, search_id)
+        if status is TierStatus.exhausted:
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.complete_search_if_done(conn, search_id)
 
     @staticmethod
     def _fresh_stubs(
@@ -150,7 +160,7 @@ class TierQueue:
         claimed: ClaimedTier,
         stubs: list[tuple[str, str]],
         has_more: bool,
-    ) -> str | None:
+    ) -> TierStatus | None:
         search_id = claimed.search.search_id
         async with self.pool.connection() as conn:
             try:

@@ -1,5 +1,4 @@
-"""The web UI's routes: server-rendered pages, the static files they use, and (included from
-``shortlist.web.events``) the SSE stream of a recruiter search.
+"""The web UI's routes: server-rendered pages and the static files they use.
 
 * ``/`` — job search. Rendered on the server (a plain GET form), so it works without
   JavaScript, every result page has a URL, and pagination is a pair of links (``offset``).
@@ -42,15 +41,14 @@ from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
-from shortlist.listings.repository import find_listing
 from shortlist.listings.search import MAX_OFFSET, search_jobs
-from shortlist.ops_status import collect_status
-from shortlist.web import events, small_int
+from shortlist.listings.service import find_listing
+from shortlist.status import collect_status
+from shortlist.validation import small_int
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(include_in_schema=False)
-router.include_router(events.router)
 
 PAGE_SIZE = 10
 DEFAULT_POLL_MS = 5000
@@ -502,7 +500,7 @@ async def recruit_page(
     transport: str | None = None,
 ) -> HTMLResponse:
     """The console shell. ``?search=<id>`` reopens a search; ``?poll=<ms>`` sets the polling
-    interval (default the seed's 5 s) and ``?transport=sse|poll`` forces one transport."""
+    interval (default 5 s) and ``?transport=sse|poll`` forces one transport."""
     search_id = ""
     link_error = ""
     if search:
@@ -553,11 +551,11 @@ async def status_page(
         "report": report,
         "admin": admin,
         "signed_in_role": principal.role.value if principal else "",
-        "generated": _ago_label(report["generated_at"]) if report else "",
+        "generated": _utc_clock_time(report["generated_at"]) if report else "",
     }
     name = "_status_body.html" if fragment else "status.html"
     return render(request, name, context, status_code=status_code, nav="status")
 
 
-def _ago_label(iso: str) -> str:
+def _utc_clock_time(iso: str) -> str:
     return datetime.fromisoformat(iso).strftime("%H:%M:%S UTC")

@@ -1,8 +1,8 @@
 """``/api/jobs``: public search and reads; writes with a company (or admin) token.
 
-Thin: validation is the models', rules are the repository's, errors are domain types mapped to
-HTTP in ``shortlist.api.errors``. The fixed paths (``/search``, ``/email``) are declared before
-``/{id_or_slug}`` so they are never taken for a listing reference.
+Thin: validation is the models', rules are ``shortlist.listings.service``'s, errors are domain
+types mapped to HTTP in ``shortlist.api.errors``. The fixed paths (``/search``, ``/email``) are
+declared before ``/{id_or_slug}`` so they are never taken for a listing reference.
 """
 
 from __future__ import annotations
@@ -13,15 +13,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response,
 from pydantic import BeforeValidator, Field
 
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
+from shortlist.listings import service
 from shortlist.listings.email_post import parse_job_email
 from shortlist.listings.models import MAX_SALARY_KS, ListingCreate, ListingOut, ListingPatch
-from shortlist.listings.repository import (
-    create_listing,
-    delete_listing,
-    find_listing,
-    parse_listing_ref,
-    update_listing,
-)
 from shortlist.listings.search import (
     MAX_OFFSET,
     MAX_QUERY_LENGTH,
@@ -29,15 +23,11 @@ from shortlist.listings.search import (
     SearchResult,
     search_jobs,
 )
+from shortlist.validation import blank_to_none
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
 EMAIL_MEDIA_TYPE = "message/rfc822"
-
-
-def _blank_to_none(value: object) -> object:
-    # An HTML form sends an untouched field as "salary_min=": that means "no filter".
-    return None if isinstance(value, str) and not value.strip() else value
 
 
 def rate_limit_search(request: Request, client_ip: ClientIPDep) -> None:
@@ -56,7 +46,7 @@ async def search(
     ] = None,
     salary_min: Annotated[
         Annotated[int, Field(ge=0, le=MAX_SALARY_KS)] | None,
-        BeforeValidator(_blank_to_none),
+        BeforeValidator(blank_to_none),
         Query(description="thousands; compared with the top figure"),
     ] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
@@ -81,7 +71,9 @@ def _created(response: Response, listing: ListingOut) -> ListingOut:
 async def create(
     body: ListingCreate, principal: CompanyDep, conn: ConnDep, response: Response
 ) -> ListingOut:
-    listing = await create_listing(conn, body, source="api", owner_token_id=principal.token_id)
+    listing = await service.create_listing(
+        conn, body, source="api", owner_token_id=principal.token_id
+    )
     return _created(response, listing)
 
 
@@ -106,14 +98,16 @@ async def create_from_email(
             f"send the raw e-mail message with Content-Type: {EMAIL_MEDIA_TYPE}",
         )
     data = parse_job_email(await request.body())
-    listing = await create_listing(conn, data, source="email", owner_token_id=principal.token_id)
+    listing = await service.create_listing(
+        conn, data, source="email", owner_token_id=principal.token_id
+    )
     return _created(response, listing)
 
 
 @router.get("/{id_or_slug}")
 async def get(id_or_slug: str, conn: ConnDep) -> ListingOut:
     """By id or by ``detail_page_slug`` (any slug ending in the id, so old slugs still work)."""
-    return await find_listing(conn, id_or_slug)
+    return await service.find_listing(conn, id_or_slug)
 
 
 @router.patch("/{id_or_slug}")
@@ -121,10 +115,10 @@ async def patch(
     id_or_slug: str, body: ListingPatch, principal: CompanyDep, conn: ConnDep
 ) -> ListingOut:
     """Owner company or admin. Any change bumps ``updated_at``, which queues a re-embed."""
-    return await update_listing(conn, parse_listing_ref(id_or_slug), body, principal)
+    return await service.update_listing(conn, id_or_slug, body, principal)
 
 
 @router.delete("/{id_or_slug}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete(id_or_slug: str, principal: CompanyDep, conn: ConnDep) -> None:
     """Owner company or admin."""
-    await delete_listing(conn, parse_listing_ref(id_or_slug), principal)
+    await service.delete_listing(conn, id_or_slug, principal)

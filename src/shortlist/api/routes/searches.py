@@ -11,13 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from shortlist.api.deps import RecruiterDep, ServicesDep
 from shortlist.db.types import Row
-from shortlist.embedding.base import EmbeddingTransientError
 from shortlist.errors import NotFound
 from shortlist.talent import service
 from shortlist.talent.models import SearchCreate
@@ -193,17 +192,8 @@ async def create_search(
     payload: SearchCreate, services: ServicesDep, principal: RecruiterDep
 ) -> SearchStartedOut:
     """Search the internal corpus now; backfill from the external sources if it falls short."""
-    try:
-        started = await service.start_search(services, principal, payload)
-    except EmbeddingTransientError as exc:
-        # The query cannot be embedded right now (provider down or throttling): nothing was
-        # written, and the same request will work later.
-        retry_after = str(max(1, round(exc.retry_after or 5)))
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail="the embedding provider is unavailable; try again shortly",
-            headers={"Retry-After": retry_after},
-        ) from exc
+    # A provider outage is a TransientError: shortlist.api.errors answers 503 with Retry-After.
+    started = await service.start_search(services, principal, payload)
     return SearchStartedOut(
         search_id=str(started.search_id),
         status=started.status.value,

@@ -1,4 +1,4 @@
-// Recruiter console: start a search, then follow it as the seed's client does.
+// Recruiter console: start a search, then follow its results as they are appended.
 //
 // Rows are appended strictly in server rank order (rank N+1 after rank N) and are never
 // re-sorted, moved or replaced. New rows arrive over Server-Sent Events (a fetch() stream, so

@@ -16,9 +16,10 @@ instead of on the client's next poll. Events:
 A comment line is sent as a heartbeat every ``HEARTBEAT_SECONDS`` so proxies keep the
 connection open. ``?after=N`` (or ``Last-Event-ID``) resumes after rank N.
 
-How it wakes: the ``searches`` trigger NOTIFYs ``shortlist_search_events`` with the search id
-on every update of the row (each append bumps ``result_count``); the candidate stubs' trigger
-NOTIFYs ``shortlist_backfill`` when a stub is added or changes status. Both arrive through the
+How it wakes: the ``searches`` trigger NOTIFYs :data:`~shortlist.db.channels.SEARCH_EVENTS` with
+the search id on every update of the row (each append bumps ``result_count``); the candidate
+stubs' trigger NOTIFYs :data:`~shortlist.db.channels.BACKFILL` when a stub is added or changes
+status. Both arrive through the
 process's one :class:`~shortlist.queue.notify.Notifier`; either makes the stream re-read the
 search. It also re-reads every ``RESYNC_SECONDS`` without a notification, so a NOTIFY lost
 while the listener reconnects delays an event by seconds, never forever.
@@ -46,19 +47,18 @@ from shortlist.api.deps import RecruiterDep, ServicesDep
 from shortlist.api.routes import searches as searches_api
 from shortlist.auth import Principal
 from shortlist.bootstrap import Services
+from shortlist.db import channels
 from shortlist.db.types import Row
 from shortlist.errors import NotFound
 from shortlist.queue.notify import Notifier
 from shortlist.talent import service
 from shortlist.talent.repository import SearchRecord
-from shortlist.web import small_int
+from shortlist.validation import small_int
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["searches"])
 
-SEARCH_EVENTS_CHANNEL = "shortlist_search_events"
-BACKFILL_CHANNEL = "shortlist_backfill"
 HEARTBEAT_SECONDS = 15.0
 RESYNC_SECONDS = 5.0
 MIN_SYNC_INTERVAL = 0.05
@@ -177,12 +177,12 @@ class Wakeups:
     def __init__(self, notifier: Notifier, search_id: uuid.UUID) -> None:
         self.notifier = notifier
         self.search_id = str(search_id)
-        self.search_events = notifier.payloads(SEARCH_EVENTS_CHANNEL)
-        self.backfill = notifier.subscribe(BACKFILL_CHANNEL)
+        self.search_events = notifier.payloads(channels.SEARCH_EVENTS)
+        self.backfill = notifier.subscribe(channels.BACKFILL)
 
     def close(self) -> None:
-        self.notifier.drop_payloads(SEARCH_EVENTS_CHANNEL, self.search_events)
-        self.notifier.unsubscribe(BACKFILL_CHANNEL, self.backfill)
+        self.notifier.drop_payloads(channels.SEARCH_EVENTS, self.search_events)
+        self.notifier.unsubscribe(channels.BACKFILL, self.backfill)
 
     def _pending(self) -> bool:
         """Drain queued payloads; true if one is ours ("" = the listener reconnected)."""

@@ -1,4 +1,4 @@
-"""Operations endpoints: liveness, readiness and Prometheus metrics."""
+"""Probes: liveness (``/healthz``), readiness (``/readyz``) and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
 from shortlist.api.deps import PoolDep
-from shortlist.db.migrate import available_migrations
+from shortlist.db.migrate import pending_migrations_async
+from shortlist.db.types import Row
+from shortlist.status import queue_depths
 
-router = APIRouter(tags=["ops"])
+router = APIRouter(tags=["probes"])
 
 
 @router.get("/healthz")
@@ -31,45 +33,30 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(pool: PoolDep) -> Response:
     """Ready to serve: the database answers and every migration is applied."""
-    want = max(m.version for m in available_migrations())
     try:
         async with pool.connection(timeout=2.0) as conn:
-            cur = await conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations")
-            row = await cur.fetchone()
+            pending = await pending_migrations_async(conn)
     except Exception as exc:
         return JSONResponse(
             {"status": "unavailable", "database": "unreachable", "detail": type(exc).__name__},
             status_code=503,
         )
-    have = int(row["v"]) if row else 0
-    if have < want:
+    if pending:
+        names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
         return JSONResponse(
-            {"status": "unavailable", "database": "ok", "migrations": f"{have}/{want}"},
+            {"status": "unavailable", "database": "ok", "migrations": f"pending: {names}"},
             status_code=503,
         )
-    return JSONResponse({"status": "ready", "database": "ok", "migrations": f"{have}/{want}"})
+    return JSONResponse({"status": "ready", "database": "ok", "migrations": "up to date"})
 
 
 # Queue depths are read at scrape time, so /metrics is right whichever process did the work.
-DEPTH_SQL = """
-SELECT 'job_listings' AS queue, embedding_status::text AS status, count(*) AS n
-  FROM job_listings GROUP BY 2
-UNION ALL
-SELECT 'candidates', embedding_status::text, count(*) FROM candidates GROUP BY 2
-UNION ALL
-SELECT 'search_candidates', status::text, count(*) FROM search_candidates GROUP BY 2
-UNION ALL
-SELECT 'searches', status::text, count(*) FROM searches GROUP BY 2
-"""
-
-
 @router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(pool: PoolDep) -> Response:
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     try:
-        async with pool.connection(timeout=2.0) as conn:
-            cur = await conn.execute(DEPTH_SQL)
-            rows = await cur.fetchall()
+        async with pool.connection(timeout=2.0) as conn, conn.transaction():
+            rows = await queue_depths(conn)
     except Exception:
         rows = []
     depth = GaugeMetricFamily(

@@ -1,0 +1,17 @@
+"""The NOTIFY channels the product's triggers and statements send on, each named once.
+
+The migrations' trigger functions spell the same names (a migration is history and is not
+rewritten); ``tests/test_db.py`` holds them to this list.
+"""
+
+from __future__ import annotations
+
+EMBED = "shortlist_embed"
+"""A corpus row became pending: wakes the embedding indexer."""
+BACKFILL = "shortlist_backfill"
+"""Tiers or candidate stubs were added or changed status, or a search resumed: wakes the
+backfill workers (and the event streams, which re-read their search)."""
+SEARCH_EVENTS = "shortlist_search_events"
+"""A searches row changed; the payload is its id: wakes that search's event streams."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS)

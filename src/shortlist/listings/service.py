@@ -1,0 +1,107 @@
+"""The listing operations a caller asks for: create, read, change and delete a job listing.
+
+Who may change a listing and how a partial update merges into the stored row are decided here;
+the repository only reads and writes rows.
+
+Transactions (the same rule as :mod:`shortlist.talent.service`): each service function is one
+unit of work — it runs in one transaction that it opens itself and that commits when it returns
+(a savepoint, if the caller already has a transaction open); repository functions never open or
+commit one, they run in their caller's.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from shortlist.auth import Principal
+from shortlist.db.types import AsyncConn, Row
+from shortlist.errors import BadInput, Forbidden, NotFound
+from shortlist.listings import repository as repo
+from shortlist.listings.models import (
+    ListingCreate,
+    ListingOut,
+    ListingPatch,
+    Source,
+    bad_input_from,
+)
+from shortlist.listings.slug import listing_id_from_slug
+
+
+def parse_listing_ref(id_or_slug: str) -> UUID:
+    """The id named by a path segment (a uuid or a slug ending in one); else ``NotFound`` —
+    a malformed reference names no listing, which is what 404 says."""
+    listing_id = listing_id_from_slug(id_or_slug)
+    if listing_id is None:
+        raise NotFound(f"no job listing {id_or_slug[:100]!r}")
+    return listing_id
+
+
+def ensure_may_edit(principal: Principal, owner_token_id: int | None) -> None:
+    """A listing is changed by the company token that posted it, or by an admin. Listings
+    without an owner (imported, sample, or whose token was deleted) are admin-only."""
+    if principal.is_admin:
+        return
+    if owner_token_id is None or owner_token_id != principal.token_id:
+        raise Forbidden("only the company that posted this listing (or an admin) may change it")
+
+
+def merge_patch(current: Row, patch: ListingPatch) -> ListingCreate:
+    """The stored listing with ``patch`` applied, validated as a whole listing."""
+    changes = patch.changes()
+    merged = {k: current[k] for k in ListingCreate.model_fields} | changes
+    low, high = merged["salary_min_ks"], merged["salary_max_ks"]
+    if low is not None and high is not None and low > high:
+        # Each value may be fine alone and still cross the stored other one: the caller's
+        # mistake (4xx), which would otherwise surface as a CHECK violation (500).
+        raise BadInput(
+            f"salary_min_ks ({low}) would be greater than salary_max_ks ({high})",
+            field="salary_min_ks" if "salary_min_ks" in changes else "salary_max_ks",
+        )
+    try:
+        return ListingCreate.model_validate(merged)
+    except ValidationError as exc:
+        raise bad_input_from(exc) from None
+
+
+async def create_listing(
+    conn: AsyncConn,
+    data: ListingCreate,
+    *,
+    source: Source = "api",
+    owner_token_id: int | None = None,
+) -> ListingOut:
+    async with conn.transaction():
+        return await repo.insert_listing(conn, data, source=source, owner_token_id=owner_token_id)
+
+
+async def find_listing(conn: AsyncConn, id_or_slug: str) -> ListingOut:
+    """By id or by any slug ending in the id (so a renamed listing's old links still work)."""
+    listing_id = parse_listing_ref(id_or_slug)
+    async with conn.transaction():
+        return await repo.get_listing(conn, listing_id)
+
+
+async def _lock_editable(conn: AsyncConn, listing_id: UUID, principal: Principal) -> Row:
+    current = await repo.lock_listing(conn, listing_id)
+    ensure_may_edit(principal, current["owner_token_id"])
+    return current
+
+
+async def update_listing(
+    conn: AsyncConn, id_or_slug: str, patch: ListingPatch, principal: Principal
+) -> ListingOut:
+    """Apply ``patch`` (owner company or admin); the slug follows company, title and city."""
+    listing_id = parse_listing_ref(id_or_slug)
+    async with conn.transaction():
+        current = await _lock_editable(conn, listing_id, principal)
+        return await repo.update_listing(conn, listing_id, merge_patch(current, patch))
+
+
+async def delete_listing(conn: AsyncConn, id_or_slug: str, principal: Principal) -> None:
+    """Owner company or admin."""
+    listing_id = parse_listing_ref(id_or_slug)
+    async with conn.transaction():
+        await _lock_editable(conn, listing_id, principal)
+        await repo.delete_listing(conn, listing_id)

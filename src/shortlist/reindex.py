@@ -1,0 +1,50 @@
+"""``shortlist reindex``: mark embedded corpus rows for the indexer to embed again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import LiteralString
+
+from psycopg import sql
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn
+from shortlist.errors import BadInput
+
+QUERIES = load_queries("shortlist", "reindex.sql")
+
+CORPORA: tuple[LiteralString, ...] = ("job_listings", "candidates")
+"""The embedded corpus tables :func:`reindex` accepts."""
+
+
+def _tables(table: str | None) -> Sequence[LiteralString]:
+    if table is None:
+        return CORPORA
+    for known in CORPORA:
+        if table == known:
+            return (known,)
+    raise BadInput(f"unknown corpus table {table!r} (one of: {', '.join(CORPORA)})", field="table")
+
+
+async def reindex(
+    conn: AsyncConn, *, failed: bool = False, all_rows: bool = False, table: str | None = None
+) -> int:
+    """Mark rows for re-embedding and return how many were marked.
+
+    Runs in a transaction of its own (committed on return), or in a savepoint when the caller
+    already has one open.
+
+    * ``all_rows``: every row (e.g. after changing the model), forcing a real model call;
+    * ``failed``: failed rows back to pending, error and attempt count cleared;
+    * neither: embedded rows whose vector was not computed from their current text.
+
+    ``table`` limits it to one of :data:`CORPORA` (default: both). A running indexer notices
+    at once: the tables' triggers NOTIFY it when rows become pending.
+    """
+    name = "reindex_all" if all_rows else "reindex_failed" if failed else "reindex_stale"
+    marked = 0
+    async with conn.transaction():
+        for t in _tables(table):
+            cur = await conn.execute(sql.SQL(QUERIES[name]).format(table=sql.Identifier(t)))
+            marked += cur.rowcount
+    return marked

@@ -1,0 +1,101 @@
+"""What an operator asks of the queues: ``shortlist status``, the web /status page and the queue
+depths of /metrics.
+
+Everything is read from the database, so the answer is right whichever processes did the work.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, Row
+from shortlist.redact import redact_emails
+
+QUERIES = load_queries("shortlist", "status.sql")
+
+FAILURES_SHOWN = 10
+RUNNING_SEARCHES_SHOWN = 50
+# The embedded corpora and the query listing each one's latest failures.
+_CORPUS_FAILURES = {"job_listings": "listing_failures", "candidates": "candidate_failures"}
+
+
+async def queue_depths(conn: AsyncConn) -> list[Row]:
+    """One row per queue table and status: ``queue``, ``status``, ``n``, ``claimed``,
+    ``reembed_due`` (every status, zeros included)."""
+    cur = await conn.execute(QUERIES["queue_depths"])
+    return await cur.fetchall()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+async def collect_status(conn: AsyncConn) -> dict[str, Any]:
+    """A JSON-ready snapshot of every queue (plain values: ids and timestamps as strings)::
+
+    {
+      "generated_at": ISO-8601,
+      "corpora": {                      # "job_listings" and "candidates"
+        "job_listings": {
+          "total": int,
+          "by_status": {"pending": int, "embedded": int, "failed": int},
+          "claimed": int,               # held by an indexer right now (live lease)
+          "reembed_due": int,           # embedded, but edited since (updated_at > embedded_at)
+          "failures": [                 # the latest FAILURES_SHOWN, newest first
+            {"id", "label", "error", "attempts", "failed_at"}
+          ]
+        },
+        "candidates": {...}
+      },
+      "search_candidates": {"queued": int, "running": int, ..., "failed_permanent": int},
+      "searches": {"running": int, "complete": int, "stale": int},
+      "running_searches": [             # oldest first; never an owner or e-mail address
+        {"id", "query", "result_count", "target_count", "created_at", "last_progress_at"}
+      ]
+    }
+    """
+    depths: dict[str, list[Row]] = {}
+    for row in await queue_depths(conn):
+        depths.setdefault(row["queue"], []).append(row)
+    corpora: dict[str, Any] = {}
+    for table, failures_query in _CORPUS_FAILURES.items():
+        counts = depths.get(table, [])
+        cur = await conn.execute(QUERIES[failures_query], {"limit": FAILURES_SHOWN})
+        failures = await cur.fetchall()
+        corpora[table] = {
+            "total": sum(int(r["n"]) for r in counts),
+            "by_status": {r["status"]: int(r["n"]) for r in counts},
+            "claimed": sum(int(r["claimed"]) for r in counts),
+            "reembed_due": sum(int(r["reembed_due"]) for r in counts),
+            "failures": [
+                {
+                    "id": f["id"],
+                    "label": f["label"],
+                    "error": redact_emails(f["error"]),
+                    "attempts": f["attempts"],
+                    "failed_at": _iso(f["failed_at"]),
+                }
+                for f in failures
+            ],
+        }
+    cur = await conn.execute(QUERIES["running_searches"], {"limit": RUNNING_SEARCHES_SHOWN})
+    running = [
+        {
+            "id": r["id"],
+            "query": redact_emails(r["query"]),
+            "result_count": r["result_count"],
+            "target_count": r["target_count"],
+            "created_at": _iso(r["created_at"]),
+            "last_progress_at": _iso(r["last_progress_at"]),
+        }
+        for r in await cur.fetchall()
+    ]
+    return {
+        "generated_at": datetime.now(UTC).isoformat(),
+        "corpora": corpora,
+        "search_candidates": {r["status"]: int(r["n"]) for r in depths["search_candidates"]},
+        "searches": {r["status"]: int(r["n"]) for r in depths["searches"]},
+        "running_searches": running,
+    }

@@ -1,0 +1,69 @@
+-- `shortlist status`, the web /status page and /metrics (shortlist.status): read-only.
+
+-- name: queue_depths
+-- Rows per queue table and status, every status included (0 when no row has it), so the
+-- report's and the metrics' shape never changes. claimed (a live indexer lease) and reembed_due
+-- (embedded, but edited since) only apply to the embedded corpora.
+SELECT 'job_listings' AS queue, s.status::text AS status,
+       count(t.id) AS n,
+       count(t.id) FILTER (WHERE t.locked_until > now()) AS claimed,
+       count(t.id) FILTER (WHERE s.status = 'embedded' AND t.updated_at > t.embedded_at)
+           AS reembed_due
+  FROM unnest(enum_range(NULL::embedding_status)) AS s (status)
+  LEFT JOIN job_listings AS t ON t.embedding_status = s.status
+ GROUP BY s.status
+UNION ALL
+SELECT 'candidates', s.status::text,
+       count(t.id),
+       count(t.id) FILTER (WHERE t.locked_until > now()),
+       count(t.id) FILTER (WHERE s.status = 'embedded' AND t.updated_at > t.embedded_at)
+  FROM unnest(enum_range(NULL::embedding_status)) AS s (status)
+  LEFT JOIN candidates AS t ON t.embedding_status = s.status
+ GROUP BY s.status
+UNION ALL
+SELECT 'search_candidates', s.status::text, count(c.id), 0, 0
+  FROM unnest(enum_range(NULL::candidate_status)) AS s (status)
+  LEFT JOIN search_candidates AS c ON c.status = s.status
+ GROUP BY s.status
+UNION ALL
+SELECT 'searches', s.status::text, count(x.id), 0, 0
+  FROM unnest(enum_range(NULL::search_status)) AS s (status)
+  LEFT JOIN searches AS x ON x.status = s.status
+ GROUP BY s.status
+ ORDER BY queue, status
+
+-- name: listing_failures
+SELECT id::text AS id,
+       job_title || ' at ' || company_name AS label,
+       embedding_error AS error,
+       embedding_attempts AS attempts,
+       embedding_failed_at AS failed_at
+  FROM job_listings
+ WHERE embedding_status = 'failed'
+ ORDER BY embedding_failed_at DESC NULLS LAST, id
+ LIMIT %(limit)s
+
+-- name: candidate_failures
+-- Labelled by role, not by name or e-mail: the id is what an operator needs to act on it.
+SELECT id::text AS id,
+       coalesce(nullif(role_title, ''), nullif(headline, ''), '(no title)') AS label,
+       embedding_error AS error,
+       embedding_attempts AS attempts,
+       embedding_failed_at AS failed_at
+  FROM candidates
+ WHERE embedding_status = 'failed'
+ ORDER BY embedding_failed_at DESC NULLS LAST, id
+ LIMIT %(limit)s
+
+-- name: running_searches
+-- Never the owner or any contact detail: the query text is all an operator sees.
+SELECT id::text AS id,
+       query,
+       result_count,
+       target_count,
+       created_at,
+       last_progress_at
+  FROM searches
+ WHERE status = 'running'
+ ORDER BY created_at
+ LIMIT %(limit)s
