@@ -1,0 +1,132 @@
+"""The worker run loop on an in-memory queue (no database): every item handled once,
+transient errors released and backed off, the throttle, stop and the grace period."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from shortlist.queue import QueueWorker, WorkerConfig, backoff_delay, wait_any
+from tests.helpers import wait_for
+from tests.memory_queue import Flaky, Job, MemoryQueue, NoKeeper
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async def check() -> bool:
+        return condition()
+
+    await wait_for(check, timeout=10, interval=0.005)
+
+
+def fast(**overrides: float) -> WorkerConfig:
+    values: dict[str, float] = {
+        "batch_size": 3,
+        "poll_interval": 0.01,
+        "backoff_base": 0.01,
+        "backoff_max": 0.05,
+        "grace": 5.0,
+    }
+    return WorkerConfig(**(values | overrides))  # type: ignore[arg-type]
+
+
+async def run_until(queue: MemoryQueue, done: int, *workers: QueueWorker[Job]) -> None:
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+    await until(lambda: queue.count("done") >= done)
+    stop.set()
+    await asyncio.gather(*tasks)
+
+
+def worker(queue: MemoryQueue, config: WorkerConfig, name: str = "w") -> QueueWorker[Job]:
+    return QueueWorker(queue, config, keeper=NoKeeper(), worker_id=name)  # type: ignore[arg-type]
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    assert [backoff_delay(a, 30, 120) for a in range(5)] == [30, 60, 120, 120, 120]
+    with pytest.raises(ValueError):
+        backoff_delay(-1, 30, 120)
+
+
+async def test_every_item_is_handled_exactly_once_by_concurrent_workers() -> None:
+    queue = MemoryQueue(50)
+    a = worker(queue, fast(concurrency=2), "a")
+    b = worker(queue, fast(concurrency=3), "b")
+    await run_until(queue, 50, a, b)
+    assert all(len(r.handled_by) == 1 for r in queue.rows.values())
+    assert {w for r in queue.rows.values() for w in r.handled_by} == {"a", "b"}
+
+
+async def test_a_transient_error_releases_the_batch_and_backs_off() -> None:
+    flaky = Flaky(times=2)
+    queue = MemoryQueue(3, hook=flaky)
+    await run_until(queue, 3, worker(queue, fast(backoff_base=0.05, backoff_max=1.0)))
+    assert queue.leases.released == [3, 3]
+    first, second, third = flaky.calls
+    # 0.05 s after the first failure, 0.1 s after the second: base × 2^attempt.
+    assert second - first >= 0.05 and third - second >= 0.1
+
+
+async def test_retry_after_stretches_the_backoff() -> None:
+    flaky = Flaky(times=1, retry_after=0.3)
+    queue = MemoryQueue(1, hook=flaky)
+    await run_until(queue, 1, worker(queue, fast()))
+    assert flaky.calls[1] - flaky.calls[0] >= 0.3
+
+
+async def test_the_throttle_spaces_busy_cycles() -> None:
+    queue = MemoryQueue(6)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker(queue, fast(throttle=30.0)).run(stop))
+    await until(lambda: queue.count("done") >= 3)
+    await asyncio.sleep(0.1)
+    assert queue.count("done") == 3  # the second batch waits for the throttle
+    stop.set()  # ... which a stop request ends at once
+    async with asyncio.timeout(1):
+        await task
+
+
+async def test_stop_lets_the_batch_in_flight_commit() -> None:
+    started, proceed = asyncio.Event(), asyncio.Event()
+
+    async def slow(worker_id: str, items: list[Job]) -> None:
+        started.set()
+        await proceed.wait()
+
+    queue = MemoryQueue(3, hook=slow)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker(queue, fast()).run(stop))
+    await started.wait()
+    stop.set()
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    proceed.set()
+    await task
+    assert queue.count("done") == 3
+
+
+async def test_the_end_of_the_grace_cancels_the_batch_and_releases_it() -> None:
+    async def hang(worker_id: str, items: list[Job]) -> None:
+        await asyncio.Event().wait()
+
+    queue = MemoryQueue(3, hook=hang)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker(queue, fast(grace=0.1)).run(stop))
+    await until(lambda: queue.count("running") == 3)
+    stop.set()
+    async with asyncio.timeout(5):
+        await task
+    assert queue.count("queued") == 3 and queue.leases.released == [3]
+
+
+async def test_wait_any_returns_on_the_first_and_leaves_tasks_running() -> None:
+    event = asyncio.Event()
+    task = asyncio.create_task(asyncio.sleep(10))
+    asyncio.get_running_loop().call_later(0.01, event.set)
+    async with asyncio.timeout(1):
+        await wait_any(event.wait(), task, timeout=None)
+    assert not task.done()
+    task.cancel()
+    async with asyncio.timeout(1):
+        await wait_any(asyncio.Event().wait(), timeout=0.01)  # the timeout ends it
