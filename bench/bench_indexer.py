@@ -58,11 +58,12 @@ def _texts(url: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-async def _run_indexer(url: str, embedder: Any) -> int:
-    """Drain every pending listing through the product's indexer; returns rows embedded."""
+async def run_indexer(url: str, embedder: Any, table: str = "job_listings") -> int:
+    """Drain every pending row of ``table`` through the product's indexer; returns rows
+    embedded."""
     from shortlist.config import Settings
     from shortlist.db.pool import open_async_pool
-    from shortlist.listings.indexer import LISTINGS, ClaimedRow, EmbeddingQueue, indexer_config
+    from shortlist.listings.indexer import TARGETS, ClaimedRow, EmbeddingQueue, indexer_config
     from shortlist.queue import Notifier, QueueWorker
     from shortlist.services import Services
 
@@ -81,7 +82,8 @@ async def _run_indexer(url: str, embedder: Any) -> int:
     pool = await open_async_pool(url, min_size=1, max_size=4, name="bench-indexer")
     try:
         services = Services(settings, url, pool, Notifier(url), embedder)
-        queue = DrainingQueue(pool, embedder, LISTINGS)
+        [target] = [t for t in TARGETS if t.table == table]
+        queue = DrainingQueue(pool, embedder, target)
         worker = QueueWorker(queue, indexer_config(services))
         await worker.run(stop)
         return queue.totals.embedded
@@ -136,14 +138,14 @@ def run(ctx: Context) -> list[Record]:
     # Warm-up: both paths once (model kernels, DB caches, prepared plans).
     warm = min(rows, BATCH)
     _encode_alone(model, texts[:warm], encode_batch)
-    asyncio.run(_run_indexer(url, embedder))
+    asyncio.run(run_indexer(url, embedder))
 
     indexer_rates: list[float] = []
     encode_rates: list[float] = []
     for rep in range(ctx.repetitions()):
         _insert_listings(url, rows)
         started = time.perf_counter()
-        done = asyncio.run(_run_indexer(url, embedder))
+        done = asyncio.run(run_indexer(url, embedder))
         elapsed = time.perf_counter() - started
         if done != rows:
             raise RuntimeError(f"indexer embedded {done} of {rows} rows")
@@ -168,5 +170,5 @@ def run(ctx: Context) -> list[Record]:
     if ctx.profiles_enabled and (record.met is False):
         _insert_listings(url, rows)
         ctx.log("indexer: target missed; profiling one indexer run")
-        asyncio.run(profile_async(ctx, NAME, lambda: _run_indexer(url, embedder)))
+        asyncio.run(profile_async(ctx, NAME, lambda: run_indexer(url, embedder)))
     return [record]
