@@ -44,7 +44,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import numpy as np
 import psycopg
@@ -158,8 +157,11 @@ class Corpus:
                 if f:
                     df = self.doc_freq[term]
                     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    s += idf * f * (BM25_K1 + 1) / (
-                        f + BM25_K1 * (1 - BM25_B + BM25_B * length / self.avg_len)
+                    s += (
+                        idf
+                        * f
+                        * (BM25_K1 + 1)
+                        / (f + BM25_K1 * (1 - BM25_B + BM25_B * length / self.avg_len))
                     )
             if s > 0:
                 scored.append((-s, self.keys[i]))
@@ -171,7 +173,7 @@ def load_corpus(url: str, table: str) -> Corpus:
     with psycopg.connect(url) as conn:
         register_vector(conn)
         rows = conn.execute(
-            f"SELECT id::text, embedding,"  # noqa: S608 (a table name of this module)
+            f"SELECT id::text, embedding,"
             f" (SELECT coalesce(jsonb_object_agg(lexeme, cardinality(positions)), '{{}}')"
             f"    FROM unnest(search_tsv)) AS tf"
             f"  FROM {table} WHERE embedding IS NOT NULL ORDER BY id"
@@ -199,7 +201,11 @@ def query_terms(url: str, texts: Sequence[str]) -> list[list[str]]:
 
 
 def job_rows(ctx: Context) -> list[dict[str, str]]:
-    path = SMOKE_CSV if ctx.smoke else Path(os.environ.get("SHORTLIST_BENCH_RELEVANCE_CSV", DEFAULT_CSV))
+    path = (
+        SMOKE_CSV
+        if ctx.smoke
+        else Path(os.environ.get("SHORTLIST_BENCH_RELEVANCE_CSV", DEFAULT_CSV))
+    )
     if not path.exists():
         raise FileNotFoundError(f"relevance: no development set at {path}")
     seen: set[tuple[str, str]] = set()
@@ -280,9 +286,15 @@ def candidate_queries(url: str) -> list[Query]:
         families = frozenset(spec["relevant_families"].split())
         skills = frozenset(s.strip().casefold() for s in spec["required_skills"].split(";") if s)
 
-        def relevant(key: str, families: frozenset[str] = families, skills: frozenset[str] = skills) -> bool:
+        def relevant(
+            key: str, families: frozenset[str] = families, skills: frozenset[str] = skills
+        ) -> bool:
             person = people.get(key)
-            return person is not None and person[0] in families and (not skills or bool(skills & person[1]))
+            return (
+                person is not None
+                and person[0] in families
+                and (not skills or bool(skills & person[1]))
+            )
 
         queries.append(
             Query(spec["group"], spec["query"], half, relevant, sum(map(relevant, people)))
@@ -301,7 +313,9 @@ class Outcome:
     scored: list[tuple[float, str]]
 
 
-async def product_jobs(url: str, embedder: Any, queries: Sequence[Query]) -> list[list[tuple[float, str]]]:
+async def product_jobs(
+    url: str, embedder: Any, queries: Sequence[Query]
+) -> list[list[tuple[float, str]]]:
     from shortlist.db.pool import open_async_pool
     from shortlist.listings.search import search_jobs
 
@@ -317,20 +331,26 @@ async def product_jobs(url: str, embedder: Any, queries: Sequence[Query]) -> lis
 
 
 async def product_candidates(
-    url: str, embedder: Any, queries: Sequence[Query], min_score: float = 0.0
+    url: str,
+    embedder: Any,
+    queries: Sequence[Query],
+    min_score: float = 0.0,
+    model: Any = None,
 ) -> list[list[tuple[float, str]]]:
     from shortlist.db.pool import open_async_pool
+    from shortlist.relevance import CANDIDATE_SCORE
     from shortlist.talent import repository as repo
     from shortlist.talent.models import SearchCreate
     from shortlist.talent.repository import CorpusFilters
-    from shortlist.talent.service import CORPUS_POOL_SIZE, search_text
+    from shortlist.talent.service import CORPUS_POOL_SIZE, query_embedding_text, search_text
 
     pool = await open_async_pool(url, min_size=1, max_size=2, name="bench-relevance")
     try:
         out = []
         for q in queries:
-            text = search_text(SearchCreate(query=q.text))
-            [embedding] = await embedder.embed([text])
+            brief = SearchCreate(query=q.text)
+            text = search_text(brief)
+            [embedding] = await embedder.embed([query_embedding_text(brief)])
             async with pool.connection() as conn:
                 hits = await repo.search_corpus(
                     conn,
@@ -340,6 +360,7 @@ async def product_candidates(
                     min_score=min_score,
                     limit=DEPTH,
                     pool_size=CORPUS_POOL_SIZE,
+                    model=model or CANDIDATE_SCORE,
                 )
             out.append([(h.score, str(h.candidate_id)) for h in hits])
         return out
@@ -378,7 +399,9 @@ Table = dict[tuple[str, str, str], float]
 """(half or group, method, metric) → mean."""
 
 
-def per_query_rows(corpus: str, queries: Sequence[Query], results: Sequence[Outcome]) -> list[dict[str, Any]]:
+def per_query_rows(
+    corpus: str, queries: Sequence[Query], results: Sequence[Outcome]
+) -> list[dict[str, Any]]:
     rows = []
     for q, res in zip(queries, results, strict=True):
         for method in METHODS:
@@ -405,7 +428,9 @@ def means(rows: Sequence[dict[str, Any]], by: str) -> Table:
     return {key: sum(v) / len(v) for key, v in sums.items()}
 
 
-def calibration(queries: Sequence[Query], results: Sequence[Outcome], half: str) -> list[dict[str, Any]]:
+def calibration(
+    queries: Sequence[Query], results: Sequence[Outcome], half: str
+) -> list[dict[str, Any]]:
     """For each step X: of the product's hits scored ≥ X, the share that is relevant."""
     pairs = [
         (score, q.is_relevant(key))
@@ -435,7 +460,11 @@ def records_for(corpus: str, halves: Table, groups: Table) -> list[Record]:
         for metric in ("P@10", "nDCG@10", "recall@50"):
             for method in METHODS:
                 recs.append(
-                    report(NAME, f"{corpus} {half} {metric} {LABELS[method]}", halves[(half, method, metric)])
+                    report(
+                        NAME,
+                        f"{corpus} {half} {metric} {LABELS[method]}",
+                        halves[(half, method, metric)],
+                    )
                 )
     held = "held-out"
     d, c = halves[(held, "product", "P@10")], halves[(held, "rrf", "P@10")]
@@ -565,7 +594,9 @@ def floor_check(url: str, embedder: Any, queries: Sequence[Query]) -> dict[str, 
     return {
         "floor": settings.internal_min_score,
         "hits": hits,
-        "relevant_share": round(sum(r["relevant_hits"] for r in per_query) / hits, 4) if hits else None,
+        "relevant_share": round(sum(r["relevant_hits"] for r in per_query) / hits, 4)
+        if hits
+        else None,
         "backfilling_queries": sum(r["backfills"] for r in per_query),
         "broad_briefs_backfilling": sum(
             r["backfills"] and r["relevant_in_corpus"] >= 50 for r in per_query

@@ -57,8 +57,8 @@ class Settings(BaseSettings):
 
     # --- candidate backfill --------------------------------------------------------------------
     backfill_min_results: int = 15
-    internal_min_score: float = 0.72
-    """Least relevance (cosine score in [0, 1]) for an internal hit; tuned for the local model."""
+    internal_min_score: float = 0.5
+    """Least score (estimated probability of relevance, shortlist.relevance) of an internal hit."""
     backfill_concurrency: int = 8
     """Candidates processed at once per worker process."""
     provider_concurrency: int = 4
