@@ -58,12 +58,13 @@ def _texts(url: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-async def _run_indexer(url: str, embedder: Any) -> int:
-    """Drain every pending listing through the product's indexer; returns rows embedded."""
+async def run_indexer(url: str, embedder: Any, table: str = "job_listings") -> int:
+    """Drain every pending row of ``table`` through the product's indexer; returns rows
+    embedded."""
     from shortlist.bootstrap import Services, indexer_workers
     from shortlist.config import Settings
     from shortlist.db.pool import open_async_pool
-    from shortlist.indexer import LISTINGS, ClaimedRow, EmbeddingQueue
+    from shortlist.indexer import CORPORA, ClaimedRow, EmbeddingQueue
     from shortlist.queue import Notifier, QueueWorker
 
     stop = asyncio.Event()
@@ -81,8 +82,9 @@ async def _run_indexer(url: str, embedder: Any) -> int:
     pool = await open_async_pool(url, min_size=1, max_size=4, name="bench-indexer")
     try:
         services = Services(settings, url, pool, Notifier(url), embedder)
-        queue = DrainingQueue(pool, embedder, LISTINGS)
-        [product] = indexer_workers(services, [LISTINGS])
+        [corpus] = [c for c in CORPORA if c.table == table]
+        queue = DrainingQueue(pool, embedder, corpus)
+        [product] = indexer_workers(services, [corpus])
         worker = QueueWorker(queue, product.config, keeper=services.keeper)
         await worker.run(stop)
         return queue.totals.embedded
@@ -137,14 +139,14 @@ def run(ctx: Context) -> list[Record]:
     # Warm-up: both paths once (model kernels, DB caches, prepared plans).
     warm = min(rows, BATCH)
     _encode_alone(model, texts[:warm], encode_batch)
-    asyncio.run(_run_indexer(url, embedder))
+    asyncio.run(run_indexer(url, embedder))
 
     indexer_rates: list[float] = []
     encode_rates: list[float] = []
     for rep in range(ctx.repetitions()):
         _insert_listings(url, rows)
         started = time.perf_counter()
-        done = asyncio.run(_run_indexer(url, embedder))
+        done = asyncio.run(run_indexer(url, embedder))
         elapsed = time.perf_counter() - started
         if done != rows:
             raise RuntimeError(f"indexer embedded {done} of {rows} rows")
@@ -169,5 +171,5 @@ def run(ctx: Context) -> list[Record]:
     if ctx.profiles_enabled and (record.met is False):
         _insert_listings(url, rows)
         ctx.log("indexer: target missed; profiling one indexer run")
-        asyncio.run(profile_async(ctx, NAME, lambda: _run_indexer(url, embedder)))
+        asyncio.run(profile_async(ctx, NAME, lambda: run_indexer(url, embedder)))
     return [record]

@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "search-http": "bench.bench_search_http",
     "backfill": "bench.bench_backfill",
     "load": "bench.bench_load",
+    "relevance": "bench.bench_relevance",
 }
 
 
@@ -83,6 +84,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=None,
         help="simulator latency multiplier for backfill and load (default 0.1)",
+    )
+    parser.add_argument(
+        "--relevance-rows",
+        type=int,
+        default=None,
+        help="relevance: job listings taken from the development set (default all ~9.1k)",
     )
     parser.add_argument(
         "--out",
@@ -160,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options["parallel"] = str(args.parallel)
     if args.time_scale:
         options["time_scale"] = str(args.time_scale)
+    if args.relevance_rows:
+        options["relevance_rows"] = str(args.relevance_rows)
     records, failed = run_benchmarks(
         names, smoke=args.smoke, rows=args.rows, reps=args.reps, options=options, console=console
     )

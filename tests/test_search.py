@@ -26,13 +26,12 @@ from shortlist.listings.repository import copy_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
     QUERIES,
-    RRF_K,
     fuse,
     fusion_windows,
-    score_from_cosine_distance,
     search_jobs,
 )
 from shortlist.queue.notify import Notifier
+from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
 pytest_plugins = ["tests.api_fixtures"]
@@ -99,37 +98,33 @@ async def insert(pool: AsyncPool, items: list[ListingCreate]) -> None:
 # --- pure parts ---------------------------------------------------------------------------------
 
 
-def row(distance: float | None = None, name: str = "x") -> dict[str, Any]:
-    r: dict[str, Any] = {"id": uuid.uuid4(), "company_name": name, "job_title": name}
-    if distance is not None:
-        r["distance"] = distance
-    return r
+def row(distance: float | None = None, name: str = "x", match: float = 0.0) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(),
+        "company_name": name,
+        "job_title": name,
+        "distance": distance,
+        "title_match": match,
+        "title_similarity": match,
+    }
 
 
-def test_fuse_is_reciprocal_rank_fusion_with_monotone_scores() -> None:
-    a, b, c = row(0.2, "a"), row(0.3, "b"), row(0.4, "c")
-    text_only = row(name="t")
-    # b is second by vector but first by text: fusion puts it first.
+def test_fuse_orders_by_each_hits_own_score() -> None:
+    a, b, c = row(0.2, "a"), row(0.3, "b", match=1.0), row(0.4, "c")
+    text_only = row(name="t", match=1.0)
     ranked = fuse([a, b, c], [{**b}, {**text_only}])
-    assert [x.id for x in ranked] == [b["id"], a["id"], text_only["id"], c["id"]]
-    assert ranked[0].fused == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
-    assert ranked[1].fused == pytest.approx(1 / (RRF_K + 1))
+    assert len(ranked) == 4
     scores = [x.score for x in ranked]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= s <= 1.0 for s in scores)
-    # b's own similarity (0.85) is lifted to a's (0.9), which b outranks.
-    assert ranked[0].score == pytest.approx(score_from_cosine_distance(0.2))
-    # The text-only hit: its fused value over the best possible, 2/(k+1); then lifted to c's.
-    own = (1 / (RRF_K + 2)) / (2 / (RRF_K + 1))
-    assert ranked[2].score == pytest.approx(max(own, score_from_cosine_distance(0.4)))
-
-
-def test_score_from_cosine_distance_is_clamped() -> None:
-    assert score_from_cosine_distance(0.0) == 1.0
-    assert score_from_cosine_distance(1.0) == 0.5
-    assert score_from_cosine_distance(2.0) == 0.0
-    assert score_from_cosine_distance(-1e-7) == 1.0
-    assert score_from_cosine_distance(2.0000001) == 0.0
+    # Each score is the hit's own, never borrowed from a neighbour.
+    for cand in ranked:
+        cosine = None if cand.distance is None else 1.0 - cand.distance
+        assert cand.score == pytest.approx(
+            JOB_SCORE.score(cosine, cand.title_match, cand.title_similarity)
+        )
+    # b: nearer than c and its title matches; it outranks both a and c.
+    assert ranked[0].id == b["id"]
 
 
 def test_fusion_windows_double_until_the_last_position_is_covered() -> None:
@@ -145,9 +140,9 @@ def test_windowed_fusion_places_each_position_from_its_own_window() -> None:
     longer lists decide the rest, without repeating what is placed."""
     vec = [row(0.1 + i / 100, f"v{i}") for i in range(40)]
     text = [row(name=f"t{i}") for i in range(40)]
-    # Beyond the first window of both lists, a listing found by both: its fused value beats
-    # every single-list hit, so one 40-window would put it first.
-    both = row(0.5, "both")
+    # Beyond the first window of both lists, the best listing of all: one 40-window would put
+    # it first.
+    both = row(0.05, "both", match=1.0)
     vec[30], text[30] = both, {**both}
     single = fuse(vec, text)
     assert single[0].id == both["id"]
@@ -156,8 +151,6 @@ def test_windowed_fusion_places_each_position_from_its_own_window() -> None:
     assert len(ids) == len(set(ids)) == 79
     assert ids[:20] == [c.id for c in fuse(vec[:20], text[:20])][:20]
     assert both["id"] not in ids[:20] and ids[20] == both["id"]
-    scores = [c.score for c in ranked]
-    assert scores == sorted(scores, reverse=True)
 
 
 def test_like_pattern_matches_its_text_literally() -> None:
@@ -280,7 +273,7 @@ async def test_filtered_search_still_fills_the_page(
 
 def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
     return {
-        "q": query,
+        "terms": query,
         "vector": qvec,
         "location": like_pattern(location),
         "salary_min": None,

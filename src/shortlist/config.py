@@ -67,8 +67,8 @@ class Settings(BaseSettings):
 
     # --- candidate backfill --------------------------------------------------------------------
     backfill_min_results: int = Field(15, ge=1, le=1000)
-    internal_min_score: float = Field(0.72, ge=0)
-    """Least relevance (cosine score in [0, 1]) for an internal hit; tuned for the local model."""
+    internal_min_score: float = Field(0.5, ge=0)
+    """Least score (estimated probability of relevance, shortlist.relevance) of an internal hit."""
     backfill_concurrency: int = Field(8, ge=1)
     """Candidates processed at once per worker process."""
     provider_concurrency: int = Field(4, ge=1)

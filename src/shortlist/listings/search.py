@@ -10,10 +10,12 @@
    searchable the moment it is written, before the indexer gets to it.
    Both lists come from one statement, and the page's listings from a second: two round
    trips per search.
-3. **Rerank** — reciprocal rank fusion, ``Σ 1 / (60 + rank)`` over the lists a listing is in
-   (Cormack et al., 2009; k = 60 is their constant). RRF uses ranks only, so it needs no
-   calibration between a cosine distance and a ``ts_rank_cd`` value, which live on unrelated
-   scales; a listing that both lists agree on rises, one found by only one list still counts.
+3. **Rerank** — every listing either list found is scored on its own evidence (cosine
+   similarity, title words, title trigram similarity; see ``shortlist.relevance``): the
+   estimated probability that it is relevant, fitted and checked on labelled postings
+   (bench/bench_relevance.py). The list is ordered by that score, so the order and the number
+   shown agree, and no hit is given another's score. The query is searched with its
+   abbreviations spelled out; the full-text list looks for any of its words but seniority ones.
 
 **Fusion windows.** Each list contributes its top ``W`` to the fusion, and ``W`` grows in
 steps: 10, 20, 40, … Positions 0–9 of the result are the fusion of the two top-10 lists;
@@ -23,21 +25,13 @@ offset: consecutive pages neither overlap nor skip a hit (exactly for the full-t
 the approximation of the HNSW scan for the vector list, whose longer fetch may find a nearer
 row the shorter one missed). A request fetches both lists once, at the window of its last
 position (``fusion_windows``), and ranks every step from prefixes of them.
-Why windows as short as the default page (Elasticsearch's RRF does the same): with RRF's
-k = 60, being in *both* lists outweighs being first in one, and a short window makes that
-agreement mean "near the top of both". And a filtered vector scan must walk past every
+Why windows as short as the default page: a filtered vector scan must walk past every
 non-matching neighbour, so its cost grows with the number of matches it has to find:
 bench/bench_search.py measured a first window of 20 at ~1.5 ms more per search with a 10%
 location filter at 100k listings, and the former fixed pool of 100 at ~8x the bare query.
 
-``score`` (in [0, 1], higher is better) is derived from cosine distance ``d`` ∈ [0, 2]:
-``1 − d/2`` for a listing with a vector. A text-only hit (no vector yet) gets its fused value
-scaled by the best possible fused value ``2/61`` (first in both lists); found by one list
-only, it scores at most 0.5 — the similarity of an unrelated text — as one list's say-so is
-weaker evidence than two.
-Because the order comes from fusion, not from similarity alone, scores are then made
-non-increasing down the fused list: each hit's score is raised to at least that of the hit
-below it. A client can thus sort or threshold by score and get the server's order.
+``score`` (in [0, 1], higher is better) is that probability: of the hits scored about X, about
+X are relevant on the development set. A listing pending its embedding is scored on its words.
 
 The vector-order top-N and the final order are logged at DEBUG (logger
 ``shortlist.listings.search``) in the seed's ``format_vector_top_for_log`` format, for
@@ -65,13 +59,13 @@ from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.errors import BadInput
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, ListingOut
 from shortlist.listings.repository import get_listings_by_ids
+from shortlist.relevance import JOB_SCORE, normalise_query, text_terms
 from shortlist.validation import is_storable_text
 
 log = logging.getLogger(__name__)
 
 QUERIES = load_queries("shortlist.listings", "search.sql")
 
-RRF_K = 60
 FIRST_WINDOW = 10
 EF_SEARCH = HNSW_EF_SEARCH
 """The HNSW candidate list every connection scans with (shortlist.db.pool); a search whose
@@ -101,7 +95,8 @@ class Candidate:
     distance: float | None = None
     vector_rank: int | None = None
     text_rank: int | None = None
-    fused: float = 0.0
+    title_match: float = 0.0
+    title_similarity: float = 0.0
     score: float = 0.0
 
 
@@ -114,34 +109,33 @@ def fusion_windows(size: int, offset: int) -> list[int]:
     return windows
 
 
-def score_from_cosine_distance(distance: float) -> float:
-    return min(1.0, max(0.0, 1.0 - distance / 2.0))
-
-
 def _rank(
     vector_rows: Sequence[dict[str, Any]], text_rows: Sequence[dict[str, Any]]
 ) -> list[Candidate]:
     by_id: dict[UUID, Candidate] = {}
-    for rank, row in enumerate(vector_rows, start=1):
-        by_id[row["id"]] = Candidate(
-            row["id"], row["company_name"], row["job_title"], float(row["distance"]), rank
-        )
-    for rank, row in enumerate(text_rows, start=1):
-        cand = by_id.get(row["id"])
-        if cand is None:
-            cand = by_id[row["id"]] = Candidate(row["id"], row["company_name"], row["job_title"])
-        cand.text_rank = rank
-    for cand in by_id.values():
-        cand.fused = sum(1.0 / (RRF_K + r) for r in (cand.vector_rank, cand.text_rank) if r)
-    return sorted(
-        by_id.values(),
-        key=lambda c: (
-            -c.fused,
-            c.text_rank is None,
-            c.distance if c.distance is not None else 2.0,
-            str(c.id),
-        ),
-    )
+    for list_name, rows in (("vector", vector_rows), ("text", text_rows)):
+        for rank, row in enumerate(rows, start=1):
+            cand = by_id.get(row["id"])
+            if cand is None:
+                distance = row["distance"]
+                cand = by_id[row["id"]] = Candidate(
+                    row["id"],
+                    row["company_name"],
+                    row["job_title"],
+                    None if distance is None else float(distance),
+                    title_match=float(row["title_match"]),
+                    title_similarity=float(row["title_similarity"]),
+                )
+                cand.score = JOB_SCORE.score(
+                    None if cand.distance is None else 1.0 - cand.distance,
+                    cand.title_match,
+                    cand.title_similarity,
+                )
+            if list_name == "vector":
+                cand.vector_rank = rank
+            else:
+                cand.text_rank = rank
+    return sorted(by_id.values(), key=lambda c: (-c.score, str(c.id)))
 
 
 def fuse(
@@ -149,17 +143,14 @@ def fuse(
     text_rows: Sequence[dict[str, Any]],
     windows: Sequence[int] = (),
 ) -> list[Candidate]:
-    """Reciprocal rank fusion of the two candidate lists, best first, scores assigned.
+    """The two candidate lists as one, best score first (shortlist.relevance).
 
     With ``windows`` (see :func:`fusion_windows`), positions below ``windows[0]`` are ranked by
     the fusion of the lists' first ``windows[0]`` rows, the next positions up to
     ``windows[1]`` by the fusion of their first ``windows[1]`` rows (minus what is placed),
     and so on; the last window places everything left. Without, both lists are one window.
 
-    Ties (equal fused value) go first to a listing the full-text list found — the vector list
-    returns its k nearest even when nothing is near, so at equal rank a text match is the
-    stronger evidence (and it is how a listing pending its embedding wins against noise) —
-    then to the smaller cosine distance, then to the id, so the order is deterministic.
+    Ties go by id, so the order is deterministic.
     """
     if not windows:
         ordered = _rank(vector_rows, text_rows)
@@ -174,21 +165,7 @@ def fuse(
                 if cand.id not in placed:
                     placed.add(cand.id)
                     ordered.append(cand)
-    _assign_scores(ordered)
     return ordered
-
-
-def _assign_scores(ordered: Sequence[Candidate]) -> None:
-    """Similarity-derived scores, made non-increasing down the list (module docstring)."""
-    best_possible = 2.0 / (RRF_K + 1)
-    floor = 0.0
-    for cand in reversed(ordered):
-        own = (
-            score_from_cosine_distance(cand.distance)
-            if cand.distance is not None
-            else min(1.0, cand.fused / best_possible)
-        )
-        cand.score = floor = max(own, floor)
 
 
 def format_vector_top_for_log(rows: Sequence[dict[str, Any]], n: int) -> str:
@@ -204,8 +181,9 @@ def format_final_for_log(cands: Sequence[Candidate], n: int) -> str:
         return f"#{r}" if r else "-"
 
     return " ; ".join(
-        f"{i}. {c.company_name} | {c.job_title} | id={c.id} | rrf={c.fused:.5f}"
-        f" | vector={rank(c.vector_rank)} text={rank(c.text_rank)} | score={c.score:.4f}"
+        f"{i}. {c.company_name} | {c.job_title} | id={c.id}"
+        f" | vector={rank(c.vector_rank)} text={rank(c.text_rank)}"
+        f" | match={c.title_match:.2f} sim={c.title_similarity:.2f} | score={c.score:.4f}"
         for i, c in enumerate(cands[:n], start=1)
     )
 
@@ -275,11 +253,12 @@ async def search_jobs(
     """Search job listings; raises ``BadInput`` for an empty query or out-of-range paging."""
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
-    vector = await _embed_query(embedder, q)
+    normalised = normalise_query(q)
+    vector = await _embed_query(embedder, normalised)
     windows = fusion_windows(size, offset)
     k = windows[-1]
     params = {
-        "q": q,
+        "terms": text_terms(normalised),
         # A numpy array goes over the wire as a pgvector value (register_vector_async).
         "vector": None if vector is None else np.asarray(vector, dtype=np.float32),
         "location": like_pattern(loc) if loc else None,

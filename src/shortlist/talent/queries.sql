@@ -55,10 +55,12 @@ RETURNING id
 
 -- name: search_corpus
 -- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (HNSW)
--- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit)
--- are fused by reciprocal rank; both lists obey the recruiter's filters. A hit only counts if
--- its own cosine score clears min_score: rank fusion orders, the score gates, so a niche brief
--- gets few internal hits instead of "the 15 least-bad people we have".
+-- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
+-- both obeying the recruiter's filters. Each person found is scored on their own evidence
+-- (shortlist.relevance: logistic weights w_* of cosine similarity, the share of the query's
+-- lexemes in title, headline and skills, and trigram similarity of the query and the title),
+-- ordered by it and kept only above min_score, so a niche brief gets few internal hits instead
+-- of "the 15 least-bad people we have".
 WITH vector_hits AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS hit_rank
       FROM (SELECT c.id, c.embedding <=> %(embedding)s AS distance
@@ -78,7 +80,7 @@ text_hits AS (
     SELECT id, row_number() OVER (ORDER BY text_rank DESC, id) AS hit_rank
       FROM (SELECT c.id, ts_rank_cd(c.search_tsv, q.query) AS text_rank
               FROM candidates c,
-                   (SELECT replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
+                   (SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery
                            AS query) AS q
              WHERE c.search_tsv @@ q.query
                AND c.embedding IS NOT NULL
@@ -92,18 +94,27 @@ text_hits AS (
              ORDER BY text_rank DESC
              LIMIT %(pool_size)s) AS matching
 ),
-fused AS (
-    SELECT id, sum(1.0 / (60 + hit_rank)) AS rrf
-      FROM (SELECT id, hit_rank FROM vector_hits
-            UNION ALL
-            SELECT id, hit_rank FROM text_hits) AS both_lists
-     GROUP BY id
+scored AS (
+    SELECT c.id,
+           (1 / (1 + exp(-(%(w_intercept)s::float8
+                           + %(w_cosine)s::float8 * (1 - (c.embedding <=> %(embedding)s))
+                           + %(w_title_match)s::float8 * coalesce(
+                                 (SELECT count(*)
+                                    FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}')))
+                                         AS t (lexeme)
+                                   WHERE t.lexeme = ANY (lex.lexemes))::float8
+                                 / nullif(cardinality(lex.lexemes), 0), 0)
+                           + %(w_title_similarity)s::float8
+                             * word_similarity(%(terms)s, c.role_title)))))::real AS score
+      FROM (SELECT id FROM vector_hits UNION SELECT id FROM text_hits) AS found
+      JOIN candidates c ON c.id = found.id,
+           (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s)))
+                   AS lexemes) AS lex
 )
-SELECT c.id AS candidate_id, (1 - (c.embedding <=> %(embedding)s) / 2)::real AS score
-  FROM fused f
-  JOIN candidates c ON c.id = f.id
- WHERE 1 - (c.embedding <=> %(embedding)s) / 2 >= %(min_score)s
- ORDER BY f.rrf DESC, score DESC, c.id
+SELECT id AS candidate_id, score
+  FROM scored
+ WHERE score >= %(min_score)s
+ ORDER BY score DESC, id
  LIMIT %(limit)s
 
 -- name: append_internal_hits

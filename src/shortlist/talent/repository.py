@@ -24,6 +24,7 @@ from shortlist.db.pool import single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.indexer.corpora import CANDIDATES
+from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import Profile
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
@@ -148,6 +149,7 @@ async def search_corpus(
     min_score: float,
     limit: int,
     pool_size: int,
+    model: ScoreModel = CANDIDATE_SCORE,
 ) -> list[CorpusHit]:
     # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
     # walking the graph until enough rows pass the filters.
@@ -156,7 +158,11 @@ async def search_corpus(
         QUERIES["search_corpus"],
         {
             "embedding": Vector(list(embedding)),
-            "text": text,
+            "terms": text_terms(normalise_query(text)),
+            "w_intercept": model.intercept,
+            "w_cosine": model.cosine,
+            "w_title_match": model.title_match,
+            "w_title_similarity": model.title_similarity,
             "location_pattern": like_pattern(filters.location) if filters.location else None,
             "min_years": filters.min_years,
             "skills": [s.lower() for s in filters.skills],

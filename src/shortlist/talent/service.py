@@ -29,6 +29,7 @@ from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncConn, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
+from shortlist.relevance import normalise_query
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
     CandidateStatus,
@@ -58,6 +59,11 @@ def search_text(payload: SearchCreate) -> str:
     if payload.skills:
         parts.append("Skills: " + ", ".join(payload.skills))
     return "\n".join(parts)
+
+
+def query_embedding_text(payload: SearchCreate) -> str:
+    """What is embedded: the brief with its abbreviations spelled out (shortlist.relevance)."""
+    return normalise_query(search_text(payload))
 
 
 def parse_search_create(data: Mapping[str, Any]) -> SearchCreate:
@@ -101,7 +107,7 @@ async def start_search(
     settings = services.settings
     started = time.perf_counter()
     try:
-        [embedding] = await services.embedder.embed([search_text(payload)])
+        [embedding] = await services.embedder.embed([query_embedding_text(payload)])
     except EmbeddingPermanentError as exc:
         raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
     target = settings.backfill_min_results

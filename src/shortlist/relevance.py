@@ -1,0 +1,134 @@
+"""What both searches (job listings, the internal candidate corpus) rank by, and what the score
+they show means.
+
+**Query text.** People type abbreviations ("SRE", "QA", "CTO", "HR") that neither the English
+stemmer nor MiniLM reliably reads as the words postings spell out. :func:`normalise_query`
+appends the spelled-out form (the abbreviation stays, since some titles use it); the result is
+what is embedded and searched. :func:`text_terms` also drops seniority words ("senior",
+"junior", "lead"…): every level of a role is a fair answer, and as search words they would rank
+any title containing them above the role asked for.
+
+**Score.** A hit's score is the estimated probability that it is relevant to the query, from
+the hit's own evidence only: ``σ(w₀ + w_cos·cos + w_match·match + w_sim·sim)``, where ``cos`` is
+the cosine similarity of the query and hit vectors, ``match`` the share of the query's words
+(English lexemes) found in the title, and ``sim`` pg_trgm's ``word_similarity`` of the query and
+the title (typo tolerance: "acountant" still resembles "Accountant"). The weights are a logistic
+regression fitted on the tune half of the relevance development set (bench/bench_relevance.py,
+bench/README.md); the same run checks on both halves that "score ≥ X" is relevant about as
+often as X says. Hits are ordered by it, so the order and the number agree without borrowing a
+neighbour's value. A listing still pending its embedding has no ``cos``: it is scored as an
+unrelated text would be (``PENDING_COSINE``), i.e. on its words alone, conservatively.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+
+# Common abbreviations in job titles and briefs, spelled out. Lower-case keys; a key matches a
+# whole word, case-insensitively.
+ABBREVIATIONS = MappingProxyType(
+    {
+        "sre": "site reliability engineer",
+        "qa": "quality assurance",
+        "ml": "machine learning",
+        "ai": "artificial intelligence",
+        "nlp": "natural language processing",
+        "cto": "chief technology officer",
+        "cio": "chief information officer",
+        "cfo": "chief financial officer",
+        "ceo": "chief executive officer",
+        "hr": "human resources",
+        "hrbp": "human resources business partner",
+        "it": "information technology",
+        "infosec": "information security",
+        "pr": "public relations",
+        "ux": "user experience",
+        "ui": "user interface",
+        "pm": "project manager",
+        "pmp": "project management",
+        "mgr": "manager",
+        "dev": "developer",
+        "devs": "developers",
+        "eng": "engineer",
+        "sysadmin": "system administrator",
+        "dba": "database administrator",
+        "ee": "electrical engineer",
+        "cpa": "certified public accountant",
+        "eeo": "equal employment opportunity",
+        "osha": "occupational safety and health",
+        "be": "backend",
+        "fe": "frontend",
+        "rn": "registered nurse",
+        "sr": "senior",
+        "jr": "junior",
+    }
+)
+SENIORITY_WORDS = frozenset(
+    {
+        "senior",
+        "sr",
+        "junior",
+        "jr",
+        "lead",
+        "principal",
+        "staff",
+        "head",
+        "entry",
+        "level",
+        "experienced",
+        "intern",
+        "internship",
+        "graduate",
+        "new",
+    }
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
+def normalise_query(text: str) -> str:
+    """``text`` with each known abbreviation followed by its spelled-out form."""
+
+    def expand(match: re.Match[str]) -> str:
+        word = match.group(0)
+        full = ABBREVIATIONS.get(word.lower())
+        return f"{word} {full}" if full and full != word.lower() else word
+
+    return _WORD.sub(expand, text)
+
+
+def text_terms(normalised: str) -> str:
+    """The words a full-text match should look for: the normalised query minus seniority."""
+    words = [w for w in _WORD.findall(normalised) if w.lower() not in SENIORITY_WORDS]
+    return " ".join(words) if words else normalised
+
+
+@dataclass(frozen=True)
+class ScoreModel:
+    """Logistic weights of a hit's evidence (module docstring)."""
+
+    intercept: float
+    cosine: float
+    title_match: float
+    title_similarity: float
+
+    def score(self, cosine: float | None, title_match: float, title_similarity: float) -> float:
+        z = (
+            self.intercept
+            + self.cosine * (PENDING_COSINE if cosine is None else cosine)
+            + self.title_match * title_match
+            + self.title_similarity * title_similarity
+        )
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+PENDING_COSINE = 0.1
+"""The cosine similarity of two unrelated texts under all-MiniLM-L6-v2, roughly."""
+
+# Fitted by `python -m bench --only relevance --fit` on the tune half (bench/README.md).
+JOB_SCORE = ScoreModel(intercept=-3.817, cosine=6.004, title_match=-0.822, title_similarity=3.933)
+CANDIDATE_SCORE = ScoreModel(
+    intercept=-4.055, cosine=7.857, title_match=6.855, title_similarity=-1.108
+)
