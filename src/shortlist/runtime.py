@@ -36,7 +36,7 @@ EMBEDDED_DATABASE = "shortlist"
 
 
 # How often a process using the embedded server checks that it is still running.
-SUPERVISE_EVERY = 1.0
+SUPERVISE_EVERY = 0.5
 
 
 @dataclass

@@ -32,6 +32,7 @@ def test_worker_kills_during_backfills(db_url: str) -> None:
 def test_embedded_postgres_killed() -> None:
     figures = scenarios.embedded_postgres_killed(FULL)
     scenarios.record("embedded PostgreSQL killed", COMMAND, figures)
+    assert figures["search_answers_again_s"] <= 15.0, figures
 
 
 def test_database_restarts() -> None:

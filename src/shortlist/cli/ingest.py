@@ -23,7 +23,6 @@ from rich.progress import (
 )
 
 from shortlist.cli.common import connect, load_settings
-from shortlist.config import Settings
 from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput
 from shortlist.ingest_files import BadRow, IngestReport, RecordFileReader
@@ -52,6 +51,10 @@ class Ingest(Protocol[R_contra]):
     ) -> Awaitable[IngestReport]: ...
 
 
+BatchSize = Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")]
+SEARCHABLE = "searchable by full text now, and by meaning once embedded"
+
+
 def register(ingest_app: typer.Typer) -> None:
     ingest_app.command("jobs")(ingest_jobs)
     ingest_app.command("candidates")(ingest_candidates)
@@ -63,21 +66,15 @@ def register(ingest_app: typer.Typer) -> None:
 
 def ingest_jobs(
     file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of job listings")],
-    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+    batch_size: BatchSize = 500,
 ) -> None:
     """Bulk import job listings; bad rows are reported with line numbers, good rows kept.
 
     Exit status: 0 if any listing was imported, 1 if the file could not be read or held no
     valid row.
     """
-    run_file_import(
-        ListingFileReader(file),
-        ingest_listings,
-        noun="listings",
-        batch_size=batch_size,
-        settings=load_settings(),
-        after="the listings are searchable by full text now, and by meaning once embedded",
-    )
+    reader = ListingFileReader(file)
+    run_file_import(reader, ingest_listings, noun="listings", batch_size=batch_size)
 
 
 # --- ingest email ---------------------------------------------------------------------------
@@ -125,7 +122,7 @@ def ingest_email(
 
 def ingest_candidates(
     file: Annotated[Path, typer.Argument(help="JSON Lines or CSV file of candidate profiles")],
-    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = 500,
+    batch_size: BatchSize = 500,
 ) -> None:
     """Bulk import candidate profiles; bad rows are reported with line numbers, good rows kept.
 
@@ -134,14 +131,8 @@ def ingest_candidates(
     """
     from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
 
-    run_file_import(
-        CandidateFileReader(file),
-        ingest_candidates,
-        noun="candidates",
-        batch_size=batch_size,
-        settings=load_settings(),
-        after="the profiles are searchable by full text now, and by meaning once embedded",
-    )
+    reader = CandidateFileReader(file)
+    run_file_import(reader, ingest_candidates, noun="candidates", batch_size=batch_size)
 
 
 # --- the import ----------------------------------------------------------------------------------
@@ -153,9 +144,8 @@ def run_file_import(
     *,
     noun: str,
     batch_size: int,
-    settings: Settings,
-    after: str | None = None,
 ) -> None:
+    settings = load_settings()
     out = Console()
     err = Console(stderr=True)
     try:
@@ -171,7 +161,7 @@ def run_file_import(
         raise typer.Exit(1) from None
     finally:
         reader.close()
-    _print_summary(out, report, noun, after)
+    _print_summary(out, report, noun)
     if report.inserted == 0:
         raise typer.Exit(1)
 
@@ -217,7 +207,7 @@ async def _ingest(
     return report
 
 
-def _print_summary(out: Console, report: IngestReport, noun: str, after: str | None) -> None:
+def _print_summary(out: Console, report: IngestReport, noun: str) -> None:
     bad = report.bad_count
     out.print(
         f"{escape(report.path.name)} ({report.format}): {report.rows} rows read, "
@@ -228,5 +218,5 @@ def _print_summary(out: Console, report: IngestReport, noun: str, after: str | N
         out.print(f"(only the first {MAX_BAD_ROWS_SHOWN} bad rows were listed above)")
     if report.ignored_columns:
         out.print("ignored unknown columns: " + escape(", ".join(sorted(report.ignored_columns))))
-    if report.inserted and after:
-        out.print(after)
+    if report.inserted:
+        out.print(f"the {noun} are {SEARCHABLE}")
