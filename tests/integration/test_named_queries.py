@@ -301,7 +301,7 @@ async def test_lock_search_blocks_a_second_writer_until_commit(
                 await other.execute(
                     "UPDATE searches SET last_progress_at = now() WHERE id = %s", (search,)
                 )
-    assert await repo.lock_search(conn, uuid.uuid4()) is None
+        assert await repo.lock_search(holder, uuid.uuid4()) is None
 
 
 # --- starting a search ------------------------------------------------------------------------
