@@ -34,8 +34,7 @@ async def insert_token(conn: AsyncConn, name: str = "recruiter") -> int:
     digest = hashlib.sha256(uuid.uuid4().bytes).digest()
     row = await one(
         conn,
-        "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, 'recruiter', %s)"
-        " RETURNING id",
+        "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, 'recruiter', %s) RETURNING id",
         (name, digest),
     )
     return int(row["id"])
@@ -131,7 +130,8 @@ async def insert_stub(
         "INSERT INTO search_candidates (search_id, external_id, tier, status, display_name,"
         " last_error, locked_by, locked_until, lost_workers)"
         " VALUES (%(search_id)s, %(external_id)s, %(tier)s, %(status)s::candidate_status,"
-        " %(external_id)s, CASE WHEN %(status)s::text LIKE 'failed%%' THEN 'boom' END, %(locked_by)s,"
+        " %(external_id)s, CASE WHEN %(status)s::text LIKE 'failed%%' THEN 'boom' END,"
+        " %(locked_by)s,"
         " now() + make_interval(secs => %(lease)s), %(lost)s)"
         " RETURNING id",
         {

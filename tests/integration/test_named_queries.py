@@ -84,7 +84,8 @@ async def test_tier_page_done(
             == status
         )
         row = await one(
-            conn, "SELECT next_page, found, attempts, locked_by FROM search_tiers WHERE id = %s",
+            conn,
+            "SELECT next_page, found, attempts, locked_by FROM search_tiers WHERE id = %s",
             (tier,),
         )
     assert row == {"next_page": next_page, "found": 3, "attempts": 0, "locked_by": None}
@@ -448,7 +449,9 @@ async def test_known_external_ids_are_stubs_and_provider_hits(pool: AsyncPool) -
         other = await insert_search(conn)
         await insert_stub(conn, search, "talent:ada", status="failed_permanent")
         await insert_stub(conn, other, "talent:eve")
-        await insert_result(conn, search, await insert_candidate(conn, "Bob", external_id="serp:bob"))
+        await insert_result(
+            conn, search, await insert_candidate(conn, "Bob", external_id="serp:bob")
+        )
         await insert_result(conn, search, await insert_candidate(conn, "Internal Cy"))
     assert await repo.known_external_ids(pool, search) == {"talent:ada", "serp:bob"}
 
@@ -625,7 +628,9 @@ async def test_sample_candidates_load_once_into_an_empty_corpus(pool: AsyncPool)
     async with pool.connection() as a, pool.connection() as b:
         # the advisory lock serialises concurrent loaders; the second sees rows and loads none
         assert await asyncio.gather(load_sample_candidates(a), load_sample_candidates(b)) == [0, 0]
-        row = await one(a, "SELECT count(*) AS n, min(source) AS s, max(external_id) AS e FROM candidates")
+        row = await one(
+            a, "SELECT count(*) AS n, min(source) AS s, max(external_id) AS e FROM candidates"
+        )
     assert row == {"n": SAMPLE_SIZE, "s": "sample", "e": None}
 
 

@@ -82,7 +82,9 @@ async def check_edge(
 
 
 @pytest.mark.parametrize(("before", "after", "allowed"), edges(CANDIDATE_STATES, CANDIDATE_EDGES))
-async def test_search_candidate_edge(pool: AsyncPool, before: str, after: str, allowed: bool) -> None:
+async def test_search_candidate_edge(
+    pool: AsyncPool, before: str, after: str, allowed: bool
+) -> None:
     async with single_statement(pool) as conn:
         stub = await insert_stub(conn, await insert_search(conn), "p1", status=before)
         await check_edge(conn, "search_candidates", stub, before, after, allowed, arrival(after))
@@ -131,7 +133,7 @@ async def test_running_needs_a_lease_and_failed_an_error(
         else:
             key = await insert_stub(conn, search, "p1", status=status)
         before = await status_of(conn, table, key)
-        with pytest.raises(psycopg.errors.CheckViolation, match="has_lease|has_error"):
+        with pytest.raises(psycopg.errors.CheckViolation, match=r"has_lease|has_error"):
             await conn.execute(f"UPDATE {table} SET {cleared} WHERE id = %s", (key,))
         assert await status_of(conn, table, key) == before
 
@@ -188,7 +190,9 @@ async def test_search_results_are_append_only(pool: AsyncPool) -> None:
             (search, candidate),
         )
         with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
-            await conn.execute("UPDATE search_results SET score = 0.1 WHERE search_id = %s", (search,))
+            await conn.execute(
+                "UPDATE search_results SET score = 0.1 WHERE search_id = %s", (search,)
+            )
 
 
 # --- the embedding state of the corpora (0001, 0003) -----------------------------------------
@@ -250,7 +254,11 @@ async def test_an_edit_of_a_failed_corpus_row_makes_it_pending(pool: AsyncPool, 
             f" FROM {table} WHERE id = %s",
             (key,),
         )
-    assert (row["status"], row["embedding_error"], row["embedding_attempts"]) == ("pending", None, 0)
+    assert (row["status"], row["embedding_error"], row["embedding_attempts"]) == (
+        "pending",
+        None,
+        0,
+    )
 
 
 @pytest.mark.parametrize("table", CORPUS_INSERTS)
@@ -264,7 +272,9 @@ async def test_the_indexers_own_writes_do_not_move_updated_at(pool: AsyncPool, t
             (key,),
         )
         after = await one(
-            conn, f"SELECT updated_at, embedding_status::text AS s FROM {table} WHERE id = %s", (key,)
+            conn,
+            f"SELECT updated_at, embedding_status::text AS s FROM {table} WHERE id = %s",
+            (key,),
         )
     assert after["updated_at"] == before["updated_at"]
     assert after["s"] == "failed"
