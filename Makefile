@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install serve test lint typecheck pytest bench bench-smoke chaos browser clean
+.PHONY: install serve test test-fast lint typecheck pytest bench bench-smoke chaos browser clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,11 @@ pytest: $(STAMP) browser
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# The edit loop: lint, types, and the unit + integration layers (no live servers, processes,
+# browser or benchmarks). `make test` runs everything, as CI does.
+test-fast: lint typecheck
+	$(BIN)/pytest -q tests/unit tests/integration
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -1,5 +1,5 @@
 """One indexer worker in its own OS process, with the ``FakeEmbedder`` (for
-``tests/test_indexer_process.py``)::
+``tests/e2e/test_indexer_process.py``)::
 
     python -m tests.indexer_proc DB_URL OUT_FILE
 

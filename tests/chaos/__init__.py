@@ -12,5 +12,5 @@
 * ``suite`` — the full-size pytest module; ``python -m tests.chaos`` (``make chaos``) runs it
   together with the access-control and bad-input tests and prints every figure at the end.
 
-The reduced versions live in ``tests/test_reliability.py`` and ``tests/test_fuzz_api.py``.
+The reduced versions live in ``tests/e2e/test_reliability.py`` and ``tests/e2e/test_fuzz_api.py``.
 """

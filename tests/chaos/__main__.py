@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = [
     "tests/chaos/suite.py",
-    "tests/test_access_control.py",
-    "tests/test_bad_input.py",
+    "tests/e2e/test_access_control.py",
+    "tests/integration/test_bad_input.py",
 ]
 
 

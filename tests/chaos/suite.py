@@ -1,6 +1,6 @@
 """The full-size chaos suite (``make chaos`` = ``python -m tests.chaos``). Not collected by
 ``make test`` (the file name does not match ``test_*.py``); the reduced versions of these
-scenarios are ``tests/test_reliability.py`` and ``tests/test_fuzz_api.py``."""
+scenarios are ``tests/e2e/test_reliability.py`` and ``tests/e2e/test_fuzz_api.py``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def test_worker_kills_during_backfills(db_url: str) -> None:
     figures = scenarios.kills_during_backfills(FULL, db_url)
     scenarios.record("worker kills during backfills (default lease)", COMMAND, figures)
     assert figures["kills"] == FULL.kill_count
+    assert figures["release_max_s"] <= 45.0
+    assert figures["not_running_with_work_samples"] == 0
     shares = figures["succeeded_share_with_kills"], figures["succeeded_share_without_kills"]
     assert abs(shares[0] - shares[1]) <= 0.05, figures
 
@@ -32,7 +34,11 @@ def test_worker_kills_during_backfills(db_url: str) -> None:
 def test_embedded_postgres_killed() -> None:
     figures = scenarios.embedded_postgres_killed(FULL)
     scenarios.record("embedded PostgreSQL killed", COMMAND, figures)
-    assert figures["search_answers_again_s"] <= 15.0, figures
+    assert figures["search_answers_again_s"] <= 15.0
+    assert figures["supervisor_logged_restart"]
+    assert (figures["vectors_lost"], figures["results_lost"]) == (0, 0)
+    assert figures["serve_exit_code"] == 0
+    assert not figures["postgres_left_running"]
 
 
 def test_database_restarts() -> None:

@@ -395,6 +395,7 @@ async def test_start_backfill_queues_the_three_tiers_of_a_running_search(pool: A
         assert await one(conn, "SELECT backfill_started FROM searches WHERE id = %s", (stale,)) == {
             "backfill_started": False
         }
+        assert await repo.tiers_of_search(conn, stale) == []  # a refused start queues nothing
     assert [(t["tier"], t["status"]) for t in tiers] == [
         ("strict", "queued"),
         ("broad", "queued"),

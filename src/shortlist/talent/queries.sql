@@ -133,14 +133,18 @@ UPDATE searches
 RETURNING result_count
 
 -- name: start_backfill
-WITH tiers AS (
+-- Only a running search starts its backfill: the tiers are queued for the search the guarded
+-- UPDATE moved, so a refused start queues nothing.
+WITH started AS (
+    UPDATE searches SET backfill_started = true
+     WHERE id = %(search_id)s AND status = 'running'
+    RETURNING id
+), tiers AS (
     INSERT INTO search_tiers (search_id, tier)
-    SELECT %(search_id)s, t.tier FROM unnest(%(tiers)s::text[]) AS t (tier)
+    SELECT started.id, t.tier FROM started, unnest(%(tiers)s::text[]) AS t (tier)
     ON CONFLICT (search_id, tier) DO NOTHING
 )
-UPDATE searches SET backfill_started = true
- WHERE id = %(search_id)s AND status = 'running'
-RETURNING id
+SELECT id FROM started
 
 -- name: complete_without_backfill
 UPDATE searches SET status = 'complete', finished_at = now()

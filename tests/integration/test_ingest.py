@@ -36,8 +36,6 @@ from shortlist.listings.sample import (
     load_sample_listings,
 )
 
-pytest_plugins = ["tests.api_fixtures"]
-
 ROW = {
     "company_name": "Acme",
     "job_title": "Backend Engineer",

@@ -29,7 +29,6 @@ from tests.helpers import wait_for_sync
 if TYPE_CHECKING:
     from tests.live_server import LiveServer
 
-pytest_plugins = ["tests.api_fixtures", "tests.live_server"]
 
 CLIENT_PEER = ("127.0.0.1", 50000)  # the socket peer of tests.api_fixtures' client
 MakeToken = Callable[[str, Role], Awaitable[str]]
@@ -133,7 +132,7 @@ TABLE = [
     Row("POST", "/api/searches/{search}/retry", recruiter_owned(200)),
     Row("POST", "/api/searches/{search}/candidates/{stub}/retry", recruiter_owned(200)),
     # The web UI: pages are public; what /status withholds without an admin token is its
-    # business (tests/test_web_pages.py), not an error.
+    # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),
     Row("GET", "/?q=python", public()),
     Row("GET", "/jobs/{slug}", public()),

@@ -33,10 +33,8 @@ from tests.backfill_support import (
 from tests.backfill_support import simulator as simulator  # the fixture
 from tests.helpers import wait_for
 
-pytest_plugins = ["tests.api_fixtures"]
-
 NICHE = {"query": "FPGA verification with UVM", "role": "FPGA Verification Engineer"}
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # Tiers only reach exhausted/failed from running (migration 0005's state machine).
 CLAIM_TIERS = (
     "UPDATE search_tiers SET status = 'running', locked_by = 'test',"

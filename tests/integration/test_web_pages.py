@@ -30,8 +30,6 @@ from tests.backfill_support import MakeToken, Person, auth, seed_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for
 
-pytest_plugins = ["tests.api_fixtures"]
-
 EmbedPending = Any  # the ``embed_pending`` fixture: ``await embed_pending()``
 
 

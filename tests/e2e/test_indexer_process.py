@@ -23,7 +23,7 @@ from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
 from tests.helpers import wait_for_sync
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 

@@ -18,45 +18,68 @@ from tests.chaos.scenarios import REDUCED
 
 pytestmark = pytest.mark.slow
 
-COMMAND = "pytest tests/test_reliability.py"
+COMMAND = "pytest tests/e2e/test_reliability.py"
 
 
 def test_worker_crashes_lose_and_duplicate_nothing(db_url: str) -> None:
     figures = scenarios.worker_crashes(REDUCED, db_url)
     scenarios.record("worker crashes", COMMAND, figures)
     assert figures["kills"] == REDUCED.crash_rounds
+    assert figures["vector_commits"] == figures["listings"]  # every listing embedded once
+    assert figures["results"] > 0
 
 
 def test_killed_workers_candidates_go_back_to_work_within_45_s(db_url: str) -> None:
     figures = scenarios.kills_during_backfills(REDUCED, db_url)
     scenarios.record("worker kills during backfills (default lease)", COMMAND, figures)
     assert figures["kills"] == REDUCED.kill_count
+    assert figures["release_max_s"] <= 45.0
+    assert figures["not_running_with_work_samples"] == 0
+    assert set(figures["stubs"]) <= {"succeeded", "failed_no_email", "failed_permanent"}
 
 
 def test_a_killed_embedded_postgres_is_restarted_under_load() -> None:
     figures = scenarios.embedded_postgres_killed(REDUCED)
     scenarios.record("embedded PostgreSQL killed", COMMAND, figures)
+    # Its 15 s target is asserted at full size (make chaos, a quiet machine); here that the
+    # database came back, with everything committed, and was stopped with its last user.
+    assert figures["search_answers_again_s"] <= 60.0
+    assert figures["supervisor_logged_restart"]
+    assert (figures["vectors_lost"], figures["results_lost"]) == (0, 0)
+    assert figures["vector_commits"] == figures["listings"]
+    assert figures["serve_exit_code"] == 0
+    assert not figures["postgres_left_running"]
 
 
 def test_database_restart_is_survived() -> None:
     figures = scenarios.database_restart(REDUCED)
     scenarios.record("database restart", COMMAND, figures)
+    assert figures["restarts"] == len(REDUCED.restart_outages)
+    assert figures["vector_commits"] == figures["listings"]
 
 
 def test_provider_chaos_ends_with_every_item_done_once(db_url: str) -> None:
     figures = scenarios.provider_chaos(REDUCED, db_url)
     scenarios.record("provider chaos", COMMAND, figures)
+    assert figures["enrich_calls_per_claim"] <= 2.0  # the bounded retry: at most one more
+    assert figures["results"] > 0
 
 
 def test_sigterm_under_load_commits_in_flight_work_within_the_grace(db_url: str) -> None:
     # `shortlist worker` here; `make chaos` also stops a busy `shortlist serve`.
     figures = scenarios.graceful_stop(REDUCED, db_url, command="worker")
     scenarios.record("graceful stop (worker)", COMMAND, figures)
+    assert figures["exit_code"] == 0
+    assert figures["exit_after_s"] <= figures["grace_s"] + 1.5
+    assert figures["listings_in_flight_committed"] == figures["listings_in_flight"]
 
 
 def test_sigterm_with_a_hung_provider_call_still_exits_within_the_grace(db_url: str) -> None:
     figures = scenarios.stop_with_hung_call(db_url)
     scenarios.record("graceful stop (hung call)", COMMAND, figures)
+    assert figures["exit_code"] == 0
+    assert figures["exit_after_s"] <= figures["grace_s"] + 1.5
+    assert figures["left"] == {"listings": 0, "candidates": 0, "tiers": 0}
 
 
 # --- the primitive behind the last one, in-process --------------------------------------------

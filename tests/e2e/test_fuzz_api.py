@@ -13,7 +13,7 @@ REDUCED_EXAMPLES = 5
 
 def test_fuzzed_requests_get_documented_answers_and_never_a_5xx(db_url: str) -> None:
     report = run_fuzz(db_url, max_examples=REDUCED_EXAMPLES)
-    record("schemathesis (reduced)", "pytest tests/test_fuzz_api.py", report.figures())
+    record("schemathesis (reduced)", "pytest tests/e2e/test_fuzz_api.py", report.figures())
     assert report.cases >= 200, report.figures()
     assert report.server_errors == 0, report.failures[:5]
     assert not report.failures, "\n\n".join(report.failures[:10])

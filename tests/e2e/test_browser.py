@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.browser
-pytest_plugins = ["tests.live_server"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -40,7 +39,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 POLL_MS = 300
 TIMEOUT_MS = 30_000
 expect.set_options(timeout=TIMEOUT_MS)

@@ -25,8 +25,6 @@ from tests.backfill_support import (
 )
 from tests.fakes import FakeEmbedder
 
-pytest_plugins = ["tests.api_fixtures"]
-
 NICHE = {
     "query": "Rust embedded firmware for battery-powered sensors",
     "role": "Rust Embedded Firmware Engineer",

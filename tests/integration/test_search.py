@@ -34,8 +34,6 @@ from shortlist.queue.notify import Notifier
 from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
-pytest_plugins = ["tests.api_fixtures"]
-
 CANDIDATES = QUERIES["candidates"]
 
 EmbedPending = Callable[[], Awaitable[int]]

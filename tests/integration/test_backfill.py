@@ -48,8 +48,6 @@ from tests.backfill_support import simulator as simulator  # the fixture
 from tests.fakes import FakeEmbedder, hash_embed
 from tests.helpers import wait_for
 
-pytest_plugins = ["tests.api_fixtures"]
-
 NICHE = {
     "query": "Rust embedded firmware for battery-powered sensors",
     "role": "Rust Embedded Firmware Engineer",

@@ -24,8 +24,6 @@ from shortlist.ingest_files import RecordFileReader
 from shortlist.listings.email_post import parse_job_email
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
 
-pytest_plugins = ["tests.api_fixtures"]
-
 MAX_BODY = 250_000
 GOOD_LISTING = {
     "company_name": "Acme",

@@ -19,8 +19,6 @@ from shortlist.db.types import AsyncPool
 from shortlist.listings.models import ListingCreate, ListingPatch, format_salary_range
 from shortlist.listings.slug import listing_id_from_slug, make_detail_page_slug, slugify_part
 
-pytest_plugins = ["tests.api_fixtures"]
-
 MakeToken = Callable[[str, Role], Awaitable[str]]
 
 GOOD = {

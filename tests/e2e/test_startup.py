@@ -1,5 +1,6 @@
 """Start-up as an operator meets it: settings that contradict each other, a port that is taken,
-two instances side by side, and the embedded PostgreSQL that shortlist operates."""
+two instances side by side, and the embedded PostgreSQL that shortlist operates (the rules of
+the settings themselves: tests/unit/test_settings.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,10 @@ import psutil
 import psycopg
 import pytest
 
-from shortlist.config import load_settings
 from shortlist.db.embedded import EmbeddedServer
-from shortlist.errors import ConfigError
 from tests.helpers import wait_for_sync
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
 
 
@@ -56,37 +55,6 @@ def _postmaster_running(data_dir: Path) -> bool:
 
 
 # --- settings ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("overrides", "named"),
-    [
-        ({"stale_after": 30, "lease_seconds": 30}, ("STALE_AFTER", "LEASE_SECONDS")),
-        ({"heartbeat_interval": 20, "lease_seconds": 30}, ("HEARTBEAT_INTERVAL", "LEASE_SECONDS")),
-        ({"reaper_interval": 700, "stale_after": 600}, ("REAPER_INTERVAL", "STALE_AFTER")),
-        ({"indexer_backoff_max": 10, "indexer_backoff_base": 30}, ("BACKOFF_MAX", "BACKOFF_BASE")),
-        ({"db_pool_max": 1, "db_pool_min": 2}, ("DB_POOL_MAX", "DB_POOL_MIN")),
-        ({"lease_seconds": 0}, ("LEASE_SECONDS",)),
-        ({"indexer_poll_interval": -1}, ("INDEXER_POLL_INTERVAL",)),
-        ({"backfill_concurrency": 0}, ("BACKFILL_CONCURRENCY",)),
-        ({"port": 70000}, ("PORT",)),
-        ({"log_level": "chatty"}, ("LOG_LEVEL",)),
-    ],
-)
-def test_settings_that_cannot_work_are_refused_naming_the_variables(
-    overrides: dict[str, object], named: tuple[str, ...]
-) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_settings(**overrides)
-    message = str(caught.value)
-    assert "\n" not in message
-    for name in named:
-        assert f"SHORTLIST_{name}" in message or name in message, message
-
-
-def test_the_defaults_are_consistent() -> None:
-    settings = load_settings()
-    assert settings.heartbeat_interval * 2 <= settings.lease_seconds < settings.stale_after
 
 
 def test_a_contradiction_ends_the_command_with_one_line_and_exit_2(tmp_path: Path) -> None:

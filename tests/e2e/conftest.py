@@ -1,0 +1,13 @@
+"""End-to-end tests: live servers, real ``shortlist`` processes, a browser, the reliability
+scenarios and the benchmarks' smoke runs."""
+
+from tests.api_fixtures import (  # noqa: F401 (fixtures)
+    app,
+    client,
+    embed_pending,
+    embedder,
+    make_token,
+    services,
+    settings,
+)
+from tests.live_server import live_server, live_server_factory  # noqa: F401 (fixtures)
