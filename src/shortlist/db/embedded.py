@@ -89,4 +89,9 @@ class EmbeddedServer:
         current = PostmasterInfo.read_from_pgdata(self.pgdata)
         if current is not None and current.is_running():
             self.handle._postmaster_info = current
-        self.handle.cleanup()
+        try:
+            self.handle.cleanup()
+        except psutil.NoSuchProcess:
+            # pg_ctl gave up waiting and the wheel went to kill a server that had stopped
+            # meanwhile: it is stopped either way.
+            log.info("embedded PostgreSQL in %s stopped while being stopped", self.pgdata)
