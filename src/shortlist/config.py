@@ -68,9 +68,26 @@ class Settings(BaseSettings):
     retry_delay: float = 5.0
     stale_after: float = 600.0
     reaper_interval: float = 15.0
+    talent_api: Literal["pdl", "generic"] = "pdl"
+    """Which dialect the talent provider speaks: People Data Labs, or the generic HTTP API."""
+    serp_api: Literal["serpapi", "generic"] = "serpapi"
     talent_api_url: str | None = None
-    """Unset: the bundled simulator (served in-process by ``serve``)."""
+    """Unset: the bundled simulator (served in-process by ``serve`` and ``worker``)."""
     serp_api_url: str | None = None
+    talent_api_key: str = ""
+    """Sent as PDL's ``X-Api-Key``; unset with the simulator: the simulator's key."""
+    serp_api_key: str = ""
+    """Sent as SerpApi's ``api_key``; unset with the simulator: the simulator's key."""
+    talent_rate_limit: int = 600
+    """Requests per minute to the talent provider, shared by every process (0 = no limit)."""
+    serp_rate_limit: int = 300
+    """Requests per minute to the SERP provider, shared by every process (0 = no limit)."""
+    backfill_min_score: float = 0.6
+    """Least relevance for a backfilled person to become a result (below: ``below_threshold``)."""
+    search_credit_budget: int = 100
+    """Provider credits one search may spend before its backfill stops (0 = no budget)."""
+    simulator_api_key: str = "simulator-key"
+    """The key the bundled simulator accepts (and the adapters send when pointed at it)."""
     simulator_time_scale: float = 1.0
     simulator_port: int = 8001
 

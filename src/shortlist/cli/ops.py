@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -20,6 +20,7 @@ from shortlist.runtime import (
     run_until_stopped,
     worker_runners,
 )
+from shortlist.sources.factory import with_simulator
 
 log = logging.getLogger("shortlist")
 
@@ -75,13 +76,7 @@ async def _serve(settings: Settings, url: str, *, workers: bool) -> None:
     sim_server: QuietServer | None = None
     if settings.talent_api_url is None or settings.serp_api_url is None:
         sim_server = _simulator_server(settings)
-        sim_url = f"http://127.0.0.1:{settings.simulator_port}"
-        settings = settings.model_copy(
-            update={
-                "talent_api_url": settings.talent_api_url or sim_url,
-                "serp_api_url": settings.serp_api_url or sim_url,
-            }
-        )
+        settings = with_simulator(settings, f"http://127.0.0.1:{settings.simulator_port}")
     sim_task = asyncio.create_task(sim_server.serve()) if sim_server else None
     async with open_services(settings, url) as services:
         warm_up = getattr(services.embedder, "warm_up", None)
@@ -146,15 +141,41 @@ def worker(
     ] = None,
 ) -> None:
     """Run queue workers only (no HTTP), for scaling out against one PostgreSQL."""
-    settings = _settings()
+    from pydantic import ValidationError
+
+    from shortlist.sources.factory import SourcesNotConfigured
+
+    try:
+        settings = _settings()
+    except ValidationError as exc:
+        _fail_start(f"invalid configuration: {_first_error(exc)}")
     kinds = set(WORKER_KINDS)
     if only:
         kinds = {k.strip() for k in only.split(",") if k.strip()}
         unknown = kinds - set(WORKER_KINDS)
         if unknown:
             raise typer.BadParameter(f"unknown worker kinds: {', '.join(sorted(unknown))}")
-    with prepared_database(settings) as db:
-        asyncio.run(_worker(settings, db.url, kinds))
+    try:
+        with prepared_database(settings) as db:
+            asyncio.run(_worker(settings, db.url, kinds))
+    except SourcesNotConfigured as exc:
+        _fail_start(str(exc))
+
+
+def _first_error(exc: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        err = exc.errors()[0]
+        name = "SHORTLIST_" + "_".join(str(p) for p in err["loc"]).upper()
+        return f"{name}: {err['msg']}"
+    return str(exc)
+
+
+def _fail_start(message: str) -> NoReturn:
+    """Misconfiguration: one clear line on stderr and a non-zero exit, never a traceback."""
+    typer.echo(f"shortlist: {message}", err=True)
+    raise typer.Exit(2)
 
 
 async def _worker(settings: Settings, url: str, kinds: set[str]) -> None:
@@ -162,8 +183,23 @@ async def _worker(settings: Settings, url: str, kinds: set[str]) -> None:
 
     stop = asyncio.Event()
     install_stop_signals(stop)
-    async with open_services(settings, url) as services:
-        await run_until_stopped(worker_runners(services, kinds), stop, settings.shutdown_grace)
+    simulator = None
+    if "backfill" in kinds and (settings.talent_api_url is None or settings.serp_api_url is None):
+        # As the README says: unset = the bundled simulator, here on a free loopback port of
+        # this process (a `serve` on the same machine already holds the configured one).
+        from shortlist.simulator import SimulatorConfig, SimulatorServer
+
+        simulator = SimulatorServer(SimulatorConfig(time_scale=settings.simulator_time_scale))
+        settings = with_simulator(settings, simulator.start())
+        log.info(
+            "no provider URL set: backfill uses the bundled simulator at %s", simulator.base_url
+        )
+    try:
+        async with open_services(settings, url) as services:
+            await run_until_stopped(worker_runners(services, kinds), stop, settings.shutdown_grace)
+    finally:
+        if simulator is not None:
+            simulator.stop()
 
 
 def migrate() -> None:

@@ -107,6 +107,7 @@ async def _search(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
     from shortlist.services import open_services
+    from shortlist.sources.factory import with_simulator
     from shortlist.talent.service import parse_search_create, results_page, start_search
 
     search = parse_search_create(payload)
@@ -117,13 +118,7 @@ async def _search(
         from shortlist.simulator import SimulatorConfig, SimulatorServer
 
         simulator = SimulatorServer(SimulatorConfig(time_scale=settings.simulator_time_scale))
-        sim_url = simulator.start()
-        settings = settings.model_copy(
-            update={
-                "talent_api_url": settings.talent_api_url or sim_url,
-                "serp_api_url": settings.serp_api_url or sim_url,
-            }
-        )
+        settings = with_simulator(settings, simulator.start())
     try:
         async with open_services(settings, url) as services:
             principal = await _cli_principal(services)
