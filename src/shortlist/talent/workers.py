@@ -8,7 +8,8 @@ from typing import Any
 
 from shortlist.queue import QueueWorker, WorkerConfig
 from shortlist.services import Services
-from shortlist.sources.factory import Sources, make_sources
+from shortlist.sources.factory import Sources, make_sources, rate_limits
+from shortlist.sources.limits import PgRateGate
 from shortlist.talent.candidates import CandidateQueue
 from shortlist.talent.tiers import TierQueue
 
@@ -28,7 +29,10 @@ def sources_of(services: Services) -> Sources:
     Tests put their own under ``services.extras["sources"]`` beforehand."""
     sources = services.extras.get(SOURCES_KEY)
     if sources is None:
-        sources = make_sources(services.settings)
+        sources = make_sources(
+            services.settings,
+            limiter=PgRateGate(services.pool, rate_limits(services.settings)),
+        )
         services.extras[SOURCES_KEY] = sources
     assert isinstance(sources, Sources)
     return sources
@@ -61,7 +65,9 @@ def build_backfill_workers(services: Services) -> list[QueueWorker[Any]]:
         notifier=services.notifier,
     )
     candidates = QueueWorker(
-        CandidateQueue(services.pool, services.embedder, sources),
+        CandidateQueue(
+            services.pool, services.embedder, sources, min_score=settings.backfill_min_score
+        ),
         WorkerConfig(
             # One candidate per task: a slow enrichment holds back only itself.
             batch_size=1,
