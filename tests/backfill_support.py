@@ -67,6 +67,12 @@ def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Setting
         "backfill_concurrency": 4,
         "provider_concurrency": 4,
         "internal_min_score": FAKE_MIN_SCORE,
+        # These tests are about the pipeline's mechanics on the generic dialect (the vendor
+        # dialects have tests of their own), with no relevance floor for backfilled people.
+        "talent_api": "generic",
+        "serp_api": "generic",
+        "backfill_min_score": 0.0,
+        "search_credit_budget": 0,
     }
     return Settings(**(values | overrides))
 
@@ -281,13 +287,16 @@ class ScriptedSources:
         self.discovered.update(s.external_id for s in stubs)
         return DiscoveryPage(stubs, has_more=False)
 
-    async def discover(self, query: DiscoveryQuery, page: int, per_page: int) -> DiscoveryPage:
+    async def discover(
+        self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
+    ) -> DiscoveryPage:
         return await self._page(page)
 
     async def search(self, text: str, page: int) -> DiscoveryPage:
         return await self._page(page)
 
-    async def enrich(self, username: str) -> Profile:
+    async def enrich(self, external_id: str) -> Profile:
+        username = external_id.removeprefix("talent:")
         self.enriched[username] += 1
         return profile(username)
 

@@ -85,6 +85,8 @@ async def test_worker_killed_mid_enrichment_leaves_failed_transient_after_its_le
         "SHORTLIST_DATABASE_URL": db_url,
         "SHORTLIST_TALENT_API_URL": simulator.base_url,
         "SHORTLIST_SERP_API_URL": simulator.base_url,
+        "SHORTLIST_TALENT_API": "generic",
+        "SHORTLIST_SERP_API": "generic",
         "SHORTLIST_LEASE_SECONDS": str(lease),
         "SHORTLIST_DISCOVERY_TIMEOUT": "0.3",
         "SHORTLIST_RETRY_DELAY": "0.05",

@@ -70,6 +70,9 @@ SELECT c.id AS candidate_id, (1 - (c.embedding <=> %(embedding)s) / 2)::real AS 
   FROM fused f
   JOIN candidates c ON c.id = f.id
  WHERE 1 - (c.embedding <=> %(embedding)s) / 2 >= %(min_score)s
+   -- One contactability rule everywhere: nobody without an e-mail is a result (a backfilled
+   -- person without one ends failed_no_email; the same person is no internal hit later).
+   AND c.email IS NOT NULL
  ORDER BY f.rrf DESC, score DESC, c.id
  LIMIT %(limit)s
 
@@ -279,9 +282,10 @@ WITH claimable AS (
      WHERE c.status = 'queued' AND s.status = 'running'
        -- Stop at the target: no enrichment starts once results + enrichments in flight
        -- reach it (the rest end skipped when the search completes).
-       AND s.result_count + (SELECT count(*) FROM search_candidates r
-                              WHERE r.search_id = c.search_id AND r.status = 'running')
-           < s.target_count
+       AND (c.requested
+            OR s.result_count + (SELECT count(*) FROM search_candidates r
+                                  WHERE r.search_id = c.search_id AND r.status = 'running')
+               < s.target_count)
        -- A spent budget stops paid enrichment; a profile already in hand costs nothing.
        AND (c.enriched_profile IS NOT NULL OR s.credit_budget IS NULL
             OR s.credits_spent < s.credit_budget)
@@ -482,7 +486,7 @@ RETURNING id
 
 -- name: retry_candidate
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+   SET status = 'queued', attempts = 0, last_error = NULL, requested = true, locked_by = NULL,
        locked_until = NULL, updated_at = now()
  WHERE id = %(id)s AND search_id = %(search_id)s
    AND status IN ('failed_no_email', 'failed_transient', 'failed_permanent')
@@ -494,10 +498,11 @@ SELECT status::text AS status
  WHERE id = %(id)s AND search_id = %(search_id)s
 
 -- name: requeue_failed_candidates
--- A search retry re-runs what may succeed now: transient failures, and stubs left running by a
--- worker that died (lease expired) before the reaper got to them.
+-- A search retry re-runs what may succeed now: transient failures, stubs left running by a
+-- worker that died (lease expired) before the reaper got to them, and ("find more") the stubs
+-- skipped at the target, which the recruiter now asks for.
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, last_error = NULL, locked_by = NULL,
+   SET status = 'queued', attempts = 0, last_error = NULL, requested = true, locked_by = NULL,
        locked_until = NULL, updated_at = now()
  WHERE search_id = %(search_id)s
    AND (status IN ('failed_transient', 'skipped')

@@ -32,6 +32,8 @@ ALTER TABLE searches ADD COLUMN brief jsonb NOT NULL DEFAULT '{}';
 ALTER TABLE searches ADD COLUMN credit_budget integer CHECK (credit_budget > 0);
 ALTER TABLE searches ADD COLUMN credits_spent integer NOT NULL DEFAULT 0 CHECK (credits_spent >= 0);
 ALTER TABLE search_tiers ADD COLUMN cursor text;
+-- A stub the recruiter asked for (a retry, "find more"): enriched even past the target.
+ALTER TABLE search_candidates ADD COLUMN requested boolean NOT NULL DEFAULT false;
 ALTER TABLE search_tiers ADD COLUMN calls integer NOT NULL DEFAULT 0 CHECK (calls >= 0);
 
 -- skipped: not enriched because the search reached its target (or budget) first; a retry
