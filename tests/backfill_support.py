@@ -31,7 +31,7 @@ from shortlist.queue import QueueWorker
 from shortlist.services import Services
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
-from shortlist.sources.factory import Sources, make_sources
+from shortlist.sources.factory import Sources
 from shortlist.talent import repository as repo
 from shortlist.talent.repository import CandidateRecord
 from shortlist.talent.workers import SOURCES_KEY, build_backfill_workers
@@ -319,7 +319,7 @@ async def _worker_main() -> None:
     stop = asyncio.Event()
     install_stop_signals(stop)
     async with open_services(settings, settings.database_url, embedder=FakeEmbedder()) as services:
-        services.extras[SOURCES_KEY] = make_sources(settings)
+        # The process's sources as `shortlist worker` builds them (shared rate gate included).
         workers = build_backfill_workers(services)
         await run_until_stopped([w.run for w in workers], stop, grace=5.0)
 

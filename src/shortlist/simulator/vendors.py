@@ -36,6 +36,7 @@ from fastapi.responses import JSONResponse, Response
 from shortlist.simulator.behaviour import SimulatorState
 from shortlist.simulator.population import Person, PopulationIndex, fold
 
+IN_FLIGHT_GRACE = 1.0
 PDL = "pdl"
 SERPAPI = "serpapi"
 _LINKEDIN = "linkedin.com/in/"
@@ -85,6 +86,7 @@ class VendorState:
         self._lock = threading.Lock()
         self.per_minute: dict[str, Counter[int]] = defaultdict(Counter)
         self.blocked_until: dict[str, float] = defaultdict(float)
+        self.block_from: dict[str, float] = defaultdict(float)
         self.during_block: Counter[str] = Counter()
         self.unauthorized: Counter[str] = Counter()
         self.credits_spent = 0
@@ -95,7 +97,7 @@ class VendorState:
         now = time.time()
         minute = int(now // 60)
         with self._lock:
-            if now < self.blocked_until[vendor]:
+            if self.block_from[vendor] <= now < self.blocked_until[vendor]:
                 self.during_block[vendor] += 1
             self.per_minute[vendor][minute] += 1
             if limit and self.per_minute[vendor][minute] > limit:
@@ -105,8 +107,12 @@ class VendorState:
         return None
 
     def block(self, vendor: str, until: float) -> None:
+        """The vendor told a client to wait until ``until``. Requests already on their way
+        (sent before the client heard) arrive within ``IN_FLIGHT_GRACE``; any later one is
+        counted in ``during_block``."""
         with self._lock:
             self.blocked_until[vendor] = max(self.blocked_until[vendor], until)
+            self.block_from[vendor] = time.time() + IN_FLIGHT_GRACE
 
     def report(self) -> dict[str, Any]:
         with self._lock:
