@@ -267,14 +267,10 @@ class PdlTalentAPI:
         self.api_key = settings.talent_api_key
         self.discovery_timeout = settings.discovery_timeout
         self.enrichment_timeout = settings.enrichment_timeout
-        self.provider = provider or Provider(PROVIDER_NAME, settings.provider_concurrency)
-        self._http = PdlClient(
-            self.provider,
-            retry_delay=settings.retry_delay,
-            default_pause=settings.retry_delay,
-            client=client,
-            limiter=limiter,
+        self._http = PdlClient.for_settings(
+            PROVIDER_NAME, settings, client=client, provider=provider, limiter=limiter
         )
+        self.provider = self._http.provider
         self._parse_search = parse_model(_SearchResponse, PROVIDER_NAME, "person search")
         self._parse_enrich = parse_model(_EnrichResponse, PROVIDER_NAME, "person enrichment")
 

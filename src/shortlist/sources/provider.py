@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -38,6 +38,7 @@ from tenacity import (
 )
 
 from shortlist import metrics
+from shortlist.config import Settings
 from shortlist.embedding.openai import parse_retry_after
 from shortlist.sources import ledger
 from shortlist.sources.base import (
@@ -188,6 +189,27 @@ class ProviderClient:
                 max_keepalive_connections=provider.max_concurrency,
             ),
             headers={"Accept": "application/json"},
+        )
+
+    @classmethod
+    def for_settings(
+        cls,
+        name: str,
+        settings: Settings,
+        *,
+        client: httpx.AsyncClient | None = None,
+        provider: Provider | None = None,
+        limiter: RateGate | None = None,
+    ) -> Self:
+        """The client of provider ``name``: its gate (``provider``, default a new one bounded by
+        ``provider_concurrency``) and the retry delay of ``settings``; a 429 without a usable
+        pause pauses for as long as a retry would wait."""
+        return cls(
+            provider or Provider(name, settings.provider_concurrency),
+            retry_delay=settings.retry_delay,
+            default_pause=settings.retry_delay,
+            client=client,
+            limiter=limiter,
         )
 
     async def aclose(self) -> None:

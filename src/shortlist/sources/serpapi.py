@@ -108,14 +108,10 @@ class SerpApiSearch:
         self.base_url = base_url.rstrip("/")
         self.api_key = settings.serp_api_key
         self.timeout = settings.discovery_timeout
-        self.provider = provider or Provider(PROVIDER_NAME, settings.provider_concurrency)
-        self._http = SerpApiClient(
-            self.provider,
-            retry_delay=settings.retry_delay,
-            default_pause=settings.retry_delay,
-            client=client,
-            limiter=limiter,
+        self._http = SerpApiClient.for_settings(
+            PROVIDER_NAME, settings, client=client, provider=provider, limiter=limiter
         )
+        self.provider = self._http.provider
         self._parse = parse_model(_SearchResponse, PROVIDER_NAME, "google search")
 
     async def aclose(self) -> None:
