@@ -282,7 +282,8 @@ async def test_serpapi_request_shape_paging_and_identity() -> None:
 
 async def test_serpapi_tells_its_two_kinds_of_429_apart() -> None:
     message = {
-        "text": "The number of requests sent using this API key exceeds the hourly throughput limit."
+        "text": "The number of requests sent using this API key exceeds the hourly "
+        "throughput limit."
     }
 
     def handler(request: httpx.Request) -> httpx.Response:

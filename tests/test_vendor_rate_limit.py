@@ -151,7 +151,8 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
                 p.send_signal(signal.SIGTERM)
         for p in procs:
             await asyncio.wait_for(p.wait(), 30)
-    report = httpx.get(f"{simulator.base_url}/v1/admin/vendors", timeout=10).json()
+    async with httpx.AsyncClient(timeout=10) as http:
+        report = (await http.get(f"{simulator.base_url}/v1/admin/vendors")).json()
     per_minute = report["per_minute"]["pdl"]
     assert sum(per_minute.values()) > LIMIT, per_minute  # the limit was actually in play
     assert report["max_per_minute"]["pdl"] <= LIMIT, per_minute
