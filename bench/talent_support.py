@@ -86,6 +86,10 @@ def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) ->
         "retry_delay": defaults.retry_delay * scale,
         "internal_min_score": NO_INTERNAL_HITS,
         "log_level": "WARNING",
+        # Measured on the generic dialect, as before the vendor adapters (issue 11), so the
+        # figures stay comparable; the vendor path is not benchmarked yet.
+        "talent_api": "generic",
+        "serp_api": "generic",
     }
     return Settings(**(values | overrides))
 
