@@ -92,6 +92,10 @@ def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) ->
         "retry_delay": defaults.retry_delay * scale,
         "internal_min_score": NO_INTERNAL_HITS,
         "log_level": "WARNING",
+        # Measured on the generic dialect, as before the vendor adapters (issue 11), so the
+        # figures stay comparable; the vendor path is not benchmarked yet.
+        "talent_api": "generic",
+        "serp_api": "generic",
     }
     return Settings(**(values | overrides))
 
@@ -111,13 +115,12 @@ def settings_env(settings: Settings) -> dict[str, str]:
 @contextlib.asynccontextmanager
 async def running_backfill_workers(services: Any) -> AsyncIterator[list[Any]]:
     """This process's backfill workers (tier queue, candidate queue), stopped on exit."""
-    from shortlist.bootstrap import backfill_workers
-    from shortlist.sources.factory import make_sources
+    from shortlist.bootstrap import backfill_workers, shared_sources
 
     stop = asyncio.Event()
     own_sources = services.sources is None
     if own_sources:
-        services.sources = make_sources(services.settings)
+        services.sources = shared_sources(services.settings, services.pool)
     workers = backfill_workers(services)
     tasks = [asyncio.create_task(w.run(stop)) for w in workers]
     # The listener LISTENs on the channels subscribed when it connects; restart it after the

@@ -25,13 +25,13 @@ import pytest
 from pgvector import Vector
 
 from shortlist.auth import Role
-from shortlist.bootstrap import Services, backfill_workers
+from shortlist.bootstrap import Services, backfill_workers, shared_sources
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.queue import QueueWorker
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
-from shortlist.sources.factory import Sources, make_sources
+from shortlist.sources.factory import Sources
 from shortlist.talent import repository as repo
 from shortlist.talent.repository import CandidateRecord
 from tests.fakes import FakeEmbedder
@@ -67,6 +67,12 @@ def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Setting
         "backfill_concurrency": 4,
         "provider_concurrency": 4,
         "internal_min_score": FAKE_MIN_SCORE,
+        # These tests are about the pipeline's mechanics on the generic dialect (the vendor
+        # dialects have tests of their own), with no relevance floor for backfilled people.
+        "talent_api": "generic",
+        "serp_api": "generic",
+        "backfill_min_score": 0.0,
+        "search_credit_budget": 0,
     }
     return Settings(**(values | overrides))
 
@@ -88,7 +94,7 @@ async def running_workers(services: Services) -> AsyncIterator[list[QueueWorker[
     stop = asyncio.Event()
     own_sources = services.sources is None
     if own_sources:
-        services.sources = make_sources(services.settings)
+        services.sources = shared_sources(services.settings, services.pool)
     workers = backfill_workers(services)
     tasks = [asyncio.create_task(w.run(stop)) for w in workers]
     # (Re)started after the workers' tasks, which subscribe first thing: the listener LISTENs
@@ -284,13 +290,16 @@ class ScriptedSources:
         self.discovered.update(s.external_id for s in stubs)
         return DiscoveryPage(stubs, has_more=False)
 
-    async def discover(self, query: DiscoveryQuery, page: int, per_page: int) -> DiscoveryPage:
+    async def discover(
+        self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
+    ) -> DiscoveryPage:
         return await self._page(page)
 
     async def search(self, text: str, page: int) -> DiscoveryPage:
         return await self._page(page)
 
-    async def enrich(self, username: str) -> Profile:
+    async def enrich(self, external_id: str) -> Profile:
+        username = external_id.removeprefix("talent:")
         self.enriched[username] += 1
         return profile(username)
 
@@ -315,6 +324,7 @@ async def _worker_main() -> None:
     async with open_services(
         settings, settings.database_url, embedder=FakeEmbedder(), with_sources=True
     ) as services:
+        # The process's sources as `shortlist worker` builds them (shared rate gate included).
         workers = backfill_workers(services)
         await run_until_stopped([w.run for w in workers], stop, grace=5.0)
 

@@ -72,6 +72,11 @@ def fast_settings(db_url: str, sim_url: str | None, time_scale: float) -> dict[s
     if sim_url is not None:
         values["talent_api_url"] = sim_url
         values["serp_api_url"] = sim_url
+        # The browser tests script the generic dialect's people (talent:<username>); the
+        # vendor dialects have end-to-end tests of their own (tests/test_vendor_backfill.py).
+        values["talent_api"] = "generic"
+        values["serp_api"] = "generic"
+        values["backfill_min_score"] = 0.0
     return values
 
 

@@ -22,7 +22,8 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
-from shortlist.sources.factory import Sources, make_sources
+from shortlist.sources.factory import Sources, make_sources, rate_limits
+from shortlist.sources.limits import PgRateGate
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,13 @@ async def open_services(
 
         embedder = make_embedder(settings)
     if sources is None and with_sources:
-        sources = make_sources(settings)
+        check_sources(settings)  # before anything is opened
     max_size = pool_max or settings.db_pool_max
     pool = await open_async_pool(
         database_url, min_size=min(settings.db_pool_min, max_size), max_size=max_size
     )
+    if sources is None and with_sources:
+        sources = shared_sources(settings, pool)
     notifier = Notifier(database_url)
     notifier.start()
     services = Services(settings, database_url, pool, notifier, embedder, sources)
@@ -91,6 +94,17 @@ async def open_services(
                 await close
         await notifier.stop()
         await pool.close()
+
+
+def shared_sources(settings: Settings, pool: AsyncPool) -> Sources:
+    """The configured providers, their rate limits and 429 pauses shared through ``pool``'s
+    database with every other process (``shortlist.sources.limits``)."""
+    return make_sources(settings, limiter=PgRateGate(pool, rate_limits(settings)))
+
+
+def check_sources(settings: Settings) -> None:
+    """Raise ``SourcesNotConfigured`` now if the providers' settings cannot work."""
+    make_sources(settings)
 
 
 def indexer_workers(
@@ -152,7 +166,9 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
         keeper=services.keeper,
     )
     candidates = QueueWorker(
-        CandidateQueue(services.pool, services.embedder, services.sources),
+        CandidateQueue(
+            services.pool, services.embedder, services.sources, min_score=s.backfill_min_score
+        ),
         config,
         notifier=services.notifier,
         keeper=services.keeper,

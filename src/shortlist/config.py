@@ -78,9 +78,26 @@ class Settings(BaseSettings):
     retry_delay: float = Field(5.0, ge=0)
     stale_after: float = Field(600.0, gt=0)
     reaper_interval: float = Field(15.0, gt=0)
+    talent_api: Literal["pdl", "generic"] = "pdl"
+    """Which dialect the talent provider speaks: People Data Labs, or the generic HTTP API."""
+    serp_api: Literal["serpapi", "generic"] = "serpapi"
     talent_api_url: str | None = None
-    """Unset: the bundled simulator (served in-process by ``serve``)."""
+    """Unset: the bundled simulator (served in-process by ``serve`` and ``worker``)."""
     serp_api_url: str | None = None
+    talent_api_key: str = ""
+    """Sent as PDL's ``X-Api-Key``; unset with the simulator: the simulator's key."""
+    serp_api_key: str = ""
+    """Sent as SerpApi's ``api_key``; unset with the simulator: the simulator's key."""
+    talent_rate_limit: int = Field(600, ge=0)
+    """Requests per minute to the talent provider, shared by every process (0 = no limit)."""
+    serp_rate_limit: int = Field(300, ge=0)
+    """Requests per minute to the SERP provider, shared by every process (0 = no limit)."""
+    backfill_min_score: float = Field(0.6, ge=0)
+    """Least relevance for a backfilled person to become a result (below: ``below_threshold``)."""
+    search_credit_budget: int = Field(100, ge=0)
+    """Provider credits one search may spend before its backfill stops (0 = no budget)."""
+    simulator_api_key: str = "simulator-key"
+    """The key the bundled simulator accepts (and the adapters send when pointed at it)."""
     simulator_time_scale: float = Field(1.0, gt=0)
     simulator_port: int | None = Field(None, ge=1, le=65535)
     """Port of the bundled simulator. Unset: ``serve`` takes a free port for its in-process

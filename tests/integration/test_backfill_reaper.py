@@ -82,6 +82,8 @@ async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_
         "SHORTLIST_DATABASE_URL": db_url,
         "SHORTLIST_TALENT_API_URL": simulator.base_url,
         "SHORTLIST_SERP_API_URL": simulator.base_url,
+        "SHORTLIST_TALENT_API": "generic",
+        "SHORTLIST_SERP_API": "generic",
         "SHORTLIST_LEASE_SECONDS": str(lease),
         "SHORTLIST_HEARTBEAT_INTERVAL": str(lease / 4),
         "SHORTLIST_DISCOVERY_TIMEOUT": "0.3",

@@ -93,6 +93,8 @@ async def test_start_search_answers_202_with_the_contract_fields(
         "failed_no_email": 0,
         "failed_transient": 0,
         "failed_permanent": 0,
+        "skipped": 0,
+        "below_threshold": 0,
     }
 
     summary = await client.get(f"/api/searches/{body['searchId']}", headers=auth(tokens["owner"]))

@@ -53,6 +53,8 @@ def settings(**overrides: Any) -> Settings:
         "enrichment_timeout": 0.2,
         "retry_delay": 0.05,
         "provider_concurrency": 4,
+        "talent_api": "generic",
+        "serp_api": "generic",
     }
     values.update(overrides)
     return Settings(**values)

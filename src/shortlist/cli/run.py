@@ -24,6 +24,8 @@ from shortlist.runtime import (
     run_until_stopped,
     supervise_database,
 )
+from shortlist.simulator import SimulatorConfig, SimulatorServer
+from shortlist.sources.factory import with_simulator
 
 log = logging.getLogger("shortlist")
 
@@ -88,13 +90,7 @@ async def _serve(
     sim_server: QuietServer | None = None
     sim_task: asyncio.Task[None] | None = None
     if sim_sock is not None:
-        sim_url = f"http://127.0.0.1:{sim_sock.getsockname()[1]}"
-        settings = settings.model_copy(
-            update={
-                "talent_api_url": settings.talent_api_url or sim_url,
-                "serp_api_url": settings.serp_api_url or sim_url,
-            }
-        )
+        settings = with_simulator(settings, f"http://127.0.0.1:{sim_sock.getsockname()[1]}")
         sim_server = _simulator_server(settings)
         sim_task = asyncio.create_task(sim_server.serve(sockets=[sim_sock]))
     try:
@@ -141,7 +137,11 @@ def _simulator_server(settings: Settings) -> QuietServer:
 
     from shortlist.simulator import SimulatorConfig, create_simulator_app
 
-    sim_app = create_simulator_app(SimulatorConfig(time_scale=settings.simulator_time_scale))
+    sim_app = create_simulator_app(
+        SimulatorConfig(
+            time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
+        )
+    )
     return QuietServer(uvicorn.Config(sim_app, log_level="warning", access_log=False))
 
 
@@ -168,12 +168,27 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
     stop = asyncio.Event()
     install_stop_signals(stop)
     supervisor = asyncio.create_task(supervise_database(db, stop))
+    simulator: SimulatorServer | None = None
+    if "backfill" in kinds and (settings.talent_api_url is None or settings.serp_api_url is None):
+        # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
+        # process, as `serve` does.
+        simulator = SimulatorServer(
+            SimulatorConfig(
+                time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
+            )
+        )
+        settings = with_simulator(settings, simulator.start())
+        log.info(
+            "no provider URL set: the backfill uses the bundled simulator at %s", simulator.base_url
+        )
     try:
         async with open_services(settings, db.url, with_sources="backfill" in kinds) as services:
             await run_until_stopped(build_workers(services, kinds), stop, settings.shutdown_grace)
     finally:
         stop.set()
         await supervisor
+        if simulator is not None:
+            simulator.stop()
 
 
 def migrate() -> None:

@@ -150,6 +150,7 @@ async def _cli_principal(services: Services) -> Principal:
 async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
+    from shortlist.sources.factory import with_simulator
     from shortlist.talent.service import parse_search_create, results_page, start_search
 
     search = parse_search_create(payload)
@@ -159,14 +160,12 @@ async def _search_candidates(
     if workers and (settings.talent_api_url is None or settings.serp_api_url is None):
         from shortlist.simulator import SimulatorConfig, SimulatorServer
 
-        simulator = SimulatorServer(SimulatorConfig(time_scale=settings.simulator_time_scale))
-        sim_url = simulator.start()
-        settings = settings.model_copy(
-            update={
-                "talent_api_url": settings.talent_api_url or sim_url,
-                "serp_api_url": settings.serp_api_url or sim_url,
-            }
+        simulator = SimulatorServer(
+            SimulatorConfig(
+                time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
+            )
         )
+        settings = with_simulator(settings, simulator.start())
     try:
         async with open_services(settings, url, with_sources=workers) as services:
             principal = await _cli_principal(services)

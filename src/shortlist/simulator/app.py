@@ -20,6 +20,9 @@ Endpoints (all JSON):
 ``GET|POST /v1/admin/behaviour``, ``POST /v1/admin/reset``
     Test hooks, see :func:`admin_behaviour` and :func:`admin_reset`.
 
+``POST /v5/person/search``, ``GET /v5/person/enrich``, ``GET /search.json``
+    People Data Labs' and SerpApi's own dialects (see :mod:`shortlist.simulator.vendors`).
+
 Every simulated response carries ``X-Simulator-Outcome`` (ok/hang/5xx/429) and
 ``X-Simulator-Attempt`` (0 = first attempt of that request key) headers for tests.
 """
@@ -136,33 +139,46 @@ def _headers(decision: Decision) -> dict[str, str]:
     }
 
 
+def _generic_rate_limited(retry_after: float, headers: dict[str, str]) -> Response:
+    headers["Retry-After"] = format_seconds(retry_after)
+    return JSONResponse({"error": "rate limited", "retry_after": retry_after}, 429, headers=headers)
+
+
+def _generic_failed(status: int, message: str, headers: dict[str, str]) -> Response:
+    return JSONResponse({"error": message}, status, headers=headers)
+
+
 async def _respond(
     request: Request,
     state: SimulatorState,
     endpoint: Literal["search", "enrich", "serp"],
     decision: Decision,
     body: Callable[[], dict[str, Any]],
+    *,
+    rate_limited: Callable[[float, dict[str, str]], Response] = _generic_rate_limited,
+    failed: Callable[[int, str, dict[str, str]], Response] = _generic_failed,
+    ok_headers: Callable[[dict[str, Any]], dict[str, str]] | None = None,
 ) -> Response:
-    """Play out ``decision``: wait, then answer with an error or ``body()``."""
+    """Play out ``decision``: wait, then answer with an error or ``body()`` (errors and extra
+    headers in the dialect of the caller: the generic API's by default, or a vendor's)."""
     state.enter(endpoint)
     try:
         state.record(endpoint, decision.outcome)
         headers = _headers(decision)
         if decision.outcome == "429":
-            retry_after = state.retry_after()
-            headers["Retry-After"] = format_seconds(retry_after)
-            return JSONResponse(
-                {"error": "rate limited", "retry_after": retry_after}, 429, headers=headers
-            )
+            return rate_limited(state.retry_after(), headers)
         ended = await _wait(request, state, decision.delay_s)
         if ended == "disconnected":
             state.record(endpoint, "disconnected")
             return Response(status_code=_CLIENT_CLOSED, headers=headers)
         if ended == "released":
-            return JSONResponse({"error": "hang released by admin"}, 503, headers=headers)
+            return failed(503, "hang released by admin", headers)
         if decision.outcome == "5xx":
-            return JSONResponse({"error": "upstream error"}, decision.status, headers=headers)
-        return JSONResponse(body(), headers=headers)
+            return failed(decision.status, "upstream error", headers)
+        payload = body()
+        if ok_headers is not None:
+            headers.update(ok_headers(payload))
+        return JSONResponse(payload, headers=headers)
     finally:
         state.leave(endpoint)
 
@@ -272,6 +288,10 @@ def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
             }
 
         return await _respond(request, state, "serp", decision, body)
+
+    from shortlist.simulator.vendors import register_vendor_routes
+
+    register_vendor_routes(app, state, index)
 
     @app.get("/v1/stats")
     async def stats() -> dict[str, Any]:

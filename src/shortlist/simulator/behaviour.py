@@ -62,6 +62,13 @@ class SimulatorConfig:
     retry_after_s: float = 2.0
     # Latencies of discovery/SERP vary uniformly by +/- this fraction.
     latency_jitter: float = 0.3
+    # The vendor dialects (simulator/vendors.py): the key they accept, requests per calendar
+    # minute per vendor before a 429 (0 = no limit), and the account's quota (0 = unlimited):
+    # PDL credits (then 402), SerpApi searches (then 429 "run out of searches").
+    api_key: str = "simulator-key"
+    vendor_rate_limit: int = 0
+    pdl_credit_limit: int = 0
+    serpapi_search_limit: int = 0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -767,3 +767,22 @@ class PopulationIndex:
             scored = [(0.0, -e.popularity, e.person.username, e.person) for e in self._entries]
         scored.sort(key=lambda h: h[:3])
         return [h[3] for h in scored[:limit]]
+
+    def relevant(self, query: str, limit: int, min_coverage: float = 0.5) -> list[Person]:
+        """Free-text ranking as a search engine answers: only people whose profile covers at
+        least ``min_coverage`` of the query's weight (IDF; a word nobody uses weighs the most),
+        so a query nobody matches gets nothing rather than popular strangers."""
+        words = {w for w in tokenize(query) if w not in _STOP_WORDS}
+        if not words:
+            return []
+        top_idf = max(self._idf.values(), default=1.0)
+        total = sum(self._idf.get(w, top_idf) for w in words)
+        scored: list[tuple[float, float, str, Person]] = []
+        for e in self._entries:
+            covered = sum(self._idf[w] for w in words if w in e.weighted_words)
+            if covered < min_coverage * total:
+                continue
+            score = sum(e.weighted_words[w] * self._idf[w] for w in words if w in e.weighted_words)
+            scored.append((-score, -e.popularity, e.person.username, e.person))
+        scored.sort(key=lambda h: h[:3])
+        return [h[3] for h in scored[:limit]]

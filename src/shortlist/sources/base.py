@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import unquote
 
 from shortlist.errors import PermanentError, ShortlistError, TransientError
 
@@ -15,6 +17,37 @@ TALENT_PREFIX = "talent:"
 
 def talent_external_id(username: str) -> str:
     return TALENT_PREFIX + username
+
+
+# One identity per person across providers: a LinkedIn slug is what a SERP hit and a PDL
+# record of the same person have in common, so it names the person whenever either knows it;
+# otherwise the provider's own id does ("pdl:<id>").
+LINKEDIN_PREFIX = "linkedin:"
+_LINKEDIN_SLUG = re.compile(r"linkedin\.com/in/([^/?#\s]+)", re.IGNORECASE)
+
+
+def linkedin_slug(url_or_slug: str | None) -> str | None:
+    """The normalised slug of a LinkedIn profile URL (``https://www.linkedin.com/in/Jane-Doe/``
+    and ``linkedin.com/in/jane-doe`` are one person), or None if it is not one."""
+    if not url_or_slug:
+        return None
+    match = _LINKEDIN_SLUG.search(url_or_slug)
+    if match is None:
+        return None
+    slug = unquote(match.group(1)).strip().strip("/").lower()
+    return slug or None
+
+
+def canonical_external_id(
+    *, linkedin: str | None, provider: str, provider_id: str | None
+) -> str | None:
+    """``linkedin:<slug>`` when the LinkedIn profile is known, else ``<provider>:<id>``."""
+    slug = linkedin_slug(linkedin)
+    if slug:
+        return LINKEDIN_PREFIX + slug
+    if provider_id:
+        return f"{provider}:{provider_id}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -29,17 +62,21 @@ class DiscoveryQuery:
 
 @dataclass(frozen=True)
 class ProfileStub:
-    """A discovered person, before enrichment."""
+    """A discovered person, before enrichment. ``profile`` is set when the discovery answer
+    already carried the full record (a PDL search hit): nobody pays to enrich it again."""
 
     external_id: str
     username: str
     display_name: str
+    profile: Profile | None = None
 
 
 @dataclass(frozen=True)
 class DiscoveryPage:
     stubs: list[ProfileStub]
     has_more: bool
+    cursor: str | None = None
+    """The provider's token for the next page (PDL's ``scroll_token``), when it pages by token."""
 
 
 @dataclass(frozen=True)
@@ -93,16 +130,38 @@ class ProviderNotFound(ProviderRejected):
     """404: the profile does not exist (any more)."""
 
 
+class ProviderQuotaExhausted(ProviderError, PermanentError):
+    """The account has no credits / searches left (PDL 402, SerpApi "run out of searches"):
+    no retry helps until someone buys more, so the tier ends ``quota_exhausted``."""
+
+
+# --- what a call cost --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One provider call as the credit ledger records it."""
+
+    provider: str
+    kind: str
+    credits: int
+    outcome: str
+
+
 # --- ports ----------------------------------------------------------------------------------
 
 
 class TalentAPI(Protocol):
-    async def discover(self, query: DiscoveryQuery, page: int, per_page: int) -> DiscoveryPage:
-        """One page of filtered discovery. Raises ``ProviderError`` subclasses."""
+    async def discover(
+        self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
+    ) -> DiscoveryPage:
+        """One page of filtered discovery (``cursor``: the previous page's, for providers that
+        page by token). Raises ``ProviderError`` subclasses."""
         ...
 
-    async def enrich(self, username: str) -> Profile:
-        """The full profile of one person. Raises ``ProviderError`` subclasses."""
+    async def enrich(self, external_id: str) -> Profile:
+        """The full profile of one person, by the external id discovery gave them. Raises
+        ``ProviderError`` subclasses (``ProviderRejected`` for an id it cannot look up)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -110,7 +169,7 @@ class TalentAPI(Protocol):
 
 class SerpAPI(Protocol):
     async def search(self, text: str, page: int) -> DiscoveryPage:
-        """Free-text people search returning talent-platform handles."""
+        """Free-text people search returning profile handles (external ids)."""
         ...
 
     async def aclose(self) -> None: ...

@@ -10,13 +10,18 @@ import httpx
 from shortlist.config import Settings
 from shortlist.errors import ConfigError
 from shortlist.sources.base import SerpAPI, TalentAPI
+from shortlist.sources.limits import RateGate
+from shortlist.sources.pdl import PROVIDER_NAME as PDL_NAME
+from shortlist.sources.pdl import PdlTalentAPI
 from shortlist.sources.serp import HttpSerpAPI
+from shortlist.sources.serpapi import PROVIDER_NAME as SERPAPI_NAME
+from shortlist.sources.serpapi import SerpApiSearch
 from shortlist.sources.talent_api import HttpTalentAPI
 
 
 class SourcesNotConfigured(ConfigError):
-    """A source URL is unset or unusable. ``shortlist serve`` sets both to its in-process
-    simulator; any other process (a standalone worker) must be told where the providers are."""
+    """A source URL or key is unset or unusable (``serve`` and ``worker`` point unset URLs at
+    the bundled simulator, see :func:`with_simulator`)."""
 
 
 @dataclass
@@ -49,14 +54,49 @@ def _checked_url(value: str | None, env: str) -> str:
     return value
 
 
-def make_sources(settings: Settings) -> Sources:
-    """The HTTP adapters for ``settings.talent_api_url`` and ``settings.serp_api_url``.
+def make_sources(settings: Settings, *, limiter: RateGate | None = None) -> Sources:
+    """The adapters for ``settings.talent_api_url`` (``settings.talent_api``: PDL or the
+    generic HTTP API) and ``settings.serp_api_url`` (SerpApi or the generic one). ``limiter``
+    shares the vendors' rate limits between processes (PDL and SerpApi only).
 
-    Raises ``SourcesNotConfigured`` if either is unset or not an http(s) URL.
+    Raises ``SourcesNotConfigured`` if either URL is unset or not an http(s) URL, or a vendor's
+    key is missing.
     """
     talent_url = _checked_url(settings.talent_api_url, "SHORTLIST_TALENT_API_URL")
     serp_url = _checked_url(settings.serp_api_url, "SHORTLIST_SERP_API_URL")
-    return Sources(
-        talent=HttpTalentAPI(talent_url, settings),
-        serp=HttpSerpAPI(serp_url, settings),
-    )
+    talent: TalentAPI
+    serp: SerpAPI
+    if settings.talent_api == "pdl":
+        _require_key(settings.talent_api_key, "SHORTLIST_TALENT_API_KEY", "People Data Labs")
+        talent = PdlTalentAPI(talent_url, settings, limiter=limiter)
+    else:
+        talent = HttpTalentAPI(talent_url, settings)
+    if settings.serp_api == "serpapi":
+        _require_key(settings.serp_api_key, "SHORTLIST_SERP_API_KEY", "SerpApi")
+        serp = SerpApiSearch(serp_url, settings, limiter=limiter)
+    else:
+        serp = HttpSerpAPI(serp_url, settings)
+    return Sources(talent=talent, serp=serp)
+
+
+def _require_key(value: str, env: str, vendor: str) -> None:
+    if not value.strip():
+        raise SourcesNotConfigured(f"{env} is not set: {vendor} refuses requests without a key")
+
+
+def rate_limits(settings: Settings) -> dict[str, int]:
+    """Requests per minute per provider name, for the shared gate."""
+    return {PDL_NAME: settings.talent_rate_limit, SERPAPI_NAME: settings.serp_rate_limit}
+
+
+def with_simulator(settings: Settings, sim_url: str) -> Settings:
+    """``settings`` with every unset provider URL (and its key) pointed at the bundled
+    simulator at ``sim_url``."""
+    updates: dict[str, object] = {}
+    if settings.talent_api_url is None:
+        updates["talent_api_url"] = sim_url
+        updates["talent_api_key"] = settings.talent_api_key or settings.simulator_api_key
+    if settings.serp_api_url is None:
+        updates["serp_api_url"] = sim_url
+        updates["serp_api_key"] = settings.serp_api_key or settings.simulator_api_key
+    return settings.model_copy(update=updates)

@@ -23,7 +23,8 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -37,16 +38,21 @@ from tenacity import (
 )
 
 from shortlist import metrics
+from shortlist.config import Settings
 from shortlist.embedding.openai import parse_retry_after
+from shortlist.sources import ledger
 from shortlist.sources.base import (
+    CallRecord,
     ProviderError,
     ProviderNotFound,
     ProviderPaused,
+    ProviderQuotaExhausted,
     ProviderRateLimited,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnavailable,
 )
+from shortlist.sources.limits import RateGate
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +72,17 @@ _OUTCOMES: dict[type[ProviderError], str] = {
     ProviderPaused: "paused",
     ProviderNotFound: "not_found",
     ProviderRejected: "rejected",
+    ProviderQuotaExhausted: "quota_exhausted",
 }
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    url: str
+    params: Mapping[str, str | int] | None
+    json: Any
+    headers: Mapping[str, str] | None
 
 
 def provider_error(cls: type[E], provider: str, message: str, **kwargs: Any) -> E:
@@ -146,7 +162,8 @@ class ProviderClient:
     """HTTP plumbing shared by the adapters: one gate, one ``httpx.AsyncClient``, the retry
     wrapper and the status mapping.
 
-    Pass ``client`` to share a connection pool (it is then not closed by :meth:`aclose`).
+    Pass ``client`` to share a connection pool (it is then not closed by :meth:`aclose`), and
+    ``limiter`` to share the vendor's rate limit and 429 pauses with other processes.
     ``default_pause`` is how long a 429 without a usable ``Retry-After`` pauses the provider.
     """
 
@@ -157,10 +174,12 @@ class ProviderClient:
         retry_delay: float,
         default_pause: float,
         client: httpx.AsyncClient | None = None,
+        limiter: RateGate | None = None,
     ) -> None:
         self.provider = provider
         self.retry_delay = retry_delay
         self.default_pause = default_pause
+        self.limiter = limiter
         self._owns_client = client is None
         # As many connections as slots: a call that got a slot never waits on the pool, so the
         # pool's wait is never mistaken for the provider being slow.
@@ -170,6 +189,27 @@ class ProviderClient:
                 max_keepalive_connections=provider.max_concurrency,
             ),
             headers={"Accept": "application/json"},
+        )
+
+    @classmethod
+    def for_settings(
+        cls,
+        name: str,
+        settings: Settings,
+        *,
+        client: httpx.AsyncClient | None = None,
+        provider: Provider | None = None,
+        limiter: RateGate | None = None,
+    ) -> Self:
+        """The client of provider ``name``: its gate (``provider``, default a new one bounded by
+        ``provider_concurrency``) and the retry delay of ``settings``; a 429 without a usable
+        pause pauses for as long as a retry would wait."""
+        return cls(
+            provider or Provider(name, settings.provider_concurrency),
+            retry_delay=settings.retry_delay,
+            default_pause=settings.retry_delay,
+            client=client,
+            limiter=limiter,
         )
 
     async def aclose(self) -> None:
@@ -185,11 +225,30 @@ class ProviderClient:
         time_limit: float,
         parse: Callable[[Any], T],
     ) -> T:
-        """GET ``url`` and return ``parse`` of its JSON body, retried once on a timeout or a 5xx.
+        """GET ``url`` and return ``parse`` of its JSON body (see :meth:`request_json`)."""
+        return await self.request_json(
+            operation, "GET", url, params=params, time_limit=time_limit, parse=parse
+        )
+
+    async def request_json(
+        self,
+        operation: str,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        time_limit: float,
+        parse: Callable[[Any], T],
+    ) -> T:
+        """Send one request and return ``parse`` of its JSON body, retried once on a timeout
+        or a 5xx.
 
         ``parse`` raises ``ProviderRejected`` for a body of the wrong shape (never retried, and
         counted as ``rejected``). Raises the ``ProviderError`` of the last attempt.
         """
+        request = _Request(method, url, params, json, headers)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(2),
             wait=wait_fixed(self.retry_delay),
@@ -199,7 +258,7 @@ class ProviderClient:
         )
         async for attempt in retrying:
             with attempt:
-                return await self._attempt(operation, url, params, time_limit, parse)
+                return await self._attempt(operation, request, time_limit, parse)
         raise AssertionError("unreachable: tenacity returns or re-raises")  # pragma: no cover
 
     def _log_retry(self, state: RetryCallState) -> None:
@@ -214,25 +273,33 @@ class ProviderClient:
     async def _attempt(
         self,
         operation: str,
-        url: str,
-        params: Mapping[str, str | int] | None,
+        request: _Request,
         time_limit: float,
         parse: Callable[[Any], T],
     ) -> T:
         name = self.provider.name
         outcome = "error"  # anything but a ProviderError escaping is a bug
+        response: httpx.Response | None = None
         try:
             async with self.provider.slot():
+                if self.limiter is not None:
+                    # The vendor's limit is per key, not per process: every process asks one
+                    # shared gate (PostgreSQL) for a place in the current window.
+                    await self.limiter.acquire(name)
                 started = time.perf_counter()
                 try:
-                    response = await self._send(url, params, time_limit)
+                    response = await self._send(request, time_limit)
                 finally:
                     metrics.EXTERNAL_LATENCY.labels(provider=name, operation=operation).observe(
                         time.perf_counter() - started
                     )
+            await self._observe(response)
+            self._raise_for_status(response)
             result = parse(self._decode(response))
         except ProviderError as exc:
             outcome = _OUTCOMES.get(type(exc), "error")
+            if isinstance(exc, ProviderRateLimited) and self.limiter is not None:
+                await self.limiter.pause(name, exc.retry_after or self.default_pause)
             raise
         except asyncio.CancelledError:
             outcome = "cancelled"  # the caller gave up (shutdown, the search went away)
@@ -242,18 +309,28 @@ class ProviderClient:
             return result
         finally:
             metrics.EXTERNAL_CALLS.labels(provider=name, operation=operation, outcome=outcome).inc()
+            if response is not None:
+                ledger.record(
+                    CallRecord(
+                        provider=name,
+                        kind=operation,
+                        credits=self.credits_of(response, operation),
+                        outcome=outcome,
+                    )
+                )
 
-    async def _send(
-        self, url: str, params: Mapping[str, str | int] | None, time_limit: float
-    ) -> httpx.Response:
+    async def _send(self, request: _Request, time_limit: float) -> httpx.Response:
         name = self.provider.name
         try:
             # httpx's timeouts are per phase (connect, each read...); the outer deadline also
             # bounds a server that trickles its answer.
             async with asyncio.timeout(time_limit):
-                response = await self._client.get(
-                    url,
-                    params=params,
+                return await self._client.request(
+                    request.method,
+                    request.url,
+                    params=request.params,
+                    json=request.json,
+                    headers=request.headers,
                     timeout=httpx.Timeout(time_limit, connect=min(time_limit, _CONNECT_TIMEOUT)),
                 )
         except (httpx.TimeoutException, TimeoutError) as exc:
@@ -265,8 +342,30 @@ class ProviderClient:
             raise provider_error(
                 ProviderUnavailable, name, f"request failed: {type(exc).__name__}: {exc}"
             ) from exc
-        self._raise_for_status(response)
-        return response
+
+    # --- what adapters refine for their vendor ------------------------------------------------
+
+    def credits_of(self, response: httpx.Response, operation: str) -> int:
+        """Credits the vendor billed for this call (default: none)."""
+        return 0
+
+    def vendor_error(self, response: httpx.Response) -> ProviderError | None:
+        """A vendor-specific reading of a non-2xx answer, before the generic mapping."""
+        return None
+
+    def pause_after_429(self, response: httpx.Response) -> float | None:
+        """How long a 429 pauses the provider (default: its ``Retry-After``)."""
+        return parse_retry_after(response.headers.get("retry-after"))
+
+    async def _observe(self, response: httpx.Response) -> None:
+        """Read the vendor's rate headers (tightens the shared limit, when there is one)."""
+        per_minute = self.rate_limit_of(response)
+        if per_minute is not None and self.limiter is not None:
+            await self.limiter.tighten(self.provider.name, per_minute)
+
+    def rate_limit_of(self, response: httpx.Response) -> int | None:
+        """The vendor's own per-minute limit, if its headers say it (default: unknown)."""
+        return None
 
     def _raise_for_status(self, response: httpx.Response) -> None:
         status = response.status_code
@@ -274,8 +373,14 @@ class ProviderClient:
             return
         name = self.provider.name
         detail = f"HTTP {status} from {response.request.url.path}: {response.text[:_MAX_DETAIL]}"
+        special = self.vendor_error(response)
+        if special is not None:
+            special.provider = special.provider or name
+            if isinstance(special, ProviderRateLimited) and special.retry_after:
+                self.provider.pause(special.retry_after)
+            raise special
         if status == 429:
-            pause = parse_retry_after(response.headers.get("retry-after"))
+            pause = self.pause_after_429(response)
             if pause is None:
                 pause = self.default_pause
             self.provider.pause(pause)

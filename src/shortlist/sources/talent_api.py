@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from shortlist.config import Settings
 from shortlist.sources.base import (
+    TALENT_PREFIX,
     DiscoveryPage,
     DiscoveryQuery,
     Profile,
@@ -128,7 +129,9 @@ class HttpTalentAPI:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def discover(self, query: DiscoveryQuery, page: int, per_page: int) -> DiscoveryPage:
+    async def discover(
+        self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
+    ) -> DiscoveryPage:
         body = await self._http.get_json(
             "discover",
             f"{self.base_url}/v1/people/search",
@@ -146,7 +149,16 @@ class HttpTalentAPI:
         ]
         return DiscoveryPage(stubs=stubs, has_more=body.has_more)
 
-    async def enrich(self, username: str) -> Profile:
+    async def enrich(self, external_id: str) -> Profile:
+        """By ``talent:<username>`` (a bare username is accepted too)."""
+        username = external_id.removeprefix(TALENT_PREFIX)
+        if not username or ":" in username:
+            raise provider_error(
+                ProviderRejected,
+                self.provider.name,
+                f"cannot enrich {external_id!r}: not a talent-platform id",
+            )
+
         def parse(raw: Any) -> _FullProfile:
             body = self._parse_profile(raw)
             if body.username != username:

@@ -12,7 +12,9 @@ commit re-checks the lease first (``lock_claimed_candidate``): a worker that los
 A profile enriched but not embedded because the embedder throttled stays on the stub
 (``enriched_profile``), and the next claim ingests it without a second enrichment.
 
-Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested); timeout / 5xx after
+Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested; nobody without an
+e-mail is a result, internal or backfilled); a score under the relevance floor →
+``below_threshold`` (ingested, not appended, not counted); timeout / 5xx after
 the adapter's one retry → ``failed_transient``; 404 / other 4xx / malformed → ``failed_permanent``.
 A 429 or a paused provider is not the candidate's fault: the stub goes back to the queue and
 the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATTEMPTS claims).
@@ -29,10 +31,11 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, EmbeddingTransientError
 from shortlist.errors import TransientError
 from shortlist.queue import LeaseTable
+from shortlist.sources import ledger
 from shortlist.sources.base import (
-    TALENT_PREFIX,
     Profile,
     ProviderPaused,
+    ProviderQuotaExhausted,
     ProviderRateLimited,
     ProviderRejected,
     ProviderTimeout,
@@ -86,12 +89,6 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
     )
 
 
-def username_of(external_id: str) -> str | None:
-    if not external_id.startswith(TALENT_PREFIX):
-        return None
-    return external_id[len(TALENT_PREFIX) :] or None
-
-
 class CandidateQueue:
     """:class:`shortlist.queue.Queue` over ``search_candidates``."""
 
@@ -99,10 +96,18 @@ class CandidateQueue:
     channel: str | None = channels.BACKFILL
     leases = LeaseTable("search_candidates", requeue=True)
 
-    def __init__(self, pool: AsyncPool, embedder: Embedder, sources: Sources):
+    def __init__(
+        self,
+        pool: AsyncPool,
+        embedder: Embedder,
+        sources: Sources,
+        *,
+        min_score: float = 0.0,
+    ):
         self.pool = pool
         self.embedder = embedder
         self.sources = sources
+        self.min_score = min_score
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
         return await repo.claim_candidates(self.pool, worker_id, limit, lease)
@@ -111,18 +116,22 @@ class CandidateQueue:
         for stub in items:
             await self.process(worker_id, stub)
 
+    async def _enrich(self, stub: ClaimedStub) -> Profile:
+        """The stub's profile: the one discovery already gave, or one paid enrichment (written
+        to the credit ledger)."""
+        if stub.enriched is not None:
+            return stub.enriched
+        with ledger.collecting() as calls:
+            try:
+                return await self.sources.talent.enrich(stub.external_id)
+            finally:
+                await repo.record_provider_calls(
+                    self.pool, stub.search_id, stub.tier, calls, discovery=False
+                )
+
     async def process(self, worker_id: str, stub: ClaimedStub) -> None:
-        username = username_of(stub.external_id)
-        if username is None:
-            await self._fail(
-                worker_id,
-                stub,
-                CandidateStatus.failed_permanent,
-                f"cannot enrich {stub.external_id!r}: not a talent-platform id",
-            )
-            return
         try:
-            profile = stub.enriched or await self.sources.talent.enrich(username)
+            profile = await self._enrich(stub)
             record = candidate_record(profile, stub.tier)
             # Embedded here, outside the transaction, with the indexer's own text for the row.
             text = await repo.candidate_text(self.pool, record)
@@ -138,10 +147,11 @@ class CandidateQueue:
         except (ProviderTimeout, ProviderUnavailable) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_transient, str(exc))
             return
-        except (ProviderRejected, EmbeddingPermanentError) as exc:
+        except (ProviderRejected, ProviderQuotaExhausted, EmbeddingPermanentError) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
             return
-        await self._commit(worker_id, stub, record, vector)
+        score = await repo.score_for_search(self.pool, stub.search_id, vector)
+        await self._commit(worker_id, stub, record, vector, score)
 
     async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
         if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
@@ -157,7 +167,12 @@ class CandidateQueue:
         raise exc
 
     async def _commit(
-        self, worker_id: str, stub: ClaimedStub, record: CandidateRecord, vector: list[float]
+        self,
+        worker_id: str,
+        stub: ClaimedStub,
+        record: CandidateRecord,
+        vector: list[float],
+        score: float | None,
     ) -> None:
         """Ingest + append + status, one transaction, under the lease check."""
         outcome: str
@@ -177,6 +192,11 @@ class CandidateQueue:
                 if record.email is None:
                     status, error = CandidateStatus.failed_no_email, NO_EMAIL
                     outcome = "no e-mail"
+                elif score is not None and score < self.min_score:
+                    # Ingested (it was paid for), but not a result: no stranger fills a place.
+                    status = CandidateStatus.below_threshold
+                    error = f"score {score:.3f} is below the relevance floor {self.min_score:.2f}"
+                    outcome = error
                 else:
                     appended = await repo.append_result(
                         conn,

@@ -38,6 +38,7 @@ class TierStatus(StrEnum):
     running = "running"
     exhausted = "exhausted"
     failed = "failed"
+    quota_exhausted = "quota_exhausted"
 
 
 class CandidateStatus(StrEnum):
@@ -49,6 +50,10 @@ class CandidateStatus(StrEnum):
     failed_no_email = "failed_no_email"
     failed_transient = "failed_transient"
     failed_permanent = "failed_permanent"
+    skipped = "skipped"
+    """Not enriched: the search reached its target (or budget) first."""
+    below_threshold = "below_threshold"
+    """Enriched and scored, but below the relevance floor: not a result."""
 
 
 MAX_ERROR_LENGTH = 1000
@@ -135,6 +140,8 @@ class ClaimedTier:
     next_page: int
     attempts: int
     search: SearchBrief
+    cursor: str | None = None
+    """The provider's token for ``next_page`` (PDL's scroll_token)."""
 
 
 @dataclass(frozen=True)

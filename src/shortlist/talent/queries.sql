@@ -48,9 +48,9 @@ VALUES ('sample', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, 
 
 -- name: insert_search
 INSERT INTO searches (owner_token_id, query, role, location, min_years_experience, skills,
-                      query_embedding, target_count)
+                      query_embedding, target_count, brief, credit_budget)
 VALUES (%(owner_token_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(skills)s,
-        %(embedding)s, %(target_count)s)
+        %(embedding)s, %(target_count)s, %(brief)s, %(credit_budget)s)
 RETURNING id
 
 -- name: search_corpus
@@ -110,6 +110,9 @@ scored AS (
       JOIN candidates c ON c.id = found.id,
            (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s)))
                    AS lexemes) AS lex
+     -- One contactability rule everywhere: nobody without an e-mail is a result (a backfilled
+     -- person without one ends failed_no_email; the same person is no internal hit later).
+     WHERE c.email IS NOT NULL
 )
 SELECT id AS candidate_id, score
   FROM scored
@@ -167,24 +170,38 @@ UPDATE searches SET last_progress_at = now()
  WHERE id = %(search_id)s AND status = 'running'
 
 -- name: search_is_done
--- A predicate on the searches row `s`, spliced into the two statements below: nothing is queued
--- or running, and either the target is reached or no tier can find anyone else.
+-- A predicate on the searches row `s`, spliced into the two statements below: nothing is
+-- running, and either the target or the credit budget is reached, or no tier can find anyone
+-- else and nobody is queued.
 NOT EXISTS (SELECT 1 FROM search_candidates c
-             WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+             WHERE c.search_id = s.id AND c.status = 'running')
 AND (s.result_count >= s.target_count
-     OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                     WHERE t.search_id = s.id AND t.status IN ('queued', 'running')))
+     OR (s.credit_budget IS NOT NULL AND s.credits_spent >= s.credit_budget)
+     OR (NOT EXISTS (SELECT 1 FROM search_tiers t
+                      WHERE t.search_id = s.id AND t.status IN ('queued', 'running'))
+         AND NOT EXISTS (SELECT 1 FROM search_candidates c
+                          WHERE c.search_id = s.id AND c.status = 'queued')))
 
 -- name: complete_search_if_done
 -- running → complete once search_is_done holds. Run right after lock_search, in the same
 -- transaction: the lock waits out any transaction adding work, and this statement's snapshot
--- then sees that work.
-UPDATE searches AS s
-   SET status = 'complete', finished_at = now()
- WHERE s.id = %(search_id)s
-   AND s.status = 'running'
-   AND {search_is_done}
-RETURNING s.id
+-- then sees that work. Stubs still queued then are not needed (target or budget reached): they
+-- end skipped, and a search retry ("find more") re-queues them.
+WITH done AS (
+    UPDATE searches AS s
+       SET status = 'complete', finished_at = now()
+     WHERE s.id = %(search_id)s
+       AND s.status = 'running'
+       AND {search_is_done}
+    RETURNING s.id
+),
+skipped AS (
+    UPDATE search_candidates AS c
+       SET status = 'skipped', updated_at = now()
+      FROM done
+     WHERE c.search_id = done.id AND c.status = 'queued'
+)
+SELECT id FROM done
 
 -- ----------------------------------------------------------------------------------------
 -- Discovery tiers (queue: search_tiers)
@@ -203,6 +220,7 @@ WITH claimable AS (
        AND s.result_count + (SELECT count(*) FROM search_candidates c
                               WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
            < s.target_count
+       AND (s.credit_budget IS NULL OR s.credits_spent < s.credit_budget)
      ORDER BY t.not_before, t.id
      LIMIT %(limit)s
        FOR UPDATE OF t SKIP LOCKED
@@ -215,8 +233,8 @@ UPDATE search_tiers AS t
        updated_at = now()
   FROM claimable, searches AS s
  WHERE t.id = claimable.id AND s.id = t.search_id
-RETURNING t.id, t.tier, t.next_page, t.attempts, s.id AS search_id, s.query, s.role,
-          s.location, s.min_years_experience, s.skills
+RETURNING t.id, t.tier, t.next_page, t.cursor, t.attempts, s.id AS search_id, s.query, s.role,
+          s.location, s.min_years_experience, s.skills, s.brief
 
 -- name: known_external_ids
 -- Who not to attempt again: everyone this search already attempted, whatever the outcome,
@@ -231,10 +249,10 @@ SELECT c.external_id
 -- name: insert_stubs
 -- Written before any enrichment, so every later discovery call sees them as known. The
 -- unique (search_id, external_id) is the real dedup; the known set only saves the round trip.
-INSERT INTO search_candidates (search_id, external_id, tier, display_name)
-SELECT %(search_id)s, s.external_id, %(tier)s, s.display_name
-  FROM unnest(%(external_ids)s::text[], %(display_names)s::text[])
-       WITH ORDINALITY AS s (external_id, display_name, ord)
+INSERT INTO search_candidates (search_id, external_id, tier, display_name, enriched_profile)
+SELECT %(search_id)s, s.external_id, %(tier)s, s.display_name, s.profile
+  FROM unnest(%(external_ids)s::text[], %(display_names)s::text[], %(profiles)s::jsonb[])
+       WITH ORDINALITY AS s (external_id, display_name, profile, ord)
  ORDER BY s.ord
 ON CONFLICT (search_id, external_id) DO NOTHING
 RETURNING id
@@ -256,6 +274,7 @@ UPDATE search_tiers
    SET status = (CASE WHEN %(has_more)s OR NOT %(consumed)s THEN 'queued' ELSE 'exhausted' END)
                 ::tier_status,
        next_page = next_page + (CASE WHEN %(consumed)s THEN 1 ELSE 0 END),
+       cursor = (CASE WHEN %(consumed)s THEN %(cursor)s::text ELSE cursor END),
        found = found + %(found)s,
        attempts = 0,
        last_error = NULL,
@@ -280,8 +299,9 @@ UPDATE search_tiers
 RETURNING id
 
 -- name: tier_failed
+-- status: failed (the provider failed the tier) or quota_exhausted (the account is out of credit).
 UPDATE search_tiers
-   SET status = 'failed',
+   SET status = %(status)s::tier_status,
        last_error = %(error)s,
        locked_by = NULL,
        locked_until = NULL,
@@ -304,6 +324,15 @@ WITH claimable AS (
       FROM search_candidates c
       JOIN searches s ON s.id = c.search_id
      WHERE c.status = 'queued' AND s.status = 'running'
+       -- Stop at the target: no enrichment starts once results + enrichments in flight
+       -- reach it (the rest end skipped when the search completes).
+       AND (c.requested
+            OR s.result_count + (SELECT count(*) FROM search_candidates r
+                                  WHERE r.search_id = c.search_id AND r.status = 'running')
+               < s.target_count)
+       -- A spent budget stops paid enrichment; a profile already in hand costs nothing.
+       AND (c.enriched_profile IS NOT NULL OR s.credit_budget IS NULL
+            OR s.credits_spent < s.credit_budget)
      ORDER BY s.result_count + (SELECT count(*) FROM search_candidates r
                                  WHERE r.search_id = c.search_id AND r.status = 'running'),
               c.created_at, c.id
@@ -498,8 +527,8 @@ RETURNING s.id
 
 -- name: retry_candidate
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, locked_by = NULL,
-       locked_until = NULL, updated_at = now()
+   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, requested = true,
+       locked_by = NULL, locked_until = NULL, updated_at = now()
  WHERE id = %(id)s AND search_id = %(search_id)s
    AND status IN ('failed_no_email', 'failed_transient', 'failed_permanent')
 RETURNING id
@@ -510,13 +539,15 @@ SELECT status::text AS status
  WHERE id = %(id)s AND search_id = %(search_id)s
 
 -- name: requeue_failed_candidates
--- A search retry re-runs what may succeed now: transient failures, and stubs left running by a
--- worker that died (lease expired) before the reaper got to them.
+-- A search retry re-runs what may succeed now: transient failures, stubs left running by a
+-- worker that died (lease expired) before the reaper got to them, and ("find more") the stubs
+-- skipped at the target, which the recruiter now asks for.
 UPDATE search_candidates
-   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, locked_by = NULL,
-       locked_until = NULL, updated_at = now()
+   SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, requested = true,
+       locked_by = NULL, locked_until = NULL, updated_at = now()
  WHERE search_id = %(search_id)s
-   AND (status = 'failed_transient' OR (status = 'running' AND locked_until < now()))
+   AND (status IN ('failed_transient', 'skipped')
+        OR (status = 'running' AND locked_until < now()))
 RETURNING id
 
 -- name: requeue_failed_tiers
@@ -524,7 +555,7 @@ UPDATE search_tiers
    SET status = 'queued', attempts = 0, last_error = NULL, not_before = now(),
        locked_by = NULL, locked_until = NULL, updated_at = now()
  WHERE search_id = %(search_id)s
-   AND (status = 'failed' OR (status = 'running' AND locked_until < now()))
+   AND (status IN ('failed', 'quota_exhausted') OR (status = 'running' AND locked_until < now()))
 RETURNING tier
 
 -- name: resume_search
@@ -546,14 +577,14 @@ SELECT id, pg_notify(%(channel)s, 'searches') FROM resumed
 -- name: get_search
 SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
        status::text AS status, result_count, target_count, backfill_started, created_at,
-       last_progress_at, finished_at
+       last_progress_at, finished_at, brief, credit_budget, credits_spent
   FROM searches
  WHERE id = %(search_id)s
 
 -- name: list_searches
 SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
        status::text AS status, result_count, target_count, backfill_started, created_at,
-       last_progress_at, finished_at
+       last_progress_at, finished_at, brief, credit_budget, credits_spent
   FROM searches
  WHERE owner_token_id = %(owner_token_id)s
  ORDER BY created_at DESC, id
@@ -587,7 +618,56 @@ SELECT id, external_id, display_name, tier, status::text AS status, last_error
 
 -- name: tiers_of_search
 SELECT tier, status::text AS status, next_page, found, attempts, last_error, not_before,
-       updated_at
+       updated_at, calls
   FROM search_tiers
  WHERE search_id = %(search_id)s
  ORDER BY array_position(ARRAY['strict', 'broad', 'serp'], tier)
+
+-- ----------------------------------------------------------------------------------------
+-- Relevance floor and the credit ledger
+-- ----------------------------------------------------------------------------------------
+
+-- name: score_for_search
+-- A backfilled person's relevance, as append_result scores it (cosine to the query, in [0, 1]).
+SELECT (1 - (s.query_embedding <=> %(embedding)s) / 2)::real AS score
+  FROM searches s
+ WHERE s.id = %(search_id)s
+
+-- name: record_provider_calls
+-- The ledger rows of one piece of work, the search's running credit total, and the tier's
+-- call count, in one statement.
+WITH calls AS (
+    INSERT INTO provider_calls (search_id, owner_token_id, provider, kind, tier, credits, outcome)
+    SELECT s.id, s.owner_token_id, c.provider, c.kind, %(tier)s, c.credits, c.outcome
+      FROM searches s,
+           unnest(%(providers)s::text[], %(kinds)s::text[], %(credits)s::integer[],
+                  %(outcomes)s::text[]) AS c (provider, kind, credits, outcome)
+     WHERE s.id = %(search_id)s
+    RETURNING credits
+),
+tier AS (
+    UPDATE search_tiers
+       SET calls = calls + (SELECT count(*) FROM calls)
+     WHERE search_id = %(search_id)s AND tier = %(tier)s AND %(discovery)s
+)
+UPDATE searches
+   SET credits_spent = credits_spent + (SELECT coalesce(sum(credits), 0) FROM calls)
+ WHERE id = %(search_id)s
+RETURNING credits_spent
+
+-- name: credits_by_provider
+SELECT provider, sum(credits)::integer AS credits, count(*) FILTER (WHERE kind = 'enrich')
+       AS enrichments
+  FROM provider_calls
+ WHERE search_id = %(search_id)s
+ GROUP BY provider
+ ORDER BY provider
+
+-- name: corpus_skills
+-- The skill vocabulary of the corpus (the brief parser's), most common spelling first.
+SELECT min(skill) AS skill
+  FROM (SELECT unnest(skills) AS skill FROM candidates) AS all_skills
+ GROUP BY lower(skill)
+HAVING count(*) >= 2
+ ORDER BY count(*) DESC, lower(skill)
+ LIMIT %(limit)s

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +25,8 @@ from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
-from shortlist.sources.base import Profile
+from shortlist.sources.base import CallRecord, Profile
+from shortlist.talent.brief import Brief
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
     CandidateStatus,
@@ -120,6 +121,8 @@ async def insert_search(
     skills: Sequence[str],
     embedding: Sequence[float],
     target_count: int,
+    brief: Brief,
+    credit_budget: int | None,
 ) -> uuid.UUID:
     row = await _one(
         conn,
@@ -133,6 +136,8 @@ async def insert_search(
             "skills": list(skills),
             "embedding": Vector(list(embedding)),
             "target_count": target_count,
+            "brief": Jsonb(brief.as_json()),
+            "credit_budget": credit_budget,
         },
     )
     assert row is not None
@@ -229,13 +234,19 @@ async def complete_search_if_done(conn: AsyncConn, search_id: uuid.UUID) -> bool
 
 
 def _brief(row: Row) -> SearchBrief:
+    # The brief as understood (migration 0009); a search from before it has only its columns.
+    brief = Brief.from_json(row.get("brief"))
     return SearchBrief(
         search_id=row["search_id"],
         query=row["query"],
-        role=row["role"],
-        location=row["location"],
-        min_years_experience=row["min_years_experience"],
-        skills=tuple(row["skills"] or ()),
+        role=brief.role or row["role"],
+        location=brief.location or row["location"],
+        min_years_experience=(
+            brief.min_years_experience
+            if brief.min_years_experience is not None
+            else row["min_years_experience"]
+        ),
+        skills=brief.skills or tuple(row["skills"] or ()),
     )
 
 
@@ -253,6 +264,7 @@ async def claim_tiers(
             next_page=int(r["next_page"]),
             attempts=int(r["attempts"]),
             search=_brief(r),
+            cursor=r.get("cursor"),
         )
         for r in rows
     ]
@@ -268,9 +280,11 @@ async def insert_stubs(
     conn: AsyncConn,
     search_id: uuid.UUID,
     tier: Tier,
-    stubs: Sequence[tuple[str, str]],
+    stubs: Sequence[tuple[str, str, Profile | None]],
 ) -> int:
-    """Insert ``(external_id, display_name)`` stubs as queued; returns how many were new."""
+    """Insert ``(external_id, display_name, profile)`` stubs as queued (a profile the discovery
+    answer already carried is kept on the stub, so it is never enriched); returns how many
+    were new."""
     if not stubs:
         return 0
     rows = await _all(
@@ -281,6 +295,9 @@ async def insert_stubs(
             "tier": tier.value,
             "external_ids": [s[0] for s in stubs],
             "display_names": [s[1] for s in stubs],
+            "profiles": [
+                Jsonb(dataclasses.asdict(s[2])) if s[2] is not None else None for s in stubs
+            ],
         },
     )
     return len(rows)
@@ -299,6 +316,7 @@ async def tier_page_done(
     found: int,
     has_more: bool,
     consumed: bool,
+    cursor: str | None = None,
 ) -> TierStatus | None:
     """The tier's new status (queued/exhausted), or None if this worker lost its claim."""
     row = await _one(
@@ -310,6 +328,7 @@ async def tier_page_done(
             "found": found,
             "has_more": has_more,
             "consumed": consumed,
+            "cursor": cursor,
         },
     )
     return None if row is None else TierStatus(row["status"])
@@ -322,8 +341,15 @@ async def tier_deferred(
     return await _one(conn, QUERIES["tier_deferred"], params) is not None
 
 
-async def tier_failed(conn: AsyncConn, tier_id: int, worker_id: str, *, error: str) -> bool:
-    params = {"id": tier_id, "worker_id": worker_id, "error": error}
+async def tier_failed(
+    conn: AsyncConn,
+    tier_id: int,
+    worker_id: str,
+    *,
+    error: str,
+    status: TierStatus = TierStatus.failed,
+) -> bool:
+    params = {"id": tier_id, "worker_id": worker_id, "error": error, "status": status.value}
     return await _one(conn, QUERIES["tier_failed"], params) is not None
 
 
@@ -526,6 +552,13 @@ class SearchRecord:
     created_at: datetime
     last_progress_at: datetime
     finished_at: datetime | None
+    brief: Brief = field(default_factory=Brief)
+    credit_budget: int | None = None
+    credits_spent: int = 0
+
+    @property
+    def budget_reached(self) -> bool:
+        return self.credit_budget is not None and self.credits_spent >= self.credit_budget
 
     @classmethod
     def from_row(cls, row: Row) -> SearchRecord:
@@ -544,6 +577,9 @@ class SearchRecord:
             created_at=row["created_at"],
             last_progress_at=row["last_progress_at"],
             finished_at=row["finished_at"],
+            brief=Brief.from_json(row.get("brief")),
+            credit_budget=row.get("credit_budget"),
+            credits_spent=int(row.get("credits_spent") or 0),
         )
 
 
@@ -576,3 +612,53 @@ async def open_attempts(conn: AsyncConn, search_id: uuid.UUID, limit: int) -> li
 
 async def tiers_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
     return await _all(conn, QUERIES["tiers_of_search"], {"search_id": search_id})
+
+
+# --- relevance floor and the credit ledger ----------------------------------------------------
+
+
+async def score_for_search(
+    pool: AsyncPool, search_id: uuid.UUID, vector: Sequence[float]
+) -> float | None:
+    async with pool.connection() as conn:
+        row = await _one(
+            conn,
+            QUERIES["score_for_search"],
+            {"search_id": search_id, "embedding": Vector(list(vector))},
+        )
+    return None if row is None else float(row["score"])
+
+
+async def record_provider_calls(
+    pool: AsyncPool,
+    search_id: uuid.UUID,
+    tier: Tier,
+    calls: Sequence[CallRecord],
+    *,
+    discovery: bool,
+) -> None:
+    """Ledger rows for ``calls`` (made for ``search_id`` by ``tier``); the search's credit
+    total and, for discovery calls, the tier's call count follow in the same statement."""
+    if not calls:
+        return
+    async with single_statement(pool) as conn:
+        await conn.execute(
+            QUERIES["record_provider_calls"],
+            {
+                "search_id": search_id,
+                "tier": tier.value,
+                "discovery": discovery,
+                "providers": [c.provider for c in calls],
+                "kinds": [c.kind for c in calls],
+                "credits": [c.credits for c in calls],
+                "outcomes": [c.outcome for c in calls],
+            },
+        )
+
+
+async def credits_by_provider(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
+    return await _all(conn, QUERIES["credits_by_provider"], {"search_id": search_id})
+
+
+async def corpus_skills(conn: AsyncConn, limit: int) -> list[str]:
+    return [str(r["skill"]) for r in await _all(conn, QUERIES["corpus_skills"], {"limit": limit})]

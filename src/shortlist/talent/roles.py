@@ -290,3 +290,7 @@ def role_family(role: str) -> RoleFamily | None:
         if score > 0 and (best is None or score > best[0]):
             best = (score, family)
     return best[1] if best else None
+
+
+ROLE_TITLES: tuple[str, ...] = tuple(title for f in _FAMILIES for title in f.titles)
+"""Every title of every family, as the brief parser recognises them in free text."""

@@ -31,6 +31,7 @@ from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
 from shortlist.talent import repository as repo
+from shortlist.talent.brief import parse_brief
 from shortlist.talent.models import (
     CandidateStatus,
     SearchCreate,
@@ -100,6 +101,16 @@ async def _visible_search(
 
 # --- start -----------------------------------------------------------------------------------
 
+SKILL_VOCABULARY_SIZE = 2000
+_skill_vocabulary_cache: list[str] = []
+
+
+async def _skill_vocabulary(conn: AsyncConn) -> list[str]:
+    """The corpus's skills, read once per process: a vocabulary, not a live view."""
+    if not _skill_vocabulary_cache:
+        _skill_vocabulary_cache.extend(await repo.corpus_skills(conn, SKILL_VOCABULARY_SIZE))
+    return _skill_vocabulary_cache
+
 
 async def start_search(
     services: Services, principal: Principal, payload: SearchCreate
@@ -112,6 +123,14 @@ async def start_search(
         raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
     target = settings.backfill_min_results
     async with services.pool.connection() as conn, conn.transaction():
+        brief = parse_brief(
+            payload.query,
+            role=payload.role,
+            location=payload.location,
+            min_years_experience=payload.min_years_experience,
+            skills=payload.skills,
+            skill_vocabulary=await _skill_vocabulary(conn),
+        )
         search_id = await repo.insert_search(
             conn,
             owner_token_id=principal.token_id,
@@ -122,6 +141,8 @@ async def start_search(
             skills=payload.skills,
             embedding=embedding,
             target_count=target,
+            brief=brief,
+            credit_budget=settings.search_credit_budget or None,
         )
         hits = await repo.search_corpus(
             conn,
@@ -166,6 +187,8 @@ class SearchSummary:
     search: SearchRecord
     tiers: list[Row]
     candidate_counts: dict[str, int] = field(default_factory=dict)
+    credits: list[Row] = field(default_factory=list)
+    """Per provider: credits spent and enrichment calls made (the ledger)."""
 
 
 def _all_counts(counts: dict[str, int]) -> dict[str, int]:
@@ -201,7 +224,8 @@ async def search_summary(
         search = await _visible_search(conn, principal, search_id)
         tiers = await repo.tiers_of_search(conn, search_id)
         counts = await repo.candidate_counts(conn, search_id)
-    return SearchSummary(search, tiers, _all_counts(counts))
+        credits = await repo.credits_by_provider(conn, search_id)
+    return SearchSummary(search, tiers, _all_counts(counts), credits)
 
 
 async def list_searches(

@@ -1,6 +1,6 @@
 """The discovery tiers: a queue over ``search_tiers``, one claim = one page of one tier.
 
-    strict  the recruiter's brief mapped 1:1 onto the talent API's filters
+    strict  the recruiter's brief as understood (talent/brief.py), 1:1 onto the API's filters
     broad   experience and location dropped, the role widened to its family (roles.py)
     serp    free-text people search: the last resort, reliably non-empty
 
@@ -21,11 +21,14 @@ from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.queue import LeaseTable
+from shortlist.sources import ledger
 from shortlist.sources.base import (
     DiscoveryPage,
     DiscoveryQuery,
+    Profile,
     ProviderError,
     ProviderPaused,
+    ProviderQuotaExhausted,
     ProviderRateLimited,
 )
 from shortlist.sources.factory import Sources
@@ -46,8 +49,10 @@ DISCOVERY_PAGE_SIZE = 10
 
 
 def strict_query(brief: SearchBrief) -> DiscoveryQuery:
+    """The brief as understood, 1:1; a brief with nothing recognised asks for its own text as
+    the role, so tier 1 always asks the provider something."""
     return DiscoveryQuery(
-        role=brief.role,
+        role=brief.role or " ".join(brief.query.split())[:200],
         location=brief.location,
         min_years=brief.min_years_experience,
         skills=brief.skills,
@@ -63,10 +68,6 @@ def broad_query(brief: SearchBrief) -> DiscoveryQuery:
 
 def serp_text(brief: SearchBrief) -> str:
     return " ".join(part for part in (brief.query, brief.role, brief.location) if part)
-
-
-def _has_filters(query: DiscoveryQuery) -> bool:
-    return bool(query.role or query.location or query.min_years is not None or query.skills)
 
 
 class TierQueue:
@@ -88,17 +89,22 @@ class TierQueue:
         for item in items:
             await self.run_page(worker_id, item)
 
-    async def _discover(self, claimed: ClaimedTier) -> DiscoveryPage | None:
-        """One page from the tier's provider; None when the tier has nothing to ask (a brief
-        with no structured filters gives the strict tier nothing to map)."""
+    async def _discover(self, claimed: ClaimedTier) -> DiscoveryPage:
+        """One page from the tier's provider, its calls written to the credit ledger."""
         sources = self.sources
         brief, page = claimed.search, claimed.next_page
-        if claimed.tier is Tier.serp:
-            return await sources.serp.search(serp_text(brief), page)
-        query = strict_query(brief) if claimed.tier is Tier.strict else broad_query(brief)
-        if not _has_filters(query):
-            return None
-        return await sources.talent.discover(query, page, DISCOVERY_PAGE_SIZE)
+        with ledger.collecting() as calls:
+            try:
+                if claimed.tier is Tier.serp:
+                    return await sources.serp.search(serp_text(brief), page)
+                query = strict_query(brief) if claimed.tier is Tier.strict else broad_query(brief)
+                return await sources.talent.discover(
+                    query, page, DISCOVERY_PAGE_SIZE, claimed.cursor
+                )
+            finally:
+                await repo.record_provider_calls(
+                    self.pool, brief.search_id, claimed.tier, calls, discovery=True
+                )
 
     async def run_page(self, worker_id: str, claimed: ClaimedTier) -> None:
         search_id = claimed.search.search_id
@@ -123,43 +129,52 @@ class TierQueue:
             )
             return
         except ProviderError as exc:
-            # Timeout / 5xx after the adapter's one retry, or a rejected request: this tier is
-            # done for; the others go on, and a search retry re-queues it.
+            # Timeout / 5xx after the adapter's one retry, a rejected request, or an account
+            # out of credit (no retry loop: it says so instead): this tier is done for; the
+            # others go on, and a search retry re-queues it.
+            ended = (
+                TierStatus.quota_exhausted
+                if isinstance(exc, ProviderQuotaExhausted)
+                else TierStatus.failed
+            )
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.lock_search(conn, search_id)
-                if await repo.tier_failed(conn, claimed.id, worker_id, error=error_text(exc)):
+                if await repo.tier_failed(
+                    conn, claimed.id, worker_id, error=error_text(exc), status=ended
+                ):
                     await repo.touch_search(conn, search_id)
-            log.warning("search %s tier %s failed: %s", search_id, claimed.tier, error_text(exc))
+            log.warning("search %s tier %s %s: %s", search_id, claimed.tier, ended, error_text(exc))
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
             return
         stubs, has_more = self._fresh_stubs(page, known)
-        status = await self._record_page(worker_id, claimed, stubs, has_more)
+        status = await self._record_page(worker_id, claimed, stubs, has_more, page.cursor)
         if status is TierStatus.exhausted:
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
 
     @staticmethod
     def _fresh_stubs(
-        page: DiscoveryPage | None, known: set[str]
-    ) -> tuple[list[tuple[str, str]], bool]:
-        if page is None:
-            return [], False
-        fresh: dict[str, str] = {}
+        page: DiscoveryPage, known: set[str]
+    ) -> tuple[list[tuple[str, str, Profile | None]], bool]:
+        fresh: dict[str, tuple[str, str, Profile | None]] = {}
         for stub in page.stubs:
             if stub.external_id not in known:
-                fresh.setdefault(stub.external_id, stub.display_name[:200])
+                fresh.setdefault(
+                    stub.external_id, (stub.external_id, stub.display_name[:200], stub.profile)
+                )
         # A page of people all known still advances (the next page may have new ones); an
         # empty page ends the tier whatever has_more says, so a confused provider cannot keep
         # it paging forever.
-        return list(fresh.items()), page.has_more and bool(page.stubs)
+        return list(fresh.values()), page.has_more and bool(page.stubs)
 
     async def _record_page(
         self,
         worker_id: str,
         claimed: ClaimedTier,
-        stubs: list[tuple[str, str]],
+        stubs: list[tuple[str, str, Profile | None]],
         has_more: bool,
+        cursor: str | None = None,
     ) -> TierStatus | None:
         search_id = claimed.search.search_id
         async with self.pool.connection() as conn:
@@ -185,6 +200,7 @@ class TierQueue:
                         found=found,
                         has_more=has_more,
                         consumed=len(take) == len(stubs),
+                        cursor=cursor,
                     )
                     if status is None:
                         raise _Discard("claim lost (lease expired and re-claimed)")

@@ -88,6 +88,26 @@ class TierOut(_Out):
     last_error: str | None
     not_before: datetime
     updated_at: datetime
+    calls: int = 0
+
+
+class BriefOut(_Out):
+    """The brief as understood (tier 1 sends exactly this)."""
+
+    role: str | None
+    location: str | None
+    min_years_experience: int | None
+    skills: list[str]
+
+
+class CreditsOut(_Out):
+    total: int
+    by_provider: dict[str, int]
+
+
+class BudgetOut(_Out):
+    credits: int | None
+    reached: bool
 
 
 class SearchOut(_Out):
@@ -111,6 +131,10 @@ class SearchOut(_Out):
 class SearchDetailOut(SearchOut):
     tiers: list[TierOut]
     candidates: dict[str, int]
+    brief: BriefOut
+    credits: CreditsOut
+    enrichments: int
+    budget: BudgetOut
 
 
 class SearchListOut(_Out):
@@ -244,10 +268,18 @@ async def get_search(
 ) -> SearchDetailOut:
     """A search's summary with its discovery tiers (status, pages, last error)."""
     summary = await service.search_summary(services, principal, search_id)
+    record = summary.search
     return SearchDetailOut(
-        **_search(summary.search),
+        **_search(record),
         tiers=[TierOut(**t) for t in summary.tiers],
         candidates=summary.candidate_counts,
+        brief=BriefOut(**record.brief.as_json()),
+        credits=CreditsOut(
+            total=record.credits_spent,
+            by_provider={str(c["provider"]): int(c["credits"]) for c in summary.credits},
+        ),
+        enrichments=sum(int(c["enrichments"]) for c in summary.credits),
+        budget=BudgetOut(credits=record.credit_budget, reached=record.budget_reached),
     )
 
 

@@ -25,6 +25,8 @@
     "failed_no_email",
     "failed_transient",
     "failed_permanent",
+    "below_threshold",
+    "skipped",
   ];
   const STATUS_LABEL = {
     queued: "Queued",
@@ -33,7 +35,10 @@
     failed_no_email: "No e-mail found",
     failed_transient: "Temporary failure",
     failed_permanent: "Failed",
+    below_threshold: "Below the relevance floor (not shown)",
+    skipped: "Not needed (target reached)",
   };
+  const TIER_FAILED = new Set(["failed", "quota_exhausted"]);
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
   const FAILED = new Set(["failed_no_email", "failed_transient", "failed_permanent"]);
   const SEARCH_STATE = {
@@ -62,6 +67,9 @@
     state: $("search-state"),
     statusCounts: $("status-counts"),
     staleBox: $("stale-box"),
+    staleTitle: $("stale-title"),
+    staleText: $("stale-text"),
+    summary: $("search-summary"),
     retrySearch: $("retry-search"),
     retrySearchError: $("retry-search-error"),
     empty: $("results-empty"),
@@ -315,6 +323,13 @@
     ui.state.dataset.state = status;
     root.dataset.state = status;
     ui.staleBox.hidden = status !== "stale";
+    if (status === "stale") {
+      ui.staleTitle.textContent = "This search stalled.";
+      ui.staleText.textContent = "No progress for a while. You can resume it; rows already shown stay where they are.";
+    }
+    if (status === "complete" || status === "stale") {
+      describeSearch(v);
+    }
     if (v.lastRank === 0) {
       ui.empty.textContent =
         status === "complete"
@@ -504,9 +519,60 @@
         });
         sessionStorage.setItem(QUERY_KEY + v.id, text);
         ui.searchQuery.textContent = `“${text}”`;
+        renderSummary(v, s);
       }
     } catch {
       // errors of access are reported by the results themselves
+    }
+  }
+
+  /** The brief as understood, each tier's state and error, credits and budget: nothing hidden. */
+  function renderSummary(v, s) {
+    const brief = s.brief || {};
+    const briefText = [
+      brief.role ? `role: ${brief.role}` : "",
+      brief.location ? `location: ${brief.location}` : "",
+      brief.minYearsExperience != null ? `${brief.minYearsExperience}+ years` : "",
+      brief.skills && brief.skills.length ? `skills: ${brief.skills.join(", ")}` : "",
+    ].filter(Boolean);
+    const tiers = (s.tiers || []).map((t) =>
+      h(
+        "li",
+        { class: `tier-state tier-${t.status}`, "data-tier": t.tier, "data-status": t.status },
+        `${t.tier}: ${t.status.replace("_", " ")} (${t.calls || 0} calls)`,
+        t.lastError ? h("span", { class: "inline-error" }, ` – ${t.lastError}`) : null,
+      ),
+    );
+    const credits = s.credits || { total: 0, byProvider: {} };
+    const byProvider = Object.entries(credits.byProvider || {})
+      .map(([p, n]) => `${p} ${n}`)
+      .join(", ");
+    const budget = s.budget || {};
+    const parts = [
+      briefText.length ? h("p", { "data-part": "brief" }, `Understood as ${briefText.join(" · ")}`) : null,
+      h("ul", { class: "tiers", "aria-label": "Discovery tiers" }, ...tiers),
+      h(
+        "p",
+        { "data-part": "credits" },
+        `Credits spent: ${credits.total}${byProvider ? ` (${byProvider})` : ""}; enrichments: ${s.enrichments || 0}`,
+        budget.credits != null ? `; budget ${budget.credits}${budget.reached ? " – reached, backfill stopped" : ""}` : "",
+      ),
+    ];
+    ui.summary.replaceChildren(...parts.filter(Boolean));
+    ui.summary.hidden = false;
+    const failed = (s.tiers || []).filter((t) => TIER_FAILED.has(t.status));
+    if (s.status === "complete" && failed.length) {
+      // A search whose providers failed says so, and can be run again.
+      ui.staleTitle.textContent = "Some sources failed.";
+      ui.staleText.textContent = failed
+        .map((t) => `${t.tier}: ${t.status === "quota_exhausted" ? "provider out of credit" : "failed"}`)
+        .join("; ");
+      ui.staleBox.hidden = false;
+      if (v.lastRank === 0) {
+        ui.empty.textContent = "No candidates: the external sources failed (see above). Retry the search.";
+      }
+    } else if (s.status === "complete" && v.lastRank === 0 && budget.reached) {
+      ui.empty.textContent = "No candidates before the credit budget was spent.";
     }
   }
 

@@ -1,0 +1,157 @@
+"""Brief understanding: a recruiter's free text → role, location, minimum years, skills.
+
+Tier 1 maps the brief 1:1 onto the provider's filters, so it needs structured fields even when
+the recruiter typed only "FPGA verification engineer in Munich, 5+ years". Everything here is
+local and deterministic (no network, no model): the role from the product's own titles
+(roles.py) or, failing that, the words in front of a job noun ("engineer", "nurse" …); the
+location from a city list; the years from "N+ years" or a seniority word; the skills from the
+corpus's own skill vocabulary. Structured fields the recruiter gave always win.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from shortlist.talent.roles import ROLE_TITLES
+
+# Cities (and "remote") a brief may name; matched as whole words, longest first.
+CITIES: tuple[str, ...] = (
+    "San Francisco", "New York", "Austin", "Seattle", "Boston", "Chicago", "Los Angeles",
+    "Denver", "Toronto", "Vancouver", "Montreal", "Mexico City", "São Paulo", "Sao Paulo",
+    "Buenos Aires", "London", "Manchester", "Edinburgh", "Dublin", "Paris", "Lyon", "Berlin",
+    "Munich", "Hamburg", "Frankfurt", "Amsterdam", "Rotterdam", "Brussels", "Stockholm",
+    "Copenhagen", "Oslo", "Helsinki", "Zurich", "Geneva", "Vienna", "Madrid", "Barcelona",
+    "Lisbon", "Porto", "Milan", "Rome", "Warsaw", "Krakow", "Prague", "Budapest", "Bucharest",
+    "Tel Aviv", "Dubai", "Lagos", "Nairobi", "Cape Town", "Cairo", "Bangalore", "Bengaluru",
+    "Mumbai", "Delhi", "Hyderabad", "Singapore", "Hong Kong", "Shanghai", "Beijing", "Tokyo",
+    "Seoul", "Sydney", "Melbourne", "Auckland",
+)  # fmt: skip
+
+# Nouns that end a job title: "<what> <noun>" is read as the role when no known title matches.
+JOB_NOUNS = frozenset({
+    "engineer", "developer", "programmer", "architect", "scientist", "analyst", "designer",
+    "manager", "researcher", "administrator", "consultant", "specialist", "technician",
+    "lead", "director", "nurse", "doctor", "physician", "surgeon", "teacher", "accountant",
+    "lawyer", "attorney", "chef", "cook", "electrician", "plumber", "carpenter", "welder",
+    "mechanic", "pilot", "driver", "writer", "editor", "recruiter", "marketer", "blower",
+    "artisan", "pharmacist", "therapist", "veterinarian", "economist", "statistician",
+    "translator", "photographer", "sommelier", "baker", "tester", "sre", "devops",
+})  # fmt: skip
+_ROLE_STOP = frozenset({
+    "a", "an", "the", "for", "with", "in", "at", "and", "or", "who", "looking", "need",
+    "needed", "wanted", "hiring", "seeking", "senior", "junior", "staff", "principal", "mid",
+    "experienced", "years", "year", "yrs", "plus", "remote", "based", "of", "to", "our",
+})  # fmt: skip
+# Seniority words → the least years of experience they imply (when no number is given).
+SENIORITY_YEARS = {"junior": 0, "mid": 3, "intermediate": 3, "senior": 5, "lead": 7,
+                   "staff": 8, "principal": 10}  # fmt: skip
+_YEARS = re.compile(r"(\d{1,2})\s*\+?\s*(?:years?|yrs?)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#.\-]*")
+_ROLE_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A search brief as understood: what tier 1 sends, stored on the search, shown back."""
+
+    role: str | None = None
+    location: str | None = None
+    min_years_experience: int | None = None
+    skills: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skills"] = list(self.skills)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Brief:
+        if not isinstance(data, dict):
+            return cls()
+        years = data.get("min_years_experience")
+        return cls(
+            role=data.get("role") or None,
+            location=data.get("location") or None,
+            min_years_experience=int(years) if isinstance(years, int) else None,
+            skills=tuple(str(s) for s in data.get("skills") or ()),
+        )
+
+
+def _phrase(text: str, phrase: str) -> re.Match[str] | None:
+    return re.search(rf"(?<![\w]){re.escape(phrase)}(?![\w])", text, re.IGNORECASE)
+
+
+def find_role(text: str) -> str | None:
+    """A known title in ``text`` (the longest), else the words before a job noun."""
+    for title in sorted(ROLE_TITLES, key=len, reverse=True):
+        if _phrase(text, title):
+            return title
+    words = _WORD.findall(text)
+    for i, word in enumerate(words):
+        if word.lower() not in JOB_NOUNS:
+            continue
+        start = i
+        while (
+            start > 0 and i - start < _ROLE_WORDS - 1 and words[start - 1].lower() not in _ROLE_STOP
+        ):
+            start -= 1
+        role = " ".join(words[start : i + 1])
+        return " ".join(w if w.isupper() else w.capitalize() for w in role.split())
+    return None
+
+
+def find_location(text: str) -> str | None:
+    for city in sorted(CITIES, key=len, reverse=True):
+        if _phrase(text, city):
+            return city
+    return None
+
+
+def find_min_years(text: str) -> int | None:
+    match = _YEARS.search(text)
+    if match:
+        return int(match.group(1))
+    found = [
+        SENIORITY_YEARS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in SENIORITY_YEARS
+    ]
+    return max(found) if found else None
+
+
+def find_skills(text: str, vocabulary: Collection[str], role: str | None) -> tuple[str, ...]:
+    """Vocabulary skills named in ``text`` (whole words), not counting the role's own words."""
+    role_words = {w.lower() for w in (role or "").split()}
+    found: list[str] = []
+    lowered = text.lower()
+    for skill in sorted(vocabulary, key=len, reverse=True):
+        key = skill.lower()
+        if key in role_words or key in {f.lower() for f in found}:
+            continue
+        if len(key) >= 2 and _phrase(lowered, key):
+            found.append(skill)
+    order = {s: lowered.find(s.lower()) for s in found}
+    return tuple(sorted(found, key=lambda s: order[s]))[:10]
+
+
+def parse_brief(
+    query: str,
+    *,
+    role: str | None = None,
+    location: str | None = None,
+    min_years_experience: int | None = None,
+    skills: Sequence[str] = (),
+    skill_vocabulary: Collection[str] = (),
+) -> Brief:
+    """The brief as understood. Given fields win; the free text fills in the rest. A brief in
+    which no role is recognised keeps its text as the role, so tier 1 always asks something."""
+    parsed_role = role or find_role(query) or " ".join(query.split())[:200]
+    return Brief(
+        role=parsed_role,
+        location=location or find_location(query),
+        min_years_experience=(
+            min_years_experience if min_years_experience is not None else find_min_years(query)
+        ),
+        skills=tuple(skills) or find_skills(query, skill_vocabulary, parsed_role),
+    )

@@ -1,0 +1,157 @@
+"""Provider rate limits shared in PostgreSQL: four `shortlist worker`-like processes against a
+simulated PDL limit of 60 requests a minute. The simulator counts what it receives per calendar
+minute and any request that arrives while it has told a client to wait (429)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.auth import Role
+from shortlist.bootstrap import Services
+from shortlist.config import Settings
+from shortlist.simulator import SimulatorConfig, SimulatorServer
+from shortlist.sources.base import ProviderPaused
+from shortlist.sources.limits import PgRateGate
+from tests.backfill_support import MakeToken, auth, fast_settings, get_results
+from tests.helpers import wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 60
+PROCESSES = 4
+KEY = "simulator-key"
+
+
+@pytest.fixture
+def simulator() -> Any:
+    # Enrichment fast (the limit, not latency, is what is measured); a rare random 429 whose
+    # pause lasts five seconds, so pauses happen and can be watched.
+    config = SimulatorConfig(
+        time_scale=0.01,
+        vendor_rate_limit=LIMIT,
+        discovery_hang_rate=0,
+        error_5xx_rate=0,
+        rate_limit_rate=0.02,
+        retry_after_s=500.0,
+        enrich_mean_s=20.0,
+        enrich_max_s=40.0,
+    )
+    with SimulatorServer(config) as sim:
+        yield sim
+
+
+@pytest.fixture
+def settings(db_url: str, simulator: SimulatorServer) -> Settings:
+    return fast_settings(
+        db_url,
+        simulator.base_url,
+        talent_api="pdl",
+        serp_api="serpapi",
+        talent_api_key=KEY,
+        serp_api_key=KEY,
+    )
+
+
+async def test_the_gate_shares_one_window_and_one_pause(services: Services) -> None:
+    gate = PgRateGate(services.pool, {"pdl": 3})
+    other = PgRateGate(services.pool, {"pdl": 3})  # another process's gate, same table
+    for g in (gate, other, gate):
+        await asyncio.wait_for(g.acquire("pdl"), 5)
+    # The window is full for both: the next take waits for the next minute.
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(other.acquire("pdl"), 0.3)
+    await gate.pause("pdl", 30)
+    with pytest.raises(ProviderPaused) as paused:
+        await other.acquire("pdl")
+    assert paused.value.retry_after is not None and 25 < paused.value.retry_after <= 30
+    await other.tighten("pdl", 1)
+    async with services.pool.connection() as conn:
+        cur = await conn.execute("SELECT vendor_per_minute FROM provider_limits")
+        assert await cur.fetchone() == {"vendor_per_minute": 1}
+
+
+async def test_four_worker_processes_stay_under_the_vendor_limit(
+    client: httpx.AsyncClient,
+    services: Services,
+    make_token: MakeToken,
+    simulator: SimulatorServer,
+    db_url: str,
+    tmp_path: Path,
+) -> None:
+    token = await make_token("recruiter", Role.recruiter)
+    searches = []
+    # Enough searches that their calls need more than one minute's 60.
+    roles = (
+        "python developer",
+        "data engineer",
+        "frontend engineer",
+        "react developer",
+        "machine learning engineer",
+        "go developer",
+        "data analyst",
+        "ui engineer",
+    )
+    for query in [f"{role} in {city}" for role in roles for city in ("Berlin", "London")]:
+        response = await client.post("/api/searches", json={"query": query}, headers=auth(token))
+        assert response.status_code == 202, response.text
+        searches.append(response.json()["searchId"])
+    env = {
+        **os.environ,
+        "SHORTLIST_DATABASE_URL": db_url,
+        "SHORTLIST_TALENT_API_URL": simulator.base_url,
+        "SHORTLIST_SERP_API_URL": simulator.base_url,
+        "SHORTLIST_TALENT_API_KEY": KEY,
+        "SHORTLIST_SERP_API_KEY": KEY,
+        "SHORTLIST_TALENT_RATE_LIMIT": str(LIMIT),
+        "SHORTLIST_SERP_RATE_LIMIT": str(LIMIT),
+        "SHORTLIST_BACKFILL_MIN_SCORE": "0",
+        "SHORTLIST_DISCOVERY_TIMEOUT": "5",
+        "SHORTLIST_ENRICHMENT_TIMEOUT": "5",
+        "SHORTLIST_RETRY_DELAY": "0.05",
+        "SHORTLIST_LOG_LEVEL": "WARNING",
+    }
+    procs = []
+    logs = []
+    for i in range(PROCESSES):
+        log_path = tmp_path / f"worker{i}.log"
+        logs.append(log_path)
+        with log_path.open("wb") as log:
+            procs.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "tests.backfill_support",
+                    cwd=REPO_ROOT,
+                    env=env,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=log,
+                )
+            )
+    try:
+
+        async def all_complete() -> bool:
+            for p, log in zip(procs, logs, strict=True):
+                assert p.returncode is None, log.read_text()
+            bodies = [await get_results(client, token, s, limit=1) for s in searches]
+            return all(b["status"] == "complete" for b in bodies)
+
+        await wait_for(all_complete, timeout=400, interval=0.5, message="every search complete")
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            await asyncio.wait_for(p.wait(), 30)
+    async with httpx.AsyncClient(timeout=10) as http:
+        report = (await http.get(f"{simulator.base_url}/v1/admin/vendors")).json()
+    per_minute = report["per_minute"]["pdl"]
+    assert sum(per_minute.values()) > LIMIT, per_minute  # the limit was actually in play
+    assert report["max_per_minute"]["pdl"] <= LIMIT, per_minute
+    assert report["during_block"].get("pdl", 0) == 0, report

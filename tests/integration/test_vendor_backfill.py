@@ -1,0 +1,213 @@
+"""The backfill on the vendor dialects, end to end: the simulator speaking PDL and SerpApi at
+its root, the real adapters, the API and both queues on a real PostgreSQL (FakeEmbedder).
+Covers: the simulator refuses a request without the key as each vendor does; a free-text brief
+is understood and sent 1:1 by tier 1; one identity per person across PDL and SerpApi; no
+enrichment past the target (leftovers skipped); the relevance floor; the credit ledger, the
+budget and the API fields; an account out of credit ends a tier quota_exhausted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.auth import Role
+from shortlist.bootstrap import Services
+from shortlist.config import Settings
+from shortlist.simulator import SimulatorServer
+from shortlist.talent.brief import parse_brief
+from tests.backfill_support import (
+    MakeToken,
+    auth,
+    fast_settings,
+    running_workers,
+    set_behaviour,
+    sim_stats,
+    stub_rows,
+    wait_complete,
+)
+from tests.backfill_support import simulator as simulator  # the fixture
+
+KEY = "simulator-key"
+
+
+def vendor_settings(db_url: str, sim_url: str, **overrides: Any) -> Settings:
+    return fast_settings(
+        db_url,
+        sim_url,
+        **{
+            "talent_api": "pdl",
+            "serp_api": "serpapi",
+            "talent_api_key": KEY,
+            "serp_api_key": KEY,
+            "talent_rate_limit": 0,
+            "serp_rate_limit": 0,
+            **overrides,
+        },
+    )
+
+
+@pytest.fixture
+def settings(db_url: str, simulator: SimulatorServer) -> Settings:
+    return vendor_settings(db_url, simulator.base_url)
+
+
+@pytest.fixture
+async def recruiter(make_token: MakeToken) -> str:
+    return await make_token("recruiter", Role.recruiter)
+
+
+async def start(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> str:
+    response = await client.post("/api/searches", json=body, headers=auth(token))
+    assert response.status_code == 202, response.text
+    search_id: str = response.json()["searchId"]
+    return search_id
+
+
+async def detail(client: httpx.AsyncClient, token: str, search_id: str) -> dict[str, Any]:
+    response = await client.get(f"/api/searches/{search_id}", headers=auth(token))
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_the_simulator_refuses_requests_without_the_key(simulator: SimulatorServer) -> None:
+    url = simulator.base_url
+    pdl = httpx.post(f"{url}/v5/person/search", json={"query": {"bool": {"must": []}}})
+    assert pdl.status_code == 401
+    assert pdl.json()["status"] == 401 and set(pdl.json()["error"]) == {"type", "message"}
+    enrich = httpx.get(f"{url}/v5/person/enrich", params={"profile": "linkedin.com/in/x"})
+    assert enrich.status_code == 401
+    serp = httpx.get(f"{url}/search.json", params={"engine": "google", "q": "nurse"})
+    assert serp.status_code == 401 and "Invalid API key" in serp.json()["error"]
+    ok = httpx.get(
+        f"{url}/search.json", params={"engine": "google", "q": "python engineer", "api_key": KEY}
+    )
+    assert ok.status_code == 200 and ok.json()["organic_results"]
+
+
+async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the_target(
+    client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
+) -> None:
+    await set_behaviour(
+        simulator,
+        discovery_hang_rate=0,
+        error_5xx_rate=0,
+        rate_limit_rate=0,
+        serp_error_5xx_rate=0,
+        serp_rate_limit_rate=0,
+    )
+    search_id = await start(client, recruiter, {"query": "Senior backend engineer in Berlin"})
+    async with running_workers(services):
+        body = await wait_complete(client, recruiter, search_id)
+    summary = await detail(client, recruiter, search_id)
+    assert summary["brief"] == {
+        "role": "Backend Engineer",
+        "location": "Berlin",
+        "minYearsExperience": 5,
+        "skills": [],
+    }
+    strict = next(t for t in summary["tiers"] if t["tier"] == "strict")
+    assert strict["calls"] >= 1
+    assert body["resultCount"] == 15
+    stubs = await stub_rows(services.pool, search_id)
+    # Nobody is enriched past the target: what was not needed ends skipped.
+    assert {s["status"] for s in stubs} <= {
+        "succeeded",
+        "skipped",
+        "failed_no_email",
+        "failed_transient",
+        "failed_permanent",
+    }
+    assert all(s["external_id"].startswith(("linkedin:", "pdl:")) for s in stubs)
+    # PDL search hits carry the full record: the only enrichments are of SERP hits.
+    serp_enriched = sum(1 for s in stubs if s["tier"] == "serp" and s["status"] != "skipped")
+    assert summary["enrichments"] <= serp_enriched
+    assert summary["credits"]["total"] == sum(summary["credits"]["byProvider"].values()) > 0
+    assert summary["budget"] == {"credits": None, "reached": False}
+    stats = await sim_stats(simulator)
+    assert sum(stats["enrich_by_username"].values()) == summary["enrichments"]
+
+
+async def test_a_brief_nobody_matches_ends_with_no_strangers(
+    client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
+) -> None:
+    await set_behaviour(simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0)
+    search_id = await start(client, recruiter, {"query": "glass blower artisan"})
+    async with running_workers(services):
+        body = await wait_complete(client, recruiter, search_id)
+    assert body["resultCount"] == 0 and body["status"] == "complete"
+    summary = await detail(client, recruiter, search_id)
+    assert summary["brief"]["role"] == "Glass Blower"
+    assert {t["status"] for t in summary["tiers"]} == {"exhausted"}
+
+
+async def test_backfilled_people_below_the_floor_are_not_results(
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    db_url: str,
+) -> None:
+    services.settings = vendor_settings(db_url, simulator.base_url, backfill_min_score=0.99)
+    await set_behaviour(simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0)
+    search_id = await start(client, recruiter, {"query": "python developer"})
+    async with running_workers(services):
+        body = await wait_complete(client, recruiter, search_id, within=60)
+    assert body["resultCount"] == 0
+    assert body["candidates"]["below_threshold"] > 0
+    below = [a for a in body["attempts"] if a["status"] == "below_threshold"]
+    assert below and "relevance floor" in below[0]["lastError"]
+
+
+async def test_out_of_credit_ends_the_pdl_tiers_quota_exhausted_and_the_budget_stops_it(
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    db_url: str,
+) -> None:
+    await set_behaviour(
+        simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0, pdl_credit_limit=1
+    )
+    search_id = await start(client, recruiter, {"query": "python developer"})
+    async with running_workers(services):
+        await wait_complete(client, recruiter, search_id, within=60)
+    summary = await detail(client, recruiter, search_id)
+    statuses = {t["tier"]: t for t in summary["tiers"]}
+    assert statuses["strict"]["status"] == "quota_exhausted"
+    assert "payment_required" in statuses["strict"]["lastError"]
+
+    services.settings = vendor_settings(db_url, simulator.base_url, search_credit_budget=3)
+    await set_behaviour(simulator, pdl_credit_limit=0)
+    budgeted = await start(client, recruiter, {"query": "data engineer"})
+    async with running_workers(services):
+        await wait_complete(client, recruiter, budgeted, within=60)
+    summary = await detail(client, recruiter, budgeted)
+    assert summary["budget"]["credits"] == 3 and summary["budget"]["reached"] is True
+
+
+def test_ten_free_text_briefs_are_understood() -> None:
+    vocab = ["Python", "Rust", "Kubernetes", "SystemVerilog", "React", "PyTorch", "SQL", "AWS"]
+    cases = {
+        "FPGA verification engineer": ("FPGA Verification Engineer", None, None, ()),
+        "Senior Rust backend engineer in Berlin with Kubernetes": (
+            "Backend Engineer",
+            "Berlin",
+            5,
+            ("Rust", "Kubernetes"),
+        ),
+        "React Developer, 3+ years, London": ("React Developer", "London", 3, ()),
+        "glass blower artisan": ("Glass Blower", None, None, ()),
+    }
+    for text, (role, location, years, skills) in cases.items():
+        brief = parse_brief(text, skill_vocabulary=vocab)
+        assert (brief.role, brief.location, brief.min_years_experience, brief.skills) == (
+            role,
+            location,
+            years,
+            skills,
+        ), text
+    given = parse_brief("anything", role="Nurse", location="Lagos", skills=["triage"])
+    assert (given.role, given.location, given.skills) == ("Nurse", "Lagos", ("triage",))
