@@ -156,16 +156,18 @@ async def insert_candidate(
     location: str = "Berlin",
     years: int = 5,
     text: str | None = None,
+    email: str | None = "person@example.org",
 ) -> uuid.UUID:
     """An embedded corpus candidate whose vector is the fake embedding of ``text``."""
     row = await one(
         conn,
-        "INSERT INTO candidates (external_id, full_name, role_title, skills, location,"
+        "INSERT INTO candidates (external_id, full_name, email, role_title, skills, location,"
         " years_experience, embedding, embedding_status, embedded_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, 'embedded', now()) RETURNING id",
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'embedded', now()) RETURNING id",
         (
             external_id,
             full_name,
+            email,
             role_title,
             list(skills),
             location,
