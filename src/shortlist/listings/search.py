@@ -63,8 +63,12 @@ from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.errors import BadInput
-from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, ListingOut
+from shortlist.listings import facets as facet_counts
+from shortlist.listings import why as explain
+from shortlist.listings.facets import Facets
+from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES, ListingOut
 from shortlist.listings.repository import get_listings_by_ids
+from shortlist.listings.why import Why
 from shortlist.validation import is_storable_text
 
 log = logging.getLogger(__name__)
@@ -79,18 +83,21 @@ fusion window is longer widens it for its own transaction."""
 MAX_SIZE = 50
 MAX_OFFSET = 1000
 MAX_QUERY_LENGTH = 500
+MAX_POSTED_WITHIN_DAYS = 3650
 LOG_TOP_N = 10
 
 
 class SearchHit(BaseModel):
     listing: ListingOut
     score: float
+    why: Why
 
 
 class SearchResult(BaseModel):
     query: str
     took_ms: float
     hits: list[SearchHit]
+    facets: Facets
 
 
 @dataclass
@@ -237,6 +244,16 @@ def _check_params(
     return q, loc or None
 
 
+def _check_filters(work_mode: str | None, posted_within_days: int | None) -> None:
+    if work_mode is not None and work_mode not in WORK_MODES:
+        raise BadInput(f"work_mode must be one of {', '.join(WORK_MODES)}", field="work_mode")
+    if posted_within_days is not None and not 1 <= posted_within_days <= MAX_POSTED_WITHIN_DAYS:
+        raise BadInput(
+            f"posted_within_days must be between 1 and {MAX_POSTED_WITHIN_DAYS}",
+            field="posted_within_days",
+        )
+
+
 async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
     try:
         [vector] = await embedder.embed([q])
@@ -271,10 +288,17 @@ async def search_jobs(
     location: str | None = None,
     salary_min: int | None = None,
     offset: int = 0,
+    *,
+    work_mode: str | None = None,
+    posted_within_days: int | None = None,
+    with_facets: bool = True,
 ) -> SearchResult:
-    """Search job listings; raises ``BadInput`` for an empty query or out-of-range paging."""
+    """Search job listings; raises ``BadInput`` for an empty query, an unknown work mode, or
+    out-of-range paging or freshness. ``with_facets=False`` skips the facet counts (the
+    benchmark's baseline; every caller of the product wants them)."""
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
+    _check_filters(work_mode, posted_within_days)
     vector = await _embed_query(embedder, q)
     windows = fusion_windows(size, offset)
     k = windows[-1]
@@ -284,6 +308,8 @@ async def search_jobs(
         "vector": None if vector is None else np.asarray(vector, dtype=np.float32),
         "location": like_pattern(loc) if loc else None,
         "salary_min": salary_min,
+        "work_mode": work_mode,
+        "posted_within_days": posted_within_days,
         "k": k,
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
@@ -296,14 +322,42 @@ async def search_jobs(
         text_rows = [r for r in rows if r["list"] == "text"]
         ranked = fuse(vector_rows, text_rows, windows)
         page = ranked[offset : offset + size]
-        listings = await get_listings_by_ids(conn, [c.id for c in page])
+        page_ids = [c.id for c in page]
+        # The page's listings, their "why" and the facet counts: one pipeline, one round trip.
+        async with conn.pipeline():
+            why_cur = await conn.execute(explain.Q["why"], explain.why_params(q, page_ids))
+            if with_facets:
+                facet_cur = await conn.execute(
+                    facet_counts.Q["facets"],
+                    facet_counts.facet_params(params, [r["id"] for r in vector_rows]),
+                    prepare=False,
+                )
+            listings = await get_listings_by_ids(conn, page_ids)
+            whys = explain.why_by_id(await why_cur.fetchall())
+            facets = (
+                facet_counts.facets_from_rows(await facet_cur.fetchall())
+                if with_facets
+                else facet_counts.EMPTY
+            )
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
         )
         log.debug("job search %r final order: %s", q, format_final_for_log(ranked, LOG_TOP_N))
     # A listing deleted between the candidate queries and the fetch is simply left out.
-    hits = [SearchHit(listing=listings[c.id], score=c.score) for c in page if c.id in listings]
+    hits = [
+        SearchHit(
+            listing=listings[c.id],
+            score=c.score,
+            why=Why(
+                matched_terms=whys[c.id][0],
+                snippet=whys[c.id][1],
+                via=explain.via(c.vector_rank, c.text_rank),
+            ),
+        )
+        for c in page
+        if c.id in listings and c.id in whys
+    ]
     elapsed = time.perf_counter() - started
     metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
-    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits)
+    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)

@@ -6,6 +6,9 @@
 --              filter the planner scans the matching rows exactly instead of the HNSW graph.
 --   salary_min thousands; a listing qualifies by its top figure (max, or min when only a
 --              minimum is advertised); listings without any salary never match this filter
+--   work_mode  remote | hybrid | onsite
+--   posted_within_days  created in the last N days
+-- facets.sql repeats these filters for the facet counts: change them together.
 
 -- name: widen_vector_scan
 -- For a candidate list longer than the session's hnsw.ef_search (shortlist.db.pool sets it, and
@@ -29,6 +32,9 @@ WITH nearest AS MATERIALIZED (
        AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
+       AND (%(work_mode)s::text IS NULL OR work_mode = %(work_mode)s::text)
+       AND (%(posted_within_days)s::int IS NULL
+            OR created_at >= now() - make_interval(days => %(posted_within_days)s::int))
      ORDER BY embedding <=> %(vector)s::vector
      LIMIT %(k)s
 ),
@@ -40,6 +46,9 @@ matching AS MATERIALIZED (
        AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
+       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
+       AND (%(posted_within_days)s::int IS NULL
+            OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
      ORDER BY text_rank DESC, l.created_at DESC, l.id
      LIMIT %(k)s
 )
