@@ -120,6 +120,7 @@ def _include_optional(app: FastAPI) -> None:
     for module_name in (
         "shortlist.api.routes.jobs",
         "shortlist.api.routes.searches",
+        "shortlist.api.routes.shortlist",
         "shortlist.web.pages",
     ):
         module: Any = importlib.import_module(module_name)

@@ -24,6 +24,7 @@ from shortlist.db.types import AsyncConn, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.services import Services
+from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
     CandidateStatus,
@@ -121,6 +122,7 @@ async def start_search(
             limit=INTERNAL_HIT_LIMIT,
             pool_size=CORPUS_POOL_SIZE,
         )
+        hits = await marks.drop_handled(conn, search_id, principal.token_id, hits)
         count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0
         if count < target:
             await repo.start_backfill(conn, search_id)
@@ -148,6 +150,7 @@ class ResultsPage:
     candidate_counts: dict[str, int]
     attempts: list[Row]
     next_after: int
+    hidden_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -177,8 +180,9 @@ async def results_page(
         rows = await repo.results_after(conn, search_id, after, min(limit, MAX_PAGE))
         counts = await repo.candidate_counts(conn, search_id)
         attempts = await repo.open_attempts(conn, search_id, MAX_ATTEMPTS_LISTED)
+        hidden = await marks.annotate_results(conn, search, rows)
     next_after = int(rows[-1]["rank"]) if rows else after
-    return ResultsPage(search, rows, _all_counts(counts), attempts, next_after)
+    return ResultsPage(search, rows, _all_counts(counts), attempts, next_after, hidden)
 
 
 async def search_summary(

@@ -29,6 +29,7 @@ from shortlist.sources.base import (
     ProviderRateLimited,
 )
 from shortlist.sources.factory import Sources
+from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.models import ClaimedTier, SearchBrief, SearchStatus, Tier, error_text
 from shortlist.talent.roles import role_family
@@ -135,6 +136,11 @@ class TierQueue:
             await repo.try_complete(self.pool, search_id)
             return
         stubs, has_more = self._fresh_stubs(page, known)
+        if page is not None:
+            # People the recruiter already handled are in `known`; the page counts them.
+            await marks.record_hidden_discovered(
+                self.pool, search_id, [s.external_id for s in page.stubs if s.external_id in known]
+            )
         status = await self._record_page(worker_id, claimed, stubs, has_more)
         if status == "exhausted":
             await repo.try_complete(self.pool, search_id)

@@ -22,6 +22,7 @@ from shortlist.errors import NotFound
 from shortlist.talent import service
 from shortlist.talent.models import SearchCreate
 from shortlist.talent.repository import SearchRecord
+from shortlist.talent.why import CandidateWhy
 
 router = APIRouter(tags=["searches"])
 
@@ -50,12 +51,21 @@ class CandidateOut(_Out):
     profile_url: str | None
 
 
+class MarkOut(_Out):
+    status: str
+    note: str
+    updated_at: datetime
+
+
 class ResultOut(_Out):
     rank: int
     candidate: CandidateOut
     score: float
     tier: str
     status: str
+    why: CandidateWhy | None = None
+    mark: MarkOut | None = None
+    """The search owner's mark on this person (shortlisted / contacted / rejected), if any."""
 
 
 class AttemptOut(_Out):
@@ -78,6 +88,8 @@ class ResultsOut(_Out):
     candidates: dict[str, int]
     next_after: int
     attempts: list[AttemptOut]
+    hidden_count: int = 0
+    """People this search skipped because its recruiter already contacted or rejected them."""
 
 
 class TierOut(_Out):
@@ -126,6 +138,7 @@ class CandidateRetryOut(_Out):
 
 
 def result_out(row: Row) -> ResultOut:
+    mark = row.get("mark")
     return ResultOut(
         rank=int(row["rank"]),
         candidate=CandidateOut(
@@ -142,6 +155,8 @@ def result_out(row: Row) -> ResultOut:
         score=float(row["score"]),
         tier=str(row["tier"]),
         status=str(row["status"]),
+        why=row.get("why"),
+        mark=MarkOut(**mark) if mark else None,
     )
 
 
@@ -232,6 +247,7 @@ async def results(
         candidates=page.candidate_counts,
         next_after=page.next_after,
         attempts=[attempt_out(r) for r in page.attempts],
+        hidden_count=page.hidden_count,
     )
 
 
