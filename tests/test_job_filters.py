@@ -36,7 +36,7 @@ CORPUS = [
             currency_code="EUR"),
     listing("Backend Engineer", "Remote", "Python APIs on PostgreSQL.", salary_max_ks=160,
             currency_code="EUR"),
-    listing("Python Developer", "Lisbon", "Hybrid: two days a week in the office. R&D <b>Python</b>",
+    listing("Python Developer", "Lisbon", "Hybrid: 2 days a week in the office. R&D <b>Python</b>",
             salary_min_ks=1100, salary_max_ks=1500, currency_code="SEK"),
     listing("Python Engineer", "Berlin", "On site in our lab, Python and C.", work_mode="remote"),
     listing("Nurse", "Boston", "Intensive care unit."),
@@ -57,7 +57,7 @@ async def test_work_mode_is_inferred_unless_given(pool: AsyncPool) -> None:
     assert modes == {
         "Python services; ful": "remote",  # "fully remote"
         "Python APIs on Postg": "remote",  # city "Remote"
-        "Hybrid: two days a w": "hybrid",
+        "Hybrid: 2 days a wee": "hybrid",
         "On site in our lab, ": "remote",  # given by the producer: never overridden
         "Intensive care unit.": "onsite",
     }

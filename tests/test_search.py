@@ -20,6 +20,7 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
+from shortlist.listings.facets import facet_params
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import insert_listings
 from shortlist.listings.sample import iter_sample_listings
@@ -287,6 +288,7 @@ def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
         "work_mode": None,
         "posted_within_days": None,
         "k": 10,
+        **facet_params(with_facets=False),
     }
 
 

@@ -2,24 +2,20 @@
 
 Counted over the query's matches — its full-text matches plus the vector candidates the search
 ranked — under the request's filters, so every count says how many listings a click on it
-would leave. Run in the same pipeline as the page's listings (one round trip, see
-``shortlist.listings.search``); its cost against search p50 is measured by bench/bench_search.py.
+would leave. Counted by the search's own candidates statement (search.sql), on the rows its
+full-text list reads anyway; the cost against search p50 is measured by bench/bench_search.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 from pydantic import BaseModel
 
-from shortlist.db.sql import load_queries
 from shortlist.db.types import Row
 from shortlist.listings.models import WORK_MODES, WorkMode
 from shortlist.listings.money import BAND_SCALE, BAND_STEPS, format_amount
-
-Q = load_queries("shortlist.listings", "facets.sql")
 
 POSTED_WITHIN = (1, 7, 30)
 TOP_CITIES = 5
@@ -55,12 +51,10 @@ class Facets(BaseModel):
     city: list[CityCount]
 
 
-def facet_params(base: dict[str, Any], vector_ids: Sequence[UUID]) -> dict[str, Any]:
-    """The facet query's parameters: the search's own (q and filters) plus the ranked vector
-    candidates and the salary bands."""
+def facet_params(with_facets: bool) -> dict[str, Any]:
+    """The candidates statement's facet parameters."""
     return {
-        **base,
-        "vector_ids": list(vector_ids),
+        "facets": with_facets,
         "scale_codes": list(BAND_SCALE),
         "scale_factors": list(BAND_SCALE.values()),
         "band_steps": list(BAND_STEPS),
@@ -69,6 +63,8 @@ def facet_params(base: dict[str, Any], vector_ids: Sequence[UUID]) -> dict[str, 
 
 
 def facets_from_rows(rows: Sequence[Row]) -> Facets:
+    """From the counts the candidates statement returns (``facet``, ``value``, ``low_ks``,
+    ``n`` each)."""
     modes = {r["value"]: int(r["n"]) for r in rows if r["facet"] == "work_mode"}
     posted = {int(r["value"]): int(r["n"]) for r in rows if r["facet"] == "posted_within_days"}
     salary = [(r["value"], int(r["low_ks"]), int(r["n"])) for r in rows if r["facet"] == "salary"]

@@ -311,6 +311,7 @@ async def search_jobs(
         "work_mode": work_mode,
         "posted_within_days": posted_within_days,
         "k": k,
+        **facet_counts.facet_params(with_facets),
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
@@ -320,25 +321,17 @@ async def search_jobs(
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]
         text_rows = [r for r in rows if r["list"] == "text"]
+        facet_rows: list[dict[str, Any]] = next(
+            (r["facets"] for r in rows if r["list"] == "facets"), []
+        )
         ranked = fuse(vector_rows, text_rows, windows)
         page = ranked[offset : offset + size]
         page_ids = [c.id for c in page]
-        # The page's listings, their "why" and the facet counts: one pipeline, one round trip.
+        # The page's listings and their "why": one pipeline, one round trip.
         async with conn.pipeline():
             why_cur = await conn.execute(explain.Q["why"], explain.why_params(q, page_ids))
-            if with_facets:
-                facet_cur = await conn.execute(
-                    facet_counts.Q["facets"],
-                    facet_counts.facet_params(params, [r["id"] for r in vector_rows]),
-                    prepare=False,
-                )
             listings = await get_listings_by_ids(conn, page_ids)
             whys = explain.why_by_id(await why_cur.fetchall())
-            facets = (
-                facet_counts.facets_from_rows(await facet_cur.fetchall())
-                if with_facets
-                else facet_counts.EMPTY
-            )
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
@@ -360,4 +353,5 @@ async def search_jobs(
     ]
     elapsed = time.perf_counter() - started
     metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
+    facets = facet_counts.facets_from_rows(facet_rows) if with_facets else facet_counts.EMPTY
     return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)

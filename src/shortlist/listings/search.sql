@@ -8,7 +8,6 @@
 --              minimum is advertised); listings without any salary never match this filter
 --   work_mode  remote | hybrid | onsite
 --   posted_within_days  created in the last N days
--- facets.sql repeats these filters for the facet counts: change them together.
 
 -- name: widen_vector_scan
 -- For a candidate list longer than the session's hnsw.ef_search (shortlist.db.pool sets it, and
@@ -24,8 +23,15 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --   text    the k best full-text matches; also finds listings still pending their first
 --           embedding. ts_rank_cd with normalisation 32 (rank / (rank + 1)) keeps the value
 --           in [0, 1); only its order is used.
+--   facets  with %(facets)s, one row whose jsonb lists the facet counts (shortlist.listings.
+--           facets) over the query's matches: every full-text match plus the k nearest. They
+--           reuse the text list's scan, which ranks every match anyway to find its top k.
+--           Counted per value: work mode; posted within 1/7/30 days; salary bands per
+--           currency (a listing counts in every band its top figure reaches); top cities.
 WITH nearest AS MATERIALIZED (
-    SELECT id, company_name, job_title, embedding <=> %(vector)s::vector AS distance
+    SELECT id, company_name, job_title, embedding <=> %(vector)s::vector AS distance,
+           work_mode, city_location, currency_code, created_at,
+           coalesce(salary_max_ks, salary_min_ks) AS top_ks
       FROM job_listings
      WHERE %(vector)s::vector IS NOT NULL
        AND embedding IS NOT NULL
@@ -38,9 +44,11 @@ WITH nearest AS MATERIALIZED (
      ORDER BY embedding <=> %(vector)s::vector
      LIMIT %(k)s
 ),
-matching AS MATERIALIZED (
+all_matching AS MATERIALIZED (
     SELECT l.id, l.company_name, l.job_title, l.created_at,
-           ts_rank_cd(l.search_tsv, query, 32) AS text_rank
+           ts_rank_cd(l.search_tsv, query, 32) AS text_rank,
+           l.work_mode, l.city_location, l.currency_code,
+           coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
       FROM job_listings AS l, websearch_to_tsquery('english', %(q)s) AS query
      WHERE l.search_tsv @@ query
        AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
@@ -49,14 +57,55 @@ matching AS MATERIALIZED (
        AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
        AND (%(posted_within_days)s::int IS NULL
             OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
-     ORDER BY text_rank DESC, l.created_at DESC, l.id
+),
+matching AS (
+    SELECT id, company_name, job_title, created_at, text_rank
+      FROM all_matching
+     ORDER BY text_rank DESC, created_at DESC, id
      LIMIT %(k)s
+),
+facts AS MATERIALIZED (
+    SELECT work_mode, city_location, currency_code, top_ks, now() - created_at AS age
+      FROM all_matching
+     WHERE %(facets)s
+    UNION ALL
+    SELECT work_mode, city_location, currency_code, top_ks, now() - created_at
+      FROM nearest
+     WHERE %(facets)s AND id NOT IN (SELECT id FROM all_matching)
+),
+facet_counts AS (
+    SELECT 'work_mode' AS facet, work_mode AS value, NULL::int AS low_ks, count(*) AS n
+      FROM facts
+     GROUP BY work_mode
+    UNION ALL
+    SELECT 'posted_within_days', d::text, NULL,
+           count(*) FILTER (WHERE age <= make_interval(days => d))
+      FROM facts, unnest(ARRAY[1, 7, 30]) AS d
+     GROUP BY d
+    UNION ALL
+    SELECT 'salary', f.currency_code, step * coalesce(s.factor, 1), count(*)
+      FROM facts AS f
+      LEFT JOIN unnest(%(scale_codes)s::text[], %(scale_factors)s::int[]) AS s (code, factor)
+             ON s.code = f.currency_code
+     CROSS JOIN unnest(%(band_steps)s::int[]) AS step
+     WHERE f.top_ks >= step * coalesce(s.factor, 1)
+     GROUP BY f.currency_code, step * coalesce(s.factor, 1)
+    UNION ALL
+    (SELECT 'city', city_location, NULL, count(*)
+       FROM facts
+      GROUP BY city_location
+      ORDER BY count(*) DESC, city_location
+      LIMIT %(top_cities)s)
 )
 SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank,
-       id, company_name, job_title, distance
+       id, company_name, job_title, distance, NULL::jsonb AS facets
   FROM nearest
 UNION ALL
 SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id),
-       id, company_name, job_title, NULL
+       id, company_name, job_title, NULL, NULL
   FROM matching
+UNION ALL
+SELECT 'facets', 0, NULL, NULL, NULL, NULL, coalesce(jsonb_agg(to_jsonb(c)), '[]'::jsonb)
+  FROM facet_counts AS c
+HAVING %(facets)s
 ORDER BY list DESC, rank
