@@ -8,14 +8,14 @@ full-text list reads anyway; the cost against search p50 is measured by bench/be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from shortlist.db.types import Row
 from shortlist.listings.models import WORK_MODES, WorkMode
-from shortlist.listings.money import BAND_SCALE, BAND_STEPS, format_amount
+from shortlist.listings.money import BAND_SCALE, BAND_UNIT, BANDS, band_scale, format_amount
 
 POSTED_WITHIN = (1, 7, 30)
 TOP_CITIES = 5
@@ -57,28 +57,39 @@ def facet_params(with_facets: bool) -> dict[str, Any]:
         "facets": with_facets,
         "scale_codes": list(BAND_SCALE),
         "scale_factors": list(BAND_SCALE.values()),
-        "band_steps": list(BAND_STEPS),
+        "band_unit": BAND_UNIT,
+        "bands": BANDS,
         "top_cities": TOP_CITIES,
     }
 
 
-def facets_from_rows(rows: Sequence[Row]) -> Facets:
-    """From the counts the candidates statement returns (``facet``, ``value``, ``low_ks``,
-    ``n`` each)."""
-    modes = {r["value"]: int(r["n"]) for r in rows if r["facet"] == "work_mode"}
-    posted = {int(r["value"]): int(r["n"]) for r in rows if r["facet"] == "posted_within_days"}
-    salary = [(r["value"], int(r["low_ks"]), int(r["n"])) for r in rows if r["facet"] == "salary"]
-    cities = [CityCount(value=r["value"], count=int(r["n"])) for r in rows if r["facet"] == "city"]
+def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
+    """From the candidates statement's ``facets`` value: ``groups`` (``work_mode``,
+    ``currency_code``, ``band``, ``fresh``, ``n``) and ``cities`` (``city``, ``n``)."""
+    modes: Counter[str] = Counter()
+    fresh: Counter[int] = Counter()
+    bands: Counter[tuple[str, int]] = Counter()
+    for g in counts.get("groups") or ():
+        n = int(g["n"])
+        modes[g["work_mode"]] += n
+        if g["fresh"] is not None:
+            for days in POSTED_WITHIN:
+                fresh[days] += n if g["fresh"] <= days else 0
+        for step in range(1, (g["band"] or 0) + 1):
+            bands[(g["currency_code"], step)] += n
     return Facets(
-        work_mode=[WorkModeCount(value=m, count=modes[m]) for m in WORK_MODES if modes.get(m)],
-        posted_within_days=[PostedCount(days=d, count=posted.get(d, 0)) for d in POSTED_WITHIN],
+        work_mode=[WorkModeCount(value=m, count=modes[m]) for m in WORK_MODES if modes[m]],
+        posted_within_days=[PostedCount(days=d, count=fresh[d]) for d in POSTED_WITHIN],
         salary=[
             SalaryBandCount(
-                currency=code, min_ks=low, label=f"{format_amount(low, code)}+", count=n
+                currency=code,
+                min_ks=(low := step * BAND_UNIT * band_scale(code)),
+                label=f"{format_amount(low, code)}+",
+                count=n,
             )
-            for code, low, n in sorted(salary)
+            for (code, step), n in sorted(bands.items())
         ],
-        city=sorted(cities, key=lambda c: (-c.count, c.value)),
+        city=[CityCount(value=c["city"], count=int(c["n"])) for c in counts.get("cities") or ()],
     )
 
 

@@ -13,7 +13,8 @@ SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "CA
 # Salary bands of the facet are 50K, 100K, 150K, 200K and more, times this factor: a band of
 # "SEK 50K+" would hold every Swedish listing. Rough magnitude per currency; others are 1.
 BAND_SCALE = {"SEK": 10, "NOK": 10, "DKK": 7, "CZK": 20, "PLN": 4, "INR": 20, "JPY": 100}
-BAND_STEPS = (50, 100, 150, 200)
+BAND_UNIT = 50
+BANDS = 4
 
 
 def format_amount(thousands: int, currency_code: str) -> str:

@@ -321,8 +321,8 @@ async def search_jobs(
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]
         text_rows = [r for r in rows if r["list"] == "text"]
-        facet_rows: list[dict[str, Any]] = next(
-            (r["facets"] for r in rows if r["list"] == "facets"), []
+        facet_counts_row: dict[str, Any] = next(
+            (r["facets"] for r in rows if r["list"] == "facets"), {}
         )
         ranked = fuse(vector_rows, text_rows, windows)
         page = ranked[offset : offset + size]
@@ -353,5 +353,7 @@ async def search_jobs(
     ]
     elapsed = time.perf_counter() - started
     metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
-    facets = facet_counts.facets_from_rows(facet_rows) if with_facets else facet_counts.EMPTY
+    facets = (
+        facet_counts.facets_from_counts(facet_counts_row) if with_facets else facet_counts.EMPTY
+    )
     return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)

@@ -23,11 +23,9 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --   text    the k best full-text matches; also finds listings still pending their first
 --           embedding. ts_rank_cd with normalisation 32 (rank / (rank + 1)) keeps the value
 --           in [0, 1); only its order is used.
---   facets  with %(facets)s, one row whose jsonb lists the facet counts (shortlist.listings.
+--   facets  with %(facets)s, one row whose jsonb holds the facet counts (shortlist.listings.
 --           facets) over the query's matches: every full-text match plus the k nearest. They
 --           reuse the text list's scan, which ranks every match anyway to find its top k.
---           Counted per value: work mode; posted within 1/7/30 days; salary bands per
---           currency (a listing counts in every band its top figure reaches); top cities.
 WITH nearest AS MATERIALIZED (
     SELECT id, company_name, job_title, embedding <=> %(vector)s::vector AS distance,
            work_mode, city_location, currency_code, created_at,
@@ -65,37 +63,34 @@ matching AS (
      LIMIT %(k)s
 ),
 facts AS MATERIALIZED (
-    SELECT work_mode, city_location, currency_code, top_ks, now() - created_at AS age
+    SELECT work_mode, city_location, currency_code, top_ks, created_at
       FROM all_matching
      WHERE %(facets)s
     UNION ALL
-    SELECT work_mode, city_location, currency_code, top_ks, now() - created_at
+    SELECT work_mode, city_location, currency_code, top_ks, created_at
       FROM nearest
      WHERE %(facets)s AND id NOT IN (SELECT id FROM all_matching)
 ),
-facet_counts AS (
-    SELECT 'work_mode' AS facet, work_mode AS value, NULL::int AS low_ks, count(*) AS n
-      FROM facts
-     GROUP BY work_mode
-    UNION ALL
-    SELECT 'posted_within_days', d::text, NULL,
-           count(*) FILTER (WHERE age <= make_interval(days => d))
-      FROM facts, unnest(ARRAY[1, 7, 30]) AS d
-     GROUP BY d
-    UNION ALL
-    SELECT 'salary', f.currency_code, step * coalesce(s.factor, 1), count(*)
+-- Small groups, summed up in Python: band = how many salary steps (%(band_unit)s thousand
+-- times the currency's factor) the top figure reaches; fresh = 1, 7 or 30 days, or NULL.
+facet_groups AS (
+    SELECT f.work_mode, f.currency_code,
+           least(%(bands)s, floor(f.top_ks / (%(band_unit)s * coalesce(s.factor, 1))))::int AS band,
+           CASE WHEN f.created_at >= now() - interval '1 day' THEN 1
+                WHEN f.created_at >= now() - interval '7 days' THEN 7
+                WHEN f.created_at >= now() - interval '30 days' THEN 30 END AS fresh,
+           count(*) AS n
       FROM facts AS f
       LEFT JOIN unnest(%(scale_codes)s::text[], %(scale_factors)s::int[]) AS s (code, factor)
              ON s.code = f.currency_code
-     CROSS JOIN unnest(%(band_steps)s::int[]) AS step
-     WHERE f.top_ks >= step * coalesce(s.factor, 1)
-     GROUP BY f.currency_code, step * coalesce(s.factor, 1)
-    UNION ALL
-    (SELECT 'city', city_location, NULL, count(*)
-       FROM facts
-      GROUP BY city_location
-      ORDER BY count(*) DESC, city_location
-      LIMIT %(top_cities)s)
+     GROUP BY 1, 2, 3, 4
+),
+top_cities AS (
+    SELECT city_location AS city, count(*) AS n
+      FROM facts
+     GROUP BY city_location
+     ORDER BY n DESC, city_location
+     LIMIT %(top_cities)s
 )
 SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank,
        id, company_name, job_title, distance, NULL::jsonb AS facets
@@ -105,7 +100,8 @@ SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id),
        id, company_name, job_title, NULL, NULL
   FROM matching
 UNION ALL
-SELECT 'facets', 0, NULL, NULL, NULL, NULL, coalesce(jsonb_agg(to_jsonb(c)), '[]'::jsonb)
-  FROM facet_counts AS c
-HAVING %(facets)s
+SELECT 'facets', 0, NULL, NULL, NULL, NULL,
+       jsonb_build_object('groups', (SELECT jsonb_agg(g) FROM facet_groups AS g),
+                          'cities', (SELECT jsonb_agg(c) FROM top_cities AS c))
+ WHERE %(facets)s
 ORDER BY list DESC, rank
