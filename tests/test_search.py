@@ -20,13 +20,14 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
-from shortlist.listings.facets import facet_params
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import insert_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
+    CANDIDATES as SEARCH_CANDIDATES,
+)
+from shortlist.listings.search import (
     RRF_K,
-    Q,
     fuse,
     fusion_windows,
     score_from_cosine_distance,
@@ -38,7 +39,7 @@ from tests.fakes import FakeEmbedder
 
 pytest_plugins = ["tests.api_fixtures"]
 
-CANDIDATES = Q["candidates"]
+CANDIDATES = SEARCH_CANDIDATES
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -288,7 +289,6 @@ def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
         "work_mode": None,
         "posted_within_days": None,
         "k": 10,
-        **facet_params(with_facets=False),
     }
 
 

@@ -51,16 +51,14 @@ class Facets(BaseModel):
     city: list[CityCount]
 
 
-def facet_params(with_facets: bool) -> dict[str, Any]:
-    """The candidates statement's facet parameters."""
-    return {
-        "facets": with_facets,
-        "scale_codes": list(BAND_SCALE),
-        "scale_factors": list(BAND_SCALE.values()),
-        "band_unit": BAND_UNIT,
-        "bands": BANDS,
-        "top_cities": TOP_CITIES,
-    }
+# The candidates statement's parameters for the facet counts.
+FACET_PARAMS: dict[str, Any] = {
+    "scale_codes": list(BAND_SCALE),
+    "scale_factors": list(BAND_SCALE.values()),
+    "band_unit": BAND_UNIT,
+    "bands": BANDS,
+    "top_cities": TOP_CITIES,
+}
 
 
 def facets_from_counts(counts: Mapping[str, Any]) -> Facets:

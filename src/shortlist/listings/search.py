@@ -74,6 +74,19 @@ from shortlist.validation import is_storable_text
 log = logging.getLogger(__name__)
 
 Q = load_queries("shortlist.listings", "search.sql")
+# The candidates statement, with or without the facet counts (see search.sql).
+_ORDER = "\nORDER BY list DESC, rank"
+CANDIDATES = Q["candidate_ctes"] + "\n" + Q["candidate_lists"] + _ORDER
+CANDIDATES_WITH_FACETS = (
+    Q["candidate_ctes"]
+    + ",\n"
+    + Q["facet_ctes"]
+    + "\n"
+    + Q["candidate_lists"]
+    + "\nUNION ALL\n"
+    + Q["facets_row"]
+    + _ORDER
+)
 
 RRF_K = 60
 FIRST_WINDOW = 10
@@ -311,13 +324,14 @@ async def search_jobs(
         "work_mode": work_mode,
         "posted_within_days": posted_within_days,
         "k": k,
-        **facet_counts.facet_params(with_facets),
+        **facet_counts.FACET_PARAMS,
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        cur = await conn.execute(Q["candidates"], params, prepare=False)
+        statement = CANDIDATES_WITH_FACETS if with_facets else CANDIDATES
+        cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]
         text_rows = [r for r in rows if r["list"] == "text"]

@@ -14,7 +14,7 @@
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: candidates
+-- name: candidate_ctes
 -- Both candidate lists in one statement (one round trip), each numbered in its own order:
 --   vector  the k nearest embedded listings by cosine distance, through the HNSW index (or, when
 --           the location filter is selective, an exact scan of the rows the trigram index
@@ -23,9 +23,13 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --   text    the k best full-text matches; also finds listings still pending their first
 --           embedding. ts_rank_cd with normalisation 32 (rank / (rank + 1)) keeps the value
 --           in [0, 1); only its order is used.
---   facets  with %(facets)s, one row whose jsonb holds the facet counts (shortlist.listings.
---           facets) over the query's matches: every full-text match plus the k nearest. They
---           reuse the text list's scan, which ranks every match anyway to find its top k.
+--   facets  (candidates with facets only) one row whose jsonb holds the facet counts
+--           (shortlist.listings.facets) over the query's matches: every full-text match plus the
+--           k nearest. They reuse the text list's scan, which ranks every match anyway to find
+--           its top k: all_matching is then read twice, so PostgreSQL materialises it; read
+--           once (no facets), it is inlined into a top-k sort.
+-- shortlist.listings.search puts the statement together from the four blocks below:
+--   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
 WITH nearest AS MATERIALIZED (
     SELECT id, company_name, job_title, embedding <=> %(vector)s::vector AS distance,
            work_mode, city_location, currency_code, created_at,
@@ -42,7 +46,7 @@ WITH nearest AS MATERIALIZED (
      ORDER BY embedding <=> %(vector)s::vector
      LIMIT %(k)s
 ),
-all_matching AS MATERIALIZED (
+all_matching AS (
     SELECT l.id, l.company_name, l.job_title, l.created_at,
            ts_rank_cd(l.search_tsv, query, 32) AS text_rank,
            l.work_mode, l.city_location, l.currency_code,
@@ -61,15 +65,17 @@ matching AS (
       FROM all_matching
      ORDER BY text_rank DESC, created_at DESC, id
      LIMIT %(k)s
-),
+)
+
+-- name: facet_ctes
+-- Appended to candidate_ctes when facets are counted.
 facts AS MATERIALIZED (
     SELECT work_mode, city_location, currency_code, top_ks, created_at
       FROM all_matching
-     WHERE %(facets)s
     UNION ALL
     SELECT work_mode, city_location, currency_code, top_ks, created_at
       FROM nearest
-     WHERE %(facets)s AND id NOT IN (SELECT id FROM all_matching)
+     WHERE id NOT IN (SELECT id FROM all_matching)
 ),
 -- Small groups, summed up in Python: band = how many salary steps (%(band_unit)s thousand
 -- times the currency's factor) the top figure reaches; fresh = 1, 7 or 30 days, or NULL.
@@ -92,6 +98,8 @@ top_cities AS (
      ORDER BY n DESC, city_location
      LIMIT %(top_cities)s
 )
+
+-- name: candidate_lists
 SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank,
        id, company_name, job_title, distance, NULL::jsonb AS facets
   FROM nearest
@@ -99,9 +107,8 @@ UNION ALL
 SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id),
        id, company_name, job_title, NULL, NULL
   FROM matching
-UNION ALL
+
+-- name: facets_row
 SELECT 'facets', 0, NULL, NULL, NULL, NULL,
        jsonb_build_object('groups', (SELECT jsonb_agg(g) FROM facet_groups AS g),
                           'cities', (SELECT jsonb_agg(c) FROM top_cities AS c))
- WHERE %(facets)s
-ORDER BY list DESC, rank
