@@ -4,11 +4,16 @@ facets with counts, and per-hit ``why``; salary in the listing's own currency st
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from email.message import EmailMessage
+from pathlib import Path
 
 import httpx
 import pytest
 
 from shortlist.db.types import AsyncPool
+from shortlist.errors import BadInput
+from shortlist.listings.email_post import parse_job_email
+from shortlist.listings.ingest import ListingFileReader, ingest_listings
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.money import format_salary
 from shortlist.listings.repository import insert_listings
@@ -173,3 +178,32 @@ def test_salary_in_the_listings_own_currency_style(
     low: int | None, high: int | None, currency: str, text: str | None
 ) -> None:
     assert format_salary(low, high, currency) == text
+
+
+async def test_files_and_e_mail_carry_work_mode(pool: AsyncPool, tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text(
+        "title,company,location,description,work_mode\n"
+        "QA,Initech,Austin,Tests.,Hybrid\n"
+        "QA,Initech,Austin,Tests.,beach\n"
+        "QA,Initech,Remote,Tests.,\n",
+        encoding="utf-8",
+    )
+    with ListingFileReader(path) as reader:
+        async with pool.connection() as conn:
+            report = await ingest_listings(conn, reader)
+    assert report.inserted == 2
+    assert [(b.line, b.reason.split(":")[0]) for b in report.bad_rows] == [(3, "work_mode")]
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT work_mode FROM job_listings ORDER BY city_location")
+        assert [r["work_mode"] for r in await cur.fetchall()] == ["hybrid", "remote"]
+
+    msg = EmailMessage()
+    msg["From"] = "Hiring <hr@acme.io>"
+    msg["Subject"] = "QA Engineer at Acme (Oslo)"
+    msg.set_content("Work mode: Remote\nTest our robots.\n")
+    assert parse_job_email(bytes(msg)).work_mode == "remote"
+    msg.set_content("Work mode: sometimes\nTest our robots.\n")
+    with pytest.raises(BadInput) as refused:
+        parse_job_email(bytes(msg))
+    assert refused.value.field == "work_mode"
