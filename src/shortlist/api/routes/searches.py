@@ -137,21 +137,25 @@ class CandidateRetryOut(_Out):
     search_status: str
 
 
+def candidate_out(row: Row) -> CandidateOut:
+    return CandidateOut(
+        id=str(row["candidate_id"]),
+        full_name=row["full_name"],
+        headline=row["headline"],
+        role_title=row["role_title"],
+        location=row["location"],
+        skills=list(row["skills"] or ()),
+        years_experience=row["years_experience"],
+        email=row["email"],
+        profile_url=row["profile_url"],
+    )
+
+
 def result_out(row: Row) -> ResultOut:
     mark = row.get("mark")
     return ResultOut(
         rank=int(row["rank"]),
-        candidate=CandidateOut(
-            id=str(row["candidate_id"]),
-            full_name=row["full_name"],
-            headline=row["headline"],
-            role_title=row["role_title"],
-            location=row["location"],
-            skills=list(row["skills"] or ()),
-            years_experience=row["years_experience"],
-            email=row["email"],
-            profile_url=row["profile_url"],
-        ),
+        candidate=candidate_out(row),
         score=float(row["score"]),
         tier=str(row["tier"]),
         status=str(row["status"]),

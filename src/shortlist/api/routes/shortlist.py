@@ -12,8 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from shortlist.api.deps import RecruiterDep, ServicesDep
-from shortlist.api.routes.searches import CandidateOut, MarkOut, _Out
-from shortlist.db.types import Row
+from shortlist.api.routes.searches import CandidateOut, MarkOut, _Out, candidate_out
 from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.marks import MarkIn, MarkStatus
@@ -56,20 +55,6 @@ class HiddenListOut(_Out):
     hidden: list[HiddenOut]
 
 
-def _candidate(row: Row) -> CandidateOut:
-    return CandidateOut(
-        id=str(row["candidate_id"]),
-        full_name=row["full_name"],
-        headline=row["headline"],
-        role_title=row["role_title"],
-        location=row["location"],
-        skills=list(row["skills"] or ()),
-        years_experience=row["years_experience"],
-        email=row["email"],
-        profile_url=row["profile_url"],
-    )
-
-
 @router.put(
     "/api/candidates/{candidate_id}/mark", response_model=MarkedOut, response_model_by_alias=True
 )
@@ -109,7 +94,7 @@ async def hidden(search_id: str, services: ServicesDep, principal: RecruiterDep)
         search_id=str(sid),
         hidden=[
             HiddenOut(
-                candidate=_candidate(r),
+                candidate=candidate_out(r),
                 score=float(r["score"]),
                 mark=MarkOut(
                     status=r["mark_status"], note=r["mark_note"], updated_at=r["updated_at"]
