@@ -9,7 +9,9 @@
    ``ts_rank_cd``. This also finds listings whose embedding is still pending, so a listing is
    searchable the moment it is written, before the indexer gets to it.
    Both lists come from one statement, and the page's listings from a second: two round
-   trips per search.
+   trips per search. The first also counts the facets (``shortlist.listings.facets``) on
+   the full-text matches it reads anyway; the second carries each hit's ``why``
+   (``shortlist.listings.why``).
 3. **Rerank** — reciprocal rank fusion, ``Σ 1 / (60 + rank)`` over the lists a listing is in
    (Cormack et al., 2009; k = 60 is their constant). RRF uses ranks only, so it needs no
    calibration between a cosine distance and a ``ts_rank_cd`` value, which live on unrelated
@@ -67,7 +69,6 @@ from shortlist.listings import facets as facet_counts
 from shortlist.listings import why as explain
 from shortlist.listings.facets import Facets
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES, ListingOut
-from shortlist.listings.repository import get_listings_by_ids
 from shortlist.listings.why import Why
 from shortlist.validation import is_storable_text
 
@@ -341,11 +342,11 @@ async def search_jobs(
         ranked = fuse(vector_rows, text_rows, windows)
         page = ranked[offset : offset + size]
         page_ids = [c.id for c in page]
-        # The page's listings and their "why": one pipeline, one round trip.
-        async with conn.pipeline():
-            why_cur = await conn.execute(explain.Q["why"], explain.why_params(q, page_ids))
-            listings = await get_listings_by_ids(conn, page_ids)
-            whys = explain.why_by_id(await why_cur.fetchall())
+        # The page's listings with their "why", in one statement.
+        cur = await conn.execute(explain.Q["page_with_why"], explain.why_params(q, page_ids))
+        page_rows = await cur.fetchall()
+        listings = {r["id"]: ListingOut.from_row(r) for r in page_rows}
+        whys = explain.why_by_id(page_rows)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
