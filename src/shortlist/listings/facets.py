@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shortlist.listings.models import WORK_MODES, WorkMode
-from shortlist.listings.money import BAND_SCALE, BAND_UNIT, BANDS, band_scale, format_amount
+from shortlist.listings.money import BAND_UNIT, BANDS, band_scale, format_amount
 
 POSTED_WITHIN = (1, 7, 30)
 TOP_CITIES = 5
@@ -53,17 +53,14 @@ class Facets(BaseModel):
 
 # The candidates statement's parameters for the facet counts.
 FACET_PARAMS: dict[str, Any] = {
-    "scale_codes": list(BAND_SCALE),
-    "scale_factors": list(BAND_SCALE.values()),
     "band_unit": BAND_UNIT,
-    "bands": BANDS,
     "top_cities": TOP_CITIES,
 }
 
 
 def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
     """From the candidates statement's ``facets`` value: ``groups`` (``work_mode``,
-    ``currency_code``, ``band``, ``fresh``, ``n``) and ``cities`` (``city``, ``n``)."""
+    ``currency_code``, ``units``, ``fresh``, ``n``) and ``cities`` (``city``, ``n``)."""
     modes: Counter[str] = Counter()
     fresh: Counter[int] = Counter()
     bands: Counter[tuple[str, int]] = Counter()
@@ -73,7 +70,9 @@ def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
         if g["fresh"] is not None:
             for days in POSTED_WITHIN:
                 fresh[days] += n if g["fresh"] <= days else 0
-        for step in range(1, (g["band"] or 0) + 1):
+        # units of BAND_UNIT thousand → bands of BAND_UNIT × the currency's factor
+        band = min(BANDS, (g["units"] or 0) // band_scale(g["currency_code"]))
+        for step in range(1, band + 1):
             bands[(g["currency_code"], step)] += n
     return Facets(
         work_mode=[WorkModeCount(value=m, count=modes[m]) for m in WORK_MODES if modes[m]],

@@ -77,18 +77,16 @@ facts AS MATERIALIZED (
       FROM nearest
      WHERE id NOT IN (SELECT id FROM all_matching)
 ),
--- Small groups, summed up in Python: band = how many salary steps (%(band_unit)s thousand
--- times the currency's factor) the top figure reaches; fresh = 1, 7 or 30 days, or NULL.
+-- Small groups, summed up in Python: units = the top figure in steps of %(band_unit)s thousand
+-- (Python scales them per currency into bands); fresh = 1, 7 or 30 days, or NULL.
 facet_groups AS (
     SELECT f.work_mode, f.currency_code,
-           least(%(bands)s, floor(f.top_ks / (%(band_unit)s * coalesce(s.factor, 1))))::int AS band,
+           f.top_ks / %(band_unit)s AS units,
            CASE WHEN f.created_at >= now() - interval '1 day' THEN 1
                 WHEN f.created_at >= now() - interval '7 days' THEN 7
                 WHEN f.created_at >= now() - interval '30 days' THEN 30 END AS fresh,
            count(*) AS n
       FROM facts AS f
-      LEFT JOIN unnest(%(scale_codes)s::text[], %(scale_factors)s::int[]) AS s (code, factor)
-             ON s.code = f.currency_code
      GROUP BY 1, 2, 3, 4
 ),
 top_cities AS (
