@@ -242,14 +242,18 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
     return make
 
 
-async def call(client: httpx.AsyncClient, row: Row, world: World, token: str | None) -> int:
-    path = row.path.format(
+def path_of(row: Row, world: World) -> str:
+    return row.path.format(
         listing=world.listing,
         slug=world.slug,
         search=world.search,
         stub=world.stub,
         candidate=world.candidate,
     )
+
+
+async def call(client: httpx.AsyncClient, row: Row, world: World, token: str | None) -> int:
+    path = path_of(row, world)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if row.content_type:
         headers["Content-Type"] = row.content_type
@@ -336,9 +340,7 @@ async def test_a_bad_token_is_401_everywhere_a_token_is_read(
         if row.expected["none"] != 401:
             continue
         for headers in bad:
-            path = row.path.format(
-                listing=world.listing, slug=world.slug, search=world.search, stub=world.stub
-            )
+            path = path_of(row, world)
             response = await client.request(row.method, path, headers=headers, json=row.json)
             assert response.status_code == 401, (row_id(row), headers, response.text)
 
