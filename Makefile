@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install serve test test-fast lint typecheck pytest bench bench-smoke chaos browser clean
+.PHONY: install serve test test-fast lint typecheck pytest bench bench-smoke chaos browser axe clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-install: $(STAMP) browser
+install: $(STAMP) browser axe
 
 # Debian's chromium for the browser tests (never a downloaded browser build).
 browser:
@@ -24,6 +24,23 @@ browser:
 		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
 		echo "warning: could not install chromium; browser tests will be skipped outside CI"; \
 	fi
+
+# axe-core for the accessibility audit of the browser tests, from the npm registry at the
+# version tests/axe/package-lock.json pins (npm ci); Debian's npm when missing and root.
+AXE := tests/axe/node_modules/axe-core/axe.min.js
+
+$(AXE): tests/axe/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
+		apt-get install -y -qq npm >/dev/null 2>&1 || \
+		(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq npm >/dev/null 2>&1) || true; \
+	fi
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/axe --no-audit --no-fund --loglevel=error && touch $(AXE); \
+	else \
+		echo "warning: npm not found; the accessibility audit will be skipped outside CI"; \
+	fi
+
+axe: $(AXE)
 
 serve: $(STAMP)
 	$(BIN)/shortlist serve
@@ -35,7 +52,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) browser
+pytest: $(STAMP) browser axe
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
@@ -52,4 +69,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/axe/node_modules

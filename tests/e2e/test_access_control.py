@@ -58,6 +58,7 @@ class World:
     slug: str
     search: str
     stub: int
+    candidate: str
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,16 @@ TABLE = [
     Row("GET", "/api/searches/{search}/events", recruiter_owned(200)),
     Row("POST", "/api/searches/{search}/retry", recruiter_owned(200)),
     Row("POST", "/api/searches/{search}/candidates/{stub}/retry", recruiter_owned(200)),
+    # A recruiter marks people their own searches found; anyone else's is a 404.
+    Row(
+        "PUT",
+        "/api/candidates/{candidate}/mark",
+        recruiter_owned(200),
+        json={"status": "shortlisted", "note": "strong"},
+    ),
+    Row("GET", "/api/shortlist", recruiter_any(200)),
+    Row("GET", "/api/searches/{search}/hidden", recruiter_owned(200)),
+    Row("GET", "/api/searches/{search}/results.csv", recruiter_owned(200)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),
@@ -204,16 +215,44 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
             )
             stub = await cur.fetchone()
             assert stub is not None
+            # One result: a person the recruiter's search found (and may mark).
+            cur = await conn.execute(
+                "INSERT INTO candidates (full_name) VALUES ('Ada Lovelace') RETURNING id"
+            )
+            person = await cur.fetchone()
+            assert person is not None
+            await conn.execute(
+                "INSERT INTO search_results (search_id, rank, candidate_id, tier, score)"
+                " VALUES (%s, 1, %s, 'internal', 0.9)",
+                (search["id"], person["id"]),
+            )
+            await conn.execute(
+                "UPDATE searches SET result_count = 1 WHERE id = %s", (search["id"],)
+            )
             await conn.commit()
-        return World(str(listing["id"]), listing["detail_page_slug"], str(search["id"]), stub["id"])
+        return World(
+            str(listing["id"]),
+            listing["detail_page_slug"],
+            str(search["id"]),
+            stub["id"],
+            str(person["id"]),
+        )
 
     return make
 
 
-async def call(client: httpx.AsyncClient, row: Row, world: World, token: str | None) -> int:
-    path = row.path.format(
-        listing=world.listing, slug=world.slug, search=world.search, stub=world.stub
+def path_of(row: Row, world: World) -> str:
+    return row.path.format(
+        listing=world.listing,
+        slug=world.slug,
+        search=world.search,
+        stub=world.stub,
+        candidate=world.candidate,
     )
+
+
+async def call(client: httpx.AsyncClient, row: Row, world: World, token: str | None) -> int:
+    path = path_of(row, world)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if row.content_type:
         headers["Content-Type"] = row.content_type
@@ -274,7 +313,12 @@ def test_the_table_covers_every_endpoint(app: FastAPI) -> None:
         for m, p in covered
     }
     normalised = {
-        (m, p.replace("{search}", "{search_id}").replace("{stub}", "{candidate_id}"))
+        (
+            m,
+            p.replace("{search}", "{search_id}")
+            .replace("{stub}", "{candidate_id}")
+            .replace("{candidate}", "{candidate_id}"),
+        )
         for m, p in normalised
     }
     missing = documented - normalised
@@ -295,9 +339,7 @@ async def test_a_bad_token_is_401_everywhere_a_token_is_read(
         if row.expected["none"] != 401:
             continue
         for headers in bad:
-            path = row.path.format(
-                listing=world.listing, slug=world.slug, search=world.search, stub=world.stub
-            )
+            path = path_of(row, world)
             response = await client.request(row.method, path, headers=headers, json=row.json)
             assert response.status_code == 401, (row_id(row), headers, response.text)
 

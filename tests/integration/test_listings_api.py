@@ -204,7 +204,7 @@ async def test_create_returns_listing_with_location_slug_and_salary_range(
     assert set(body) == {
         "id", "company_name", "job_title", "city_location", "description", "salary_min_ks",
         "salary_max_ks", "currency_code", "salary_range", "detail_page_slug", "created_at",
-        "updated_at", "embedding_status", "embedded_at", "embedding_error",
+        "updated_at", "embedding_status", "embedded_at", "embedding_error", "work_mode",
     }  # fmt: skip
     async with pool.connection() as conn:
         cur = await conn.execute(

@@ -25,7 +25,9 @@ from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
-    QUERIES,
+    CANDIDATES as SEARCH_CANDIDATES,
+)
+from shortlist.listings.search import (
     fuse,
     fusion_windows,
     search_jobs,
@@ -34,7 +36,7 @@ from shortlist.queue.notify import Notifier
 from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
-CANDIDATES = QUERIES["candidates"]
+CANDIDATES = SEARCH_CANDIDATES
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -275,6 +277,8 @@ def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
         "vector": qvec,
         "location": like_pattern(location),
         "salary_min": None,
+        "work_mode": None,
+        "posted_within_days": None,
         "k": 10,
     }
 
@@ -356,10 +360,10 @@ async def test_search_endpoint_shape(
         observed + 1
     )
     body = resp.json()
-    assert set(body) == {"query", "took_ms", "hits"}
+    assert set(body) == {"query", "took_ms", "hits", "facets"}
     assert len(body["hits"]) == 2
     hit = body["hits"][0]
-    assert set(hit) == {"listing", "score"}
+    assert set(hit) == {"listing", "score", "why"}
     assert hit["listing"]["job_title"] == "Data Engineer"
     assert hit["listing"]["salary_range"] == "$65K - $85K EUR"
     assert hit["listing"]["detail_page_slug"].endswith(hit["listing"]["id"])

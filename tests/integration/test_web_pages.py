@@ -166,11 +166,12 @@ async def test_search_shows_hits_with_title_company_city_salary_score_and_links(
     assert html.index("Senior Python Backend Engineer") < html.index("Frontend Developer")
     assert f'href="/jobs/{first["detail_page_slug"]}"' in html
     assert "Northwind Payments" in html and "Berlin" in html
-    assert "$90K - $120K EUR" in html and "From $70K USD" in html
+    assert "€90K – €120K" in html and "From $70K" in html
     assert "Salary not listed" in html
     assert re.search(r"\d+% match", html)
-    # user text is escaped, never markup
-    assert "</script><b>" not in html and "&lt;/script&gt;&lt;b&gt;" in html
+    # user text is never markup; the snippet marks the query's words
+    assert "</script><b>" not in html and "<b>not bold</b>" not in html
+    assert "<mark>Python</mark>" in html
     assert Page(html).title == "python backend payments jobs | shortlist"
 
 

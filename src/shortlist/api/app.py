@@ -12,7 +12,7 @@ from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import events, jobs, probes, searches
+from shortlist.api.routes import events, jobs, probes, searches, shortlist
 from shortlist.bootstrap import Services
 from shortlist.web import pages
 
@@ -102,7 +102,14 @@ def create_app(services: Services) -> FastAPI:
     app.state.search_limiter = RateLimiter(settings.search_rate_limit)
     install_error_handlers(app)
 
-    for router in (probes.router, jobs.router, searches.router, events.router, pages.router):
+    for router in (
+        probes.router,
+        jobs.router,
+        searches.router,
+        shortlist.router,
+        events.router,
+        pages.router,
+    ):
         app.include_router(router)
     app.add_middleware(
         GuardMiddleware,

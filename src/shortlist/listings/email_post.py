@@ -38,7 +38,7 @@ _SUBJECT_SEP = re.compile(r"\s+[-–—|]\s+")
 
 _FIELD_LINE = re.compile(
     r"^\s*(?P<key>company(?:\s+name)?|employer|job\s+title|title|position|role|location|city"
-    r"|salary|compensation|pay|currency)\s*:\s*(?P<value>.*?)\s*$",
+    r"|salary|compensation|pay|currency|work\s+mode)\s*:\s*(?P<value>.*?)\s*$",
     re.IGNORECASE,
 )
 _FIELD_OF_KEY = {
@@ -54,6 +54,7 @@ _FIELD_OF_KEY = {
     "salary": "salary",
     "compensation": "salary",
     "pay": "salary",
+    "work mode": "work_mode",
     "currency": "currency",
 }
 
@@ -305,6 +306,7 @@ def parse_job_email(raw: bytes) -> ListingCreate:
             salary_min_ks=salary.min_ks,
             salary_max_ks=salary.max_ks,
             currency_code=currency,
+            work_mode=found.get("work_mode"),
         )
     except ValidationError as exc:
         raise bad_input_from(exc, prefix="e-mail job post: ") from None

@@ -34,6 +34,8 @@ MAX_SALARY_KS = 100_000
 
 Source = Literal["api", "import", "email", "sample"]
 EmbeddingStatus = Literal["pending", "embedded", "failed"]
+WorkMode = Literal["remote", "hybrid", "onsite"]
+WORK_MODES: tuple[WorkMode, ...] = ("remote", "hybrid", "onsite")
 
 
 def _no_bool(value: object) -> object:
@@ -79,6 +81,13 @@ CurrencyCode = Annotated[
     Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD (upper-cased on input)"),
 ]
 
+WorkModeIn = Annotated[
+    WorkMode | None,
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
+    BeforeValidator(blank_to_none),
+    Field(description="remote, hybrid or onsite; absent: inferred from the listing's text"),
+]
+
 
 def _check_salary_order(low: int | None, high: int | None) -> None:
     if low is not None and high is not None and low > high:
@@ -97,6 +106,8 @@ class ListingCreate(BaseModel):
     salary_min_ks: SalaryKs = None
     salary_max_ks: SalaryKs = None
     currency_code: CurrencyCode = "USD"
+    # Absent: the database infers it from the text (migration 0011, infer_work_mode).
+    work_mode: WorkModeIn = None
 
     @model_validator(mode="after")
     def _salary_order(self) -> Self:
@@ -120,6 +131,8 @@ class ListingPatch(BaseModel):
     salary_min_ks: SalaryKs = None
     salary_max_ks: SalaryKs = None
     currency_code: CurrencyCode | None = None
+    # null: inferred again from the text.
+    work_mode: WorkModeIn = None
 
     @model_validator(mode="after")
     def _meaningful(self) -> Self:
@@ -163,6 +176,7 @@ class ListingOut(BaseModel):
     salary_min_ks: int | None
     salary_max_ks: int | None
     currency_code: str
+    work_mode: WorkMode
     salary_range: str | None
     detail_page_slug: str
     created_at: datetime
@@ -183,6 +197,7 @@ class ListingOut(BaseModel):
             salary_min_ks=row["salary_min_ks"],
             salary_max_ks=row["salary_max_ks"],
             currency_code=row["currency_code"],
+            work_mode=row["work_mode"],
             salary_range=format_salary_range(
                 row["salary_min_ks"], row["salary_max_ks"], row["currency_code"]
             ),

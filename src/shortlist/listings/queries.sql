@@ -5,13 +5,14 @@
 -- name: insert_listing
 INSERT INTO job_listings (
     id, company_name, job_title, city_location, description,
-    salary_min_ks, salary_max_ks, currency_code, detail_page_slug, source, owner_token_id)
+    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
+    owner_token_id)
 VALUES (
     %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
-    %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(detail_page_slug)s,
+    %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(work_mode)s, %(detail_page_slug)s,
     %(source)s, %(owner_token_id)s)
 RETURNING id, company_name, job_title, city_location, description,
-          salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+          salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error
 
@@ -19,12 +20,12 @@ RETURNING id, company_name, job_title, city_location, description,
 -- Bulk producers (import, sample). Rows are validated in Python before they get here.
 COPY job_listings (
     id, company_name, job_title, city_location, description,
-    salary_min_ks, salary_max_ks, currency_code, detail_page_slug, source)
+    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source)
 FROM STDIN
 
 -- name: get_listing
 SELECT id, company_name, job_title, city_location, description,
-       salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+       salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error
   FROM job_listings
@@ -32,7 +33,7 @@ SELECT id, company_name, job_title, city_location, description,
 
 -- name: get_listings_by_ids
 SELECT id, company_name, job_title, city_location, description,
-       salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+       salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error
   FROM job_listings
@@ -41,7 +42,7 @@ SELECT id, company_name, job_title, city_location, description,
 -- name: lock_listing
 -- Taken before a change so that the ownership check and the write see the same row.
 SELECT id, company_name, job_title, city_location, description,
-       salary_min_ks, salary_max_ks, currency_code, owner_token_id
+       salary_min_ks, salary_max_ks, currency_code, work_mode, owner_token_id
   FROM job_listings
  WHERE id = %(id)s
    FOR UPDATE
@@ -57,10 +58,11 @@ UPDATE job_listings
        salary_min_ks = %(salary_min_ks)s,
        salary_max_ks = %(salary_max_ks)s,
        currency_code = %(currency_code)s,
+       work_mode = %(work_mode)s,
        detail_page_slug = %(detail_page_slug)s
  WHERE id = %(id)s
 RETURNING id, company_name, job_title, city_location, description,
-          salary_min_ks, salary_max_ks, currency_code, detail_page_slug,
+          salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error
 

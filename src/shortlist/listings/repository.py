@@ -106,6 +106,7 @@ async def copy_listings(conn: AsyncConn, items: Iterable[ListingCreate], *, sour
                     row["salary_min_ks"],
                     row["salary_max_ks"],
                     row["currency_code"],
+                    row["work_mode"],
                     row["detail_page_slug"],
                     row["source"],
                 )

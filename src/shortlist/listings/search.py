@@ -9,7 +9,9 @@
    ``ts_rank_cd``. This also finds listings whose embedding is still pending, so a listing is
    searchable the moment it is written, before the indexer gets to it.
    Both lists come from one statement, and the page's listings from a second: two round
-   trips per search.
+   trips per search. The first also counts the facets (``shortlist.listings.facets``) on
+   the full-text matches it reads anyway; the second carries each hit's ``why``
+   (``shortlist.listings.why``).
 3. **Rerank** — every listing either list found is scored on its own evidence (cosine
    similarity, title words, title trigram similarity; see ``shortlist.relevance``): the
    estimated probability that it is relevant, fitted and checked on labelled postings
@@ -57,14 +59,30 @@ from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.errors import BadInput
-from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, ListingOut
-from shortlist.listings.repository import get_listings_by_ids
+from shortlist.listings import facets as facet_counts
+from shortlist.listings import why as explain
+from shortlist.listings.facets import Facets
+from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES, ListingOut
+from shortlist.listings.why import Why
 from shortlist.relevance import JOB_SCORE, normalise_query, text_terms
 from shortlist.validation import is_storable_text
 
 log = logging.getLogger(__name__)
 
 QUERIES = load_queries("shortlist.listings", "search.sql")
+# The candidates statement, with or without the facet counts (see search.sql).
+_ORDER = "\nORDER BY list DESC, rank"
+CANDIDATES = QUERIES["candidate_ctes"] + "\n" + QUERIES["candidate_lists"] + _ORDER
+CANDIDATES_WITH_FACETS = (
+    QUERIES["candidate_ctes"]
+    + ",\n"
+    + QUERIES["facet_ctes"]
+    + "\n"
+    + QUERIES["candidate_lists"]
+    + "\nUNION ALL\n"
+    + QUERIES["facets_row"]
+    + _ORDER
+)
 
 FIRST_WINDOW = 10
 EF_SEARCH = HNSW_EF_SEARCH
@@ -73,18 +91,21 @@ fusion window is longer widens it for its own transaction."""
 MAX_SIZE = 50
 MAX_OFFSET = 1000
 MAX_QUERY_LENGTH = 500
+MAX_POSTED_WITHIN_DAYS = 3650
 LOG_TOP_N = 10
 
 
 class SearchHit(BaseModel):
     listing: ListingOut
     score: float
+    why: Why
 
 
 class SearchResult(BaseModel):
     query: str
     took_ms: float
     hits: list[SearchHit]
+    facets: Facets
 
 
 @dataclass
@@ -215,6 +236,16 @@ def _check_params(
     return q, loc or None
 
 
+def _check_filters(work_mode: str | None, posted_within_days: int | None) -> None:
+    if work_mode is not None and work_mode not in WORK_MODES:
+        raise BadInput(f"work_mode must be one of {', '.join(WORK_MODES)}", field="work_mode")
+    if posted_within_days is not None and not 1 <= posted_within_days <= MAX_POSTED_WITHIN_DAYS:
+        raise BadInput(
+            f"posted_within_days must be between 1 and {MAX_POSTED_WITHIN_DAYS}",
+            field="posted_within_days",
+        )
+
+
 async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
     try:
         [vector] = await embedder.embed([q])
@@ -249,10 +280,17 @@ async def search_jobs(
     location: str | None = None,
     salary_min: int | None = None,
     offset: int = 0,
+    *,
+    work_mode: str | None = None,
+    posted_within_days: int | None = None,
+    with_facets: bool = True,
 ) -> SearchResult:
-    """Search job listings; raises ``BadInput`` for an empty query or out-of-range paging."""
+    """Search job listings; raises ``BadInput`` for an empty query, an unknown work mode, or
+    out-of-range paging or freshness. ``with_facets=False`` skips the facet counts (the
+    benchmark's baseline; every caller of the product wants them)."""
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
+    _check_filters(work_mode, posted_within_days)
     normalised = normalise_query(q)
     vector = await _embed_query(embedder, normalised)
     windows = fusion_windows(size, offset)
@@ -263,26 +301,53 @@ async def search_jobs(
         "vector": None if vector is None else np.asarray(vector, dtype=np.float32),
         "location": like_pattern(loc) if loc else None,
         "salary_min": salary_min,
+        "work_mode": work_mode,
+        "posted_within_days": posted_within_days,
         "k": k,
+        **facet_counts.FACET_PARAMS,
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        cur = await conn.execute(QUERIES["candidates"], params, prepare=False)
+        statement = CANDIDATES_WITH_FACETS if with_facets else CANDIDATES
+        cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]
         text_rows = [r for r in rows if r["list"] == "text"]
+        facet_counts_row: dict[str, Any] = next(
+            (r["facets"] for r in rows if r["list"] == "facets"), {}
+        )
         ranked = fuse(vector_rows, text_rows, windows)
         page = ranked[offset : offset + size]
-        listings = await get_listings_by_ids(conn, [c.id for c in page])
+        page_ids = [c.id for c in page]
+        # The page's listings with their "why", in one statement.
+        cur = await conn.execute(explain.QUERIES["page_with_why"], explain.why_params(q, page_ids))
+        page_rows = await cur.fetchall()
+        listings = {r["id"]: ListingOut.from_row(r) for r in page_rows}
+        whys = explain.why_by_id(page_rows)
     if log.isEnabledFor(logging.DEBUG):
         log.debug(
             "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
         )
         log.debug("job search %r final order: %s", q, format_final_for_log(ranked, LOG_TOP_N))
     # A listing deleted between the candidate queries and the fetch is simply left out.
-    hits = [SearchHit(listing=listings[c.id], score=c.score) for c in page if c.id in listings]
+    hits = [
+        SearchHit(
+            listing=listings[c.id],
+            score=c.score,
+            why=Why(
+                matched_terms=whys[c.id][0],
+                snippet=whys[c.id][1],
+                via=explain.via(c.vector_rank, c.text_rank),
+            ),
+        )
+        for c in page
+        if c.id in listings and c.id in whys
+    ]
     elapsed = time.perf_counter() - started
     metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
-    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits)
+    facets = (
+        facet_counts.facets_from_counts(facet_counts_row) if with_facets else facet_counts.EMPTY
+    )
+    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)

@@ -6,13 +6,15 @@
 --              filter the planner scans the matching rows exactly instead of the HNSW graph.
 --   salary_min thousands; a listing qualifies by its top figure (max, or min when only a
 --              minimum is advertised); listings without any salary never match this filter
+--   work_mode  remote | hybrid | onsite
+--   posted_within_days  created in the last N days
 
 -- name: widen_vector_scan
 -- For a candidate list longer than the session's hnsw.ef_search (shortlist.db.pool sets it, and
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: candidates
+-- name: candidate_ctes
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
 --   vector  the k nearest embedded listings by cosine distance, through the HNSW index (or, when
@@ -22,48 +24,104 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --   text    the k best full-text matches of any of the query's words (%(terms)s), the title
 --           weighted far above agency, place and description; also finds listings still
 --           pending their first embedding. Only the order of ts_rank_cd is used.
---   distance          cosine distance to the query (NULL: no vector on either side)
---   title_match       share of the query's lexemes that are in the title (weight A)
---   title_similarity  pg_trgm word_similarity of the query words and the title (typos)
+--   facets  (candidates with facets only) one row whose jsonb holds the facet counts
+--           (shortlist.listings.facets) over the query's matches: every full-text match plus the
+--           k nearest. They reuse the text list's scan, which ranks every match anyway to find
+--           its top k: all_matching is then read twice, so PostgreSQL materialises it; read
+--           once (no facets), it is inlined into a top-k sort.
+-- shortlist.listings.search puts the statement together from the four blocks below:
+--   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
 WITH query AS MATERIALIZED (
     SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery AS any_word,
            array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes
 ),
 nearest AS MATERIALIZED (
-    SELECT id, embedding <=> %(vector)s::vector AS distance
+    SELECT id, embedding <=> %(vector)s::vector AS distance,
+           work_mode, city_location, currency_code, created_at,
+           coalesce(salary_max_ks, salary_min_ks) AS top_ks
       FROM job_listings
      WHERE %(vector)s::vector IS NOT NULL
        AND embedding IS NOT NULL
        AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
+       AND (%(work_mode)s::text IS NULL OR work_mode = %(work_mode)s::text)
+       AND (%(posted_within_days)s::int IS NULL
+            OR created_at >= now() - make_interval(days => %(posted_within_days)s::int))
      ORDER BY embedding <=> %(vector)s::vector
      LIMIT %(k)s
 ),
-matching AS MATERIALIZED (
+all_matching AS (
     SELECT l.id, l.created_at,
-           ts_rank_cd('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank
+           ts_rank_cd('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
+           l.work_mode, l.city_location, l.currency_code,
+           coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
       FROM job_listings AS l, query
      WHERE l.search_tsv @@ query.any_word
        AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
-     ORDER BY text_rank DESC, l.created_at DESC, l.id
-     LIMIT %(k)s
+       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
+       AND (%(posted_within_days)s::int IS NULL
+            OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
 ),
-listed AS (
-    SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank, id FROM nearest
-    UNION ALL
-    SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id), id
-      FROM matching
+matching AS (
+    SELECT id, created_at, text_rank
+      FROM all_matching
+     ORDER BY text_rank DESC, created_at DESC, id
+     LIMIT %(k)s
 )
+
+-- name: facet_ctes
+-- Appended to candidate_ctes when facets are counted.
+facts AS MATERIALIZED (
+    SELECT work_mode, city_location, currency_code, top_ks, created_at
+      FROM all_matching
+    UNION ALL
+    SELECT work_mode, city_location, currency_code, top_ks, created_at
+      FROM nearest
+     WHERE id NOT IN (SELECT id FROM all_matching)
+),
+-- Small groups, summed up in Python: units = the top figure in steps of %(band_unit)s thousand
+-- (Python scales them per currency into bands); fresh = 1, 7 or 30 days, or NULL.
+facet_groups AS (
+    SELECT f.work_mode, f.currency_code,
+           f.top_ks / %(band_unit)s AS units,
+           CASE WHEN f.created_at >= now() - interval '1 day' THEN 1
+                WHEN f.created_at >= now() - interval '7 days' THEN 7
+                WHEN f.created_at >= now() - interval '30 days' THEN 30 END AS fresh,
+           count(*) AS n
+      FROM facts AS f
+     GROUP BY 1, 2, 3, 4
+),
+top_cities AS (
+    SELECT city_location AS city, count(*) AS n
+      FROM facts
+     GROUP BY city_location
+     ORDER BY n DESC, city_location
+     LIMIT %(top_cities)s
+)
+
+-- name: candidate_lists
+-- The two lists with each listing's evidence: distance (cosine, NULL without a vector on either
+-- side), title_match (share of the query's lexemes in the title, weight A), title_similarity
+-- (pg_trgm word_similarity of the query words and the title: typos).
 SELECT p.list, p.rank, l.id, l.company_name, l.job_title,
        l.embedding <=> %(vector)s::vector AS distance,
        coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
                     AS t (lexeme)
                   WHERE t.lexeme = ANY (query.lexemes))::float8
                 / nullif(cardinality(query.lexemes), 0), 0) AS title_match,
-       word_similarity(%(terms)s, l.job_title)::float8 AS title_similarity
-  FROM listed AS p
+       word_similarity(%(terms)s, l.job_title)::float8 AS title_similarity,
+       NULL::jsonb AS facets
+  FROM (SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank, id
+          FROM nearest
+        UNION ALL
+        SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id), id
+          FROM matching) AS p
   JOIN job_listings AS l ON l.id = p.id, query
-ORDER BY p.list DESC, p.rank
+
+-- name: facets_row
+SELECT 'facets', 0, NULL, NULL, NULL, NULL, NULL, NULL,
+       jsonb_build_object('groups', (SELECT jsonb_agg(g) FROM facet_groups AS g),
+                          'cities', (SELECT jsonb_agg(c) FROM top_cities AS c))

@@ -23,7 +23,7 @@ from shortlist.sources.base import ProviderPaused
 
 log = logging.getLogger(__name__)
 
-Q = load_queries("shortlist.sources", "limits.sql")
+QUERIES = load_queries("shortlist.sources", "limits.sql")
 
 # Never sleep less than this between two takes of a full window (the window math is exact to
 # the microsecond; this only stops a tight loop on a clock edge).
@@ -56,7 +56,7 @@ class PgRateGate:
             return
         async with self.pool.connection() as conn:
             await conn.execute(
-                Q["ensure_provider"],
+                QUERIES["ensure_provider"],
                 {"provider": provider, "per_minute": self.limits[provider]},
             )
         self._ready.add(provider)
@@ -67,10 +67,10 @@ class PgRateGate:
         await self._ensure(provider)
         while True:
             async with self.pool.connection() as conn:
-                cur = await conn.execute(Q["take_provider_slot"], {"provider": provider})
+                cur = await conn.execute(QUERIES["take_provider_slot"], {"provider": provider})
                 if await cur.fetchone() is not None:
                     return
-                cur = await conn.execute(Q["provider_wait"], {"provider": provider})
+                cur = await conn.execute(QUERIES["provider_wait"], {"provider": provider})
                 row = await cur.fetchone()
             paused_s = float(row["paused_s"]) if row else 0.0
             if paused_s > 0:
@@ -88,7 +88,9 @@ class PgRateGate:
             return
         await self._ensure(provider)
         async with self.pool.connection() as conn:
-            await conn.execute(Q["pause_provider"], {"provider": provider, "seconds": seconds})
+            await conn.execute(
+                QUERIES["pause_provider"], {"provider": provider, "seconds": seconds}
+            )
         log.warning("%s paused for %.2fs for every process", provider, seconds)
 
     async def tighten(self, provider: str, per_minute: int) -> None:
@@ -97,5 +99,5 @@ class PgRateGate:
         await self._ensure(provider)
         async with self.pool.connection() as conn:
             await conn.execute(
-                Q["tighten_provider"], {"provider": provider, "per_minute": per_minute}
+                QUERIES["tighten_provider"], {"provider": provider, "per_minute": per_minute}
             )

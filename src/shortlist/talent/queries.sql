@@ -245,6 +245,14 @@ SELECT c.external_id
   FROM search_results r
   JOIN candidates c ON c.id = r.candidate_id
  WHERE r.search_id = %(search_id)s AND c.external_id IS NOT NULL
+UNION
+-- and people the search's recruiter already contacted or rejected (candidate_marks, 0011)
+SELECT c.external_id
+  FROM searches s
+  JOIN candidate_marks m ON m.recruiter_token_id = s.owner_token_id
+  JOIN candidates c ON c.id = m.candidate_id
+ WHERE s.id = %(search_id)s AND m.status IN ('contacted', 'rejected')
+   AND c.external_id IS NOT NULL
 
 -- name: insert_stubs
 -- Written before any enrichment, so every later discovery call sees them as known. The

@@ -30,6 +30,7 @@ from shortlist.db.types import AsyncConn, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
+from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import parse_brief
 from shortlist.talent.models import (
@@ -153,6 +154,7 @@ async def start_search(
             limit=INTERNAL_HIT_LIMIT,
             pool_size=CORPUS_POOL_SIZE,
         )
+        hits = await marks.drop_handled(conn, search_id, principal.token_id, hits)
         count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0
         if count < target:
             await repo.start_backfill(conn, search_id)
@@ -180,6 +182,7 @@ class ResultsPage:
     candidate_counts: dict[str, int]
     attempts: list[Row]
     next_after: int
+    hidden_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,9 @@ async def results_page(
         rows = await repo.results_after(conn, search_id, after, min(limit, MAX_PAGE))
         counts = await repo.candidate_counts(conn, search_id)
         attempts = await repo.open_attempts(conn, search_id, MAX_ATTEMPTS_LISTED)
+        hidden = await marks.annotate_results(conn, search, rows)
     next_after = int(rows[-1]["rank"]) if rows else after
-    return ResultsPage(search, rows, _all_counts(counts), attempts, next_after)
+    return ResultsPage(search, rows, _all_counts(counts), attempts, next_after, hidden)
 
 
 async def search_summary(

@@ -32,6 +32,7 @@ from shortlist.sources.base import (
     ProviderRateLimited,
 )
 from shortlist.sources.factory import Sources
+from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
     ClaimedTier,
@@ -148,6 +149,10 @@ class TierQueue:
                 await repo.complete_search_if_done(conn, search_id)
             return
         stubs, has_more = self._fresh_stubs(page, known)
+        # People the recruiter already handled are in `known`; the page counts them.
+        await marks.record_hidden_discovered(
+            self.pool, search_id, [s.external_id for s in page.stubs if s.external_id in known]
+        )
         status = await self._record_page(worker_id, claimed, stubs, has_more, page.cursor)
         if status is TierStatus.exhausted:
             async with self.pool.connection() as conn, conn.transaction():

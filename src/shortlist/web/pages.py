@@ -27,7 +27,7 @@ from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import psycopg
 import psycopg_pool
@@ -41,10 +41,12 @@ from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
-from shortlist.listings.search import MAX_OFFSET, search_jobs
+from shortlist.listings.money import format_salary
+from shortlist.listings.search import MAX_OFFSET, SearchHit, search_jobs
 from shortlist.listings.service import find_listing
 from shortlist.status import collect_status
 from shortlist.validation import small_int
+from shortlist.web import job_filters
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,6 @@ MIN_POLL_MS = 100
 MAX_POLL_MS = 60_000
 TRANSPORTS = ("auto", "sse", "poll")
 META_DESCRIPTION_LENGTH = 160
-SNIPPET_LENGTH = 220
 
 CSP = "; ".join(
     (
@@ -177,6 +178,8 @@ def age(iso: str | None, now_iso: str) -> str:
 
 
 _env.filters["age"] = age
+_env.globals["work_modes"] = job_filters.WORK_MODE_LABELS
+_env.globals["posted_choices"] = job_filters.POSTED_LABELS
 templates = Jinja2Templates(env=_env)
 
 
@@ -235,23 +238,35 @@ class JobHit:
     salary_range: str | None
     slug: str
     score: float
-    snippet: str
+    snippet: Markup
+    """ts_headline's highlighted text, escaped (shortlist.listings.why)."""
+    matched_terms: list[str]
+    via: str
+    work_mode: str
 
     @property
     def score_pct(self) -> int:
         return round(max(0.0, min(1.0, self.score)) * 100)
 
     @classmethod
-    def of(cls, listing: ListingOut, score: float) -> JobHit:
+    def of(cls, hit: SearchHit) -> JobHit:
+        listing = hit.listing
         return cls(
             title=listing.job_title,
             company=listing.company_name,
             city=listing.city_location,
-            salary_range=listing.salary_range,
+            salary_range=salary_of(listing),
             slug=quote(listing.detail_page_slug),
-            score=score,
-            snippet=shorten(listing.description, SNIPPET_LENGTH),
+            score=hit.score,
+            snippet=Markup(hit.why.snippet),
+            matched_terms=hit.why.matched_terms,
+            via=hit.why.via,
+            work_mode=job_filters.WORK_MODE_LABELS[listing.work_mode],
         )
+
+
+def salary_of(listing: ListingOut) -> str | None:
+    return format_salary(listing.salary_min_ks, listing.salary_max_ks, listing.currency_code)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -274,11 +289,6 @@ def _whole_number(text: str | None) -> int | None:
     return value
 
 
-def _search_url(root: str, q: str, location: str, salary_min: str, offset: int) -> str:
-    params = {"q": q, "location": location, "salary_min": salary_min, "offset": offset or ""}
-    return f"{root}/?" + urlencode({k: v for k, v in params.items() if v != ""})
-
-
 @router.get("/", response_class=HTMLResponse)
 async def job_search_page(
     request: Request,
@@ -288,10 +298,14 @@ async def job_search_page(
     location: str | None = None,
     salary_min: str | None = None,
     offset: str | None = None,
+    work_mode: str | None = None,
+    posted_within_days: str | None = None,
 ) -> HTMLResponse:
     """Job search. Query parameters as ``GET /api/jobs/search``; bad ones become messages."""
     form = {"q": (q or "").strip(), "location": (location or "").strip(), "salary_min": ""}
     form["salary_min"] = (salary_min or "").strip()
+    form["work_mode"] = (work_mode or "").strip().lower()
+    form["posted_within_days"] = (posted_within_days or "").strip()
     context: dict[str, Any] = {"form": form, "hits": [], "notice": None}
     if q is None:
         return render(request, "jobs_search.html", context, nav="jobs")
@@ -318,6 +332,8 @@ async def job_search_page(
             location=form["location"] or None,
             salary_min=floor,
             offset=start,
+            work_mode=job_filters.parse_work_mode(work_mode),
+            posted_within_days=job_filters.parse_posted_within(posted_within_days),
         )
     except BadInput as exc:
         context["notice"] = Notice("bad-input", "That search could not be run.", str(exc), "error")
@@ -344,22 +360,17 @@ async def job_search_page(
         page = result.hits[:PAGE_SIZE]
         root = root_path(request)
         context.update(
-            hits=[JobHit.of(h.listing, h.score) for h in page],
+            hits=[JobHit.of(h) for h in page],
+            facet_groups=job_filters.facet_groups(root, form, result.facets),
             took_ms=round(result.took_ms),
             first=start + 1,
             last=start + len(page),
             page=start // PAGE_SIZE + 1,
             prev_url=(
-                _search_url(
-                    root, form["q"], form["location"], form["salary_min"], max(0, start - PAGE_SIZE)
-                )
-                if start > 0
-                else None
+                job_filters.search_url(root, form, max(0, start - PAGE_SIZE)) if start > 0 else None
             ),
             next_url=(
-                _search_url(
-                    root, form["q"], form["location"], form["salary_min"], start + PAGE_SIZE
-                )
+                job_filters.search_url(root, form, start + PAGE_SIZE)
                 if len(result.hits) > PAGE_SIZE and start + PAGE_SIZE <= MAX_OFFSET
                 else None
             ),
@@ -367,6 +378,11 @@ async def job_search_page(
         if not page:
             filters = [f"in {form['location']}" if form["location"] else ""]
             filters.append(f"paying from {form['salary_min']}K" if form["salary_min"] else "")
+            filters.append(
+                "with the work mode or date filter"
+                if form["work_mode"] or form["posted_within_days"]
+                else ""
+            )
             where = " ".join(f for f in filters if f)
             if start:
                 context["notice"] = Notice(
@@ -474,7 +490,7 @@ async def job_detail_page(request: Request, services: ServicesDep, slug: str) ->
         title=listing.job_title,
         company=listing.company_name,
         city=listing.city_location,
-        salary_range=listing.salary_range,
+        salary_range=salary_of(listing),
         paragraphs=[p.strip() for p in re.split(r"\n\s*\n", listing.description) if p.strip()],
         posted=posted,
         posted_iso=posted_iso,

@@ -105,6 +105,7 @@ class Snapshot:
     results: list[dict[str, Any]]
     counts: dict[str, int]
     attempts: list[dict[str, Any]]
+    hidden_count: int = 0
 
     @property
     def finished(self) -> bool:
@@ -131,6 +132,7 @@ async def read_snapshot(
         results,
         page.candidate_counts,
         [attempt_json(r) for r in page.attempts],
+        page.hidden_count,
     )
 
 
@@ -164,6 +166,7 @@ def frames_for(state: StreamState, snap: Snapshot) -> list[str]:
         "isRunning": snap.search.status == "running",
         "resultCount": max(snap.search.result_count, state.last_rank),
         "candidates": snap.counts,
+        "hiddenCount": snap.hidden_count,
     }
     if status != state.status:
         frames.append(sse_frame("status", status))

@@ -15,9 +15,16 @@ from pydantic import BeforeValidator, Field
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
 from shortlist.listings import service
 from shortlist.listings.email_post import parse_job_email
-from shortlist.listings.models import MAX_SALARY_KS, ListingCreate, ListingOut, ListingPatch
+from shortlist.listings.models import (
+    MAX_SALARY_KS,
+    ListingCreate,
+    ListingOut,
+    ListingPatch,
+    WorkMode,
+)
 from shortlist.listings.search import (
     MAX_OFFSET,
+    MAX_POSTED_WITHIN_DAYS,
     MAX_QUERY_LENGTH,
     MAX_SIZE,
     SearchResult,
@@ -50,7 +57,19 @@ async def search(
         Query(description="thousands; compared with the top figure"),
     ] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    work_mode: Annotated[
+        WorkMode | None,
+        BeforeValidator(blank_to_none),
+        Query(description="remote, hybrid, onsite"),
+    ] = None,
+    posted_within_days: Annotated[
+        Annotated[int, Field(ge=1, le=MAX_POSTED_WITHIN_DAYS)] | None,
+        BeforeValidator(blank_to_none),
+        Query(description="only listings created in the last N days"),
+    ] = None,
 ) -> SearchResult:
+    """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
+    ``facets`` of the query's matches."""
     return await search_jobs(
         services.pool,
         services.embedder,
@@ -59,6 +78,8 @@ async def search(
         location=location,
         salary_min=salary_min,
         offset=offset,
+        work_mode=work_mode,
+        posted_within_days=posted_within_days,
     )
 
 

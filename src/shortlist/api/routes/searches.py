@@ -21,6 +21,7 @@ from shortlist.errors import NotFound
 from shortlist.talent import service
 from shortlist.talent.models import SearchCreate
 from shortlist.talent.repository import SearchRecord
+from shortlist.talent.why import CandidateWhy
 
 router = APIRouter(tags=["searches"])
 
@@ -49,12 +50,21 @@ class CandidateOut(_Out):
     profile_url: str | None
 
 
+class MarkOut(_Out):
+    status: str
+    note: str
+    updated_at: datetime
+
+
 class ResultOut(_Out):
     rank: int
     candidate: CandidateOut
     score: float
     tier: str
     status: str
+    why: CandidateWhy | None = None
+    mark: MarkOut | None = None
+    """The search owner's mark on this person (shortlisted / contacted / rejected), if any."""
 
 
 class AttemptOut(_Out):
@@ -77,6 +87,8 @@ class ResultsOut(_Out):
     candidates: dict[str, int]
     next_after: int
     attempts: list[AttemptOut]
+    hidden_count: int = 0
+    """People this search skipped because its recruiter already contacted or rejected them."""
 
 
 class TierOut(_Out):
@@ -148,23 +160,30 @@ class CandidateRetryOut(_Out):
     search_status: str
 
 
+def candidate_out(row: Row) -> CandidateOut:
+    return CandidateOut(
+        id=str(row["candidate_id"]),
+        full_name=row["full_name"],
+        headline=row["headline"],
+        role_title=row["role_title"],
+        location=row["location"],
+        skills=list(row["skills"] or ()),
+        years_experience=row["years_experience"],
+        email=row["email"],
+        profile_url=row["profile_url"],
+    )
+
+
 def result_out(row: Row) -> ResultOut:
+    mark = row.get("mark")
     return ResultOut(
         rank=int(row["rank"]),
-        candidate=CandidateOut(
-            id=str(row["candidate_id"]),
-            full_name=row["full_name"],
-            headline=row["headline"],
-            role_title=row["role_title"],
-            location=row["location"],
-            skills=list(row["skills"] or ()),
-            years_experience=row["years_experience"],
-            email=row["email"],
-            profile_url=row["profile_url"],
-        ),
+        candidate=candidate_out(row),
         score=float(row["score"]),
         tier=str(row["tier"]),
         status=str(row["status"]),
+        why=row.get("why"),
+        mark=MarkOut(**mark) if mark else None,
     )
 
 
@@ -246,6 +265,7 @@ async def results(
         candidates=page.candidate_counts,
         next_after=page.next_after,
         attempts=[attempt_out(r) for r in page.attempts],
+        hidden_count=page.hidden_count,
     )
 
 

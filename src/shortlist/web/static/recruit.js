@@ -77,7 +77,14 @@
     pipeline: $("pipeline"),
     attempts: $("attempts"),
     transportInfo: $("transport-info"),
+    hiddenInfo: $("hidden-info"),
+    hiddenCount: $("hidden-count"),
+    showHidden: $("show-hidden"),
+    hiddenList: $("hidden-list"),
+    exportCsv: $("export-csv"),
+    exportError: $("export-error"),
   };
+  const MARK_LABEL = { "": "Not marked", shortlisted: "Shortlisted", contacted: "Contacted", rejected: "Rejected" };
 
   /** The search on screen (at most one). */
   let view = null;
@@ -264,6 +271,8 @@
         c.headline ? h("p", { class: "headline" }, c.headline) : null,
         h("p", { class: "person-facts" }, facts.filter(Boolean).join(" · ")),
         skills.length ? h("ul", { class: "chips", "aria-label": "Skills" }, ...skills.map((s) => h("li", {}, s))) : null,
+        r.why && r.why.summary ? h("p", { class: "why" }, h("span", { class: "why-label" }, "Why: "), r.why.summary) : null,
+        c.id ? markForm(c.id, name, r.mark) : null,
       ),
       h(
         "div",
@@ -274,6 +283,114 @@
         c.email ? h("a", { class: "contact", href: `mailto:${c.email}` }, c.email) : null,
       ),
     );
+  }
+
+  /** The recruiter's own mark on a person: status and note, saved with PUT …/mark. */
+  function markForm(candidateId, name, mark) {
+    const current = (mark && mark.status) || "";
+    const select = h(
+      "select",
+      { name: "status", "aria-label": `Mark ${name}` },
+      ...Object.entries(MARK_LABEL).map(([value, label]) =>
+        h("option", value === current ? { value, selected: "" } : { value }, label),
+      ),
+    );
+    const note = h("input", {
+      name: "note",
+      type: "text",
+      maxlength: "2000",
+      placeholder: "Note",
+      "aria-label": `Note on ${name}`,
+      value: (mark && mark.note) || "",
+    });
+    const said = h("span", { class: "mark-state", role: "status" }, current ? MARK_LABEL[current] : "");
+    const form = h(
+      "form",
+      { class: "mark-form", "data-mark": current },
+      select,
+      note,
+      h("button", { type: "submit", class: "btn btn-secondary btn-small" }, "Save mark"),
+      said,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      saveMark(form, candidateId, select, note, said);
+    });
+    return form;
+  }
+
+  async function saveMark(form, candidateId, select, note, said) {
+    if (!select.value) {
+      said.textContent = "Choose a mark first.";
+      return;
+    }
+    try {
+      const saved = await api("PUT", `/api/candidates/${encodeURIComponent(candidateId)}/mark`, {
+        status: select.value,
+        note: note.value,
+      });
+      form.dataset.mark = saved.status;
+      said.textContent = `Saved: ${MARK_LABEL[saved.status]}`;
+    } catch (err) {
+      said.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
+    }
+  }
+
+  function setHidden(v, n) {
+    const count = Number.isInteger(n) ? n : 0;
+    ui.hiddenInfo.hidden = count === 0;
+    ui.hiddenCount.textContent = plural(count, "person", "people");
+  }
+
+  async function showHidden() {
+    const v = view;
+    if (!v) {
+      return;
+    }
+    try {
+      const data = await api("GET", `/api/searches/${encodeURIComponent(v.id)}/hidden`);
+      ui.hiddenList.replaceChildren(
+        ...data.hidden.map((x) =>
+          h(
+            "li",
+            { "data-candidate-id": x.candidate.id },
+            h("strong", {}, x.candidate.fullName),
+            ` · ${x.candidate.roleTitle || ""} · ${x.mark ? MARK_LABEL[x.mark.status] : ""}`,
+            x.mark && x.mark.note ? ` – ${x.mark.note}` : "",
+          ),
+        ),
+      );
+      ui.hiddenList.hidden = false;
+      ui.showHidden.setAttribute("aria-expanded", "true");
+    } catch (err) {
+      handleAccessError(v, err);
+    }
+  }
+
+  /** The CSV needs the token in a header: fetched, then saved from a blob. */
+  async function exportCsv() {
+    const v = view;
+    if (!v) {
+      return;
+    }
+    ui.exportError.textContent = "";
+    try {
+      const res = await fetch(`${API}/api/searches/${encodeURIComponent(v.id)}/results.csv`, {
+        headers: { Authorization: `Bearer ${token()}` },
+        cache: "no-store",
+      });
+      if (!res.ok) {
+        throw await errorOf(res);
+      }
+      const url = URL.createObjectURL(await res.blob());
+      const link = h("a", { href: url, download: `shortlist-${v.id}.csv`, hidden: "" });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (err) {
+      ui.exportError.textContent = err instanceof ApiError ? err.message : "Download failed; try again.";
+    }
   }
 
   /** Append one row if it is the next rank; rows already shown are never touched. */
@@ -429,6 +546,7 @@
     setCount(v, data.resultCount);
     setStatus(v, data.status);
     setCounts(v, data.candidates);
+    setHidden(v, data.hiddenCount);
     if (Array.isArray(data.attempts)) {
       syncAttempts(v, data.attempts);
     }
@@ -482,6 +600,10 @@
     root.dataset.state = "";
     ui.results.replaceChildren();
     ui.attempts.replaceChildren();
+    ui.hiddenList.replaceChildren();
+    ui.hiddenList.hidden = true;
+    ui.hiddenInfo.hidden = true;
+    ui.showHidden.setAttribute("aria-expanded", "false");
     ui.statusCounts.replaceChildren();
     ui.empty.hidden = false;
     ui.empty.textContent = "Waiting for the first candidates…";
@@ -704,6 +826,7 @@
         setCount(v, body.resultCount);
         setStatus(v, body.status);
         setCounts(v, body.candidates);
+        setHidden(v, body.hiddenCount);
         return body.status === "stale" ? "done" : "continue";
       case "candidate":
         upsertAttempt(v, body);
@@ -942,6 +1065,8 @@
   ui.searchForm.addEventListener("submit", submitSearch);
   ui.signOut.addEventListener("click", () => signOut(""));
   ui.retrySearch.addEventListener("click", retrySearch);
+  ui.showHidden.addEventListener("click", showHidden);
+  ui.exportCsv.addEventListener("click", exportCsv);
   window.addEventListener("popstate", routeFromUrl);
 
   renderAuth();

@@ -1,0 +1,93 @@
+"""Facet counts of a job search: work mode, freshness, salary bands, top cities.
+
+Counted over the query's matches — its full-text matches plus the vector candidates the search
+ranked — under the request's filters, so every count says how many listings a click on it
+would leave. Counted by the search's own candidates statement (search.sql), on the rows its
+full-text list reads anyway; the cost against search p50 is measured by bench/bench_search.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from shortlist.listings.models import WORK_MODES, WorkMode
+from shortlist.listings.money import BAND_UNIT, BANDS, band_scale, format_amount
+
+POSTED_WITHIN = (1, 7, 30)
+TOP_CITIES = 5
+
+
+class WorkModeCount(BaseModel):
+    value: WorkMode
+    count: int
+
+
+class PostedCount(BaseModel):
+    days: int
+    count: int
+
+
+class SalaryBandCount(BaseModel):
+    currency: str
+    min_ks: int
+    """Thousands of ``currency``: the band holds listings whose top figure reaches this."""
+    label: str
+    count: int
+
+
+class CityCount(BaseModel):
+    value: str
+    count: int
+
+
+class Facets(BaseModel):
+    work_mode: list[WorkModeCount]
+    posted_within_days: list[PostedCount]
+    salary: list[SalaryBandCount]
+    city: list[CityCount]
+
+
+# The candidates statement's parameters for the facet counts.
+FACET_PARAMS: dict[str, Any] = {
+    "band_unit": BAND_UNIT,
+    "top_cities": TOP_CITIES,
+}
+
+
+def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
+    """From the candidates statement's ``facets`` value: ``groups`` (``work_mode``,
+    ``currency_code``, ``units``, ``fresh``, ``n``) and ``cities`` (``city``, ``n``)."""
+    modes: Counter[str] = Counter()
+    fresh: Counter[int] = Counter()
+    bands: Counter[tuple[str, int]] = Counter()
+    for g in counts.get("groups") or ():
+        n = int(g["n"])
+        modes[g["work_mode"]] += n
+        if g["fresh"] is not None:
+            for days in POSTED_WITHIN:
+                fresh[days] += n if g["fresh"] <= days else 0
+        # units of BAND_UNIT thousand → bands of BAND_UNIT × the currency's factor
+        band = min(BANDS, (g["units"] or 0) // band_scale(g["currency_code"]))
+        for step in range(1, band + 1):
+            bands[(g["currency_code"], step)] += n
+    return Facets(
+        work_mode=[WorkModeCount(value=m, count=modes[m]) for m in WORK_MODES if modes[m]],
+        posted_within_days=[PostedCount(days=d, count=fresh[d]) for d in POSTED_WITHIN],
+        salary=[
+            SalaryBandCount(
+                currency=code,
+                min_ks=(low := step * BAND_UNIT * band_scale(code)),
+                label=f"{format_amount(low, code)}+",
+                count=n,
+            )
+            for (code, step), n in sorted(bands.items())
+        ],
+        city=[CityCount(value=c["city"], count=int(c["n"])) for c in counts.get("cities") or ()],
+    )
+
+
+EMPTY = Facets(work_mode=[], posted_within_days=[], salary=[], city=[])

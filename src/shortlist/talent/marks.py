@@ -1,0 +1,192 @@
+"""A recruiter's shortlist: marks on candidates (``shortlisted`` / ``contacted`` / ``rejected``
+with a note), the people a search hides because their recruiter already contacted or rejected
+them, and the CSV export of a search's results.
+
+Marks belong to one recruiter: only they (or an admin) read them, and a recruiter may mark only
+people their own searches found — anyone else's candidate id answers 404, as a missing one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from shortlist.auth import Principal
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.errors import NotFound
+from shortlist.talent.repository import CorpusHit, SearchRecord
+from shortlist.talent.why import Brief, CandidateWhy, Person, explain_candidate
+
+QUERIES = load_queries("shortlist.talent", "marks.sql")
+
+MarkStatus = Literal["shortlisted", "contacted", "rejected"]
+MAX_NOTE = 2000
+MAX_HIDDEN_LISTED = 200
+
+
+class MarkIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: MarkStatus
+    note: Annotated[str, StringConstraints(strip_whitespace=True, max_length=MAX_NOTE)] = ""
+
+
+def parse_candidate_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise NotFound("no such candidate") from None
+
+
+async def _all(conn: AsyncConn, name: str, params: dict[str, object]) -> list[Row]:
+    cur = await conn.execute(QUERIES[name], params)
+    return await cur.fetchall()
+
+
+async def set_mark(pool: AsyncPool, principal: Principal, raw_id: str, mark: MarkIn) -> Row:
+    candidate_id = parse_candidate_id(raw_id)
+    params = {"candidate_id": candidate_id, "token_id": principal.token_id}
+    async with pool.connection() as conn, conn.transaction():
+        [allowed] = await _all(conn, "may_mark", {**params, "is_admin": principal.is_admin})
+        if not allowed["allowed"]:
+            raise NotFound("no such candidate")
+        [row] = await _all(
+            conn, "upsert_mark", {**params, "status": mark.status, "note": mark.note}
+        )
+    return row
+
+
+async def list_marks(
+    pool: AsyncPool, principal: Principal, status: MarkStatus | None, limit: int
+) -> list[Row]:
+    async with pool.connection() as conn:
+        return await _all(
+            conn,
+            "list_marks",
+            {
+                "everyone": principal.is_admin,
+                "token_id": principal.token_id,
+                "status": status,
+                "limit": limit,
+            },
+        )
+
+
+async def marks_of(
+    conn: AsyncConn, token_id: int, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Row]:
+    if not ids:
+        return {}
+    rows = await _all(conn, "marks_of", {"token_id": token_id, "ids": list(ids)})
+    return {r["candidate_id"]: r for r in rows}
+
+
+# --- hiding people already handled -------------------------------------------------------------
+
+
+async def drop_handled(
+    conn: AsyncConn, search_id: uuid.UUID, token_id: int, hits: Sequence[CorpusHit]
+) -> list[CorpusHit]:
+    """The corpus hits the recruiter has not contacted or rejected; the others are recorded as
+    hidden for this search (counted and shown on request, never appended)."""
+    if not hits:
+        return []
+    rows = await _all(
+        conn, "handled_among", {"token_id": token_id, "ids": [h.candidate_id for h in hits]}
+    )
+    handled = {r["candidate_id"] for r in rows}
+    if handled:
+        hidden = [h for h in hits if h.candidate_id in handled]
+        await conn.execute(
+            QUERIES["record_hidden"],
+            {
+                "search_id": search_id,
+                "ids": [h.candidate_id for h in hidden],
+                "scores": [h.score for h in hidden],
+            },
+        )
+    return [h for h in hits if h.candidate_id not in handled]
+
+
+async def record_hidden_discovered(
+    pool: AsyncPool, search_id: uuid.UUID, external_ids: Sequence[str]
+) -> None:
+    if external_ids:
+        async with pool.connection() as conn:
+            await conn.execute(
+                QUERIES["record_hidden_discovered"],
+                {"search_id": search_id, "external_ids": list(external_ids)},
+            )
+
+
+async def hidden_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
+    return await _all(
+        conn, "hidden_of_search", {"search_id": search_id, "limit": MAX_HIDDEN_LISTED}
+    )
+
+
+async def annotate_results(conn: AsyncConn, search: SearchRecord, rows: Sequence[Row]) -> int:
+    """Give each result row its ``why`` and the search owner's ``mark`` (or None); returns how
+    many people the search hid."""
+    marked = await marks_of(conn, search.owner_token_id, [r["candidate_id"] for r in rows])
+    brief = brief_of(search)
+    for row in rows:
+        row["why"] = why_of(brief, row)
+        row["mark"] = marked.get(row["candidate_id"])
+    [count] = await _all(conn, "hidden_count", {"search_id": search.id})
+    return int(count["n"])
+
+
+# --- why, and the export --------------------------------------------------------------------------
+
+
+def brief_of(search: SearchRecord) -> Brief:
+    return Brief(search.role, search.location, search.min_years_experience, search.skills)
+
+
+def why_of(brief: Brief, row: Row) -> CandidateWhy:
+    person = Person(
+        role_title=row["role_title"],
+        headline=row["headline"],
+        location=row["location"],
+        years_experience=row["years_experience"],
+        skills=list(row["skills"] or ()),
+    )
+    return explain_candidate(brief, person, float(row["score"]))
+
+
+CSV_HEADER = (
+    "rank", "name", "role", "location", "years_experience", "skills", "email", "profile_url",
+    "score", "tier", "status", "mark", "note", "why",
+)  # fmt: skip
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection, OWASP).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def results_csv(rows: Iterable[Row]) -> str:
+    """A search's results (annotated by :func:`annotate_results`) in rank order, one line each,
+    with the ``why`` summary and the recruiter's mark."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_HEADER)
+    for row in rows:
+        mark = row["mark"]
+        line = (
+            row["rank"], row["full_name"], row["role_title"], row["location"],
+            row["years_experience"], "; ".join(row["skills"] or ()), row["email"],
+            row["profile_url"], f"{float(row['score']):.4f}", row["tier"], row["status"],
+            mark["status"] if mark else "", mark["note"] if mark else "", row["why"].summary,
+        )  # fmt: skip
+        writer.writerow([csv_cell(v) for v in line])
+    return out.getvalue()
