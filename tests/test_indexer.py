@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
 from shortlist.bootstrap import Services, indexer_workers
-from shortlist.config import Settings, get_settings
+from shortlist.config import Settings
 from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncConn, AsyncPool
@@ -693,15 +693,6 @@ async def test_reindex_modes(pool: AsyncPool) -> None:
     assert (result.embedded, result.unchanged) == (3, 0)
     async with pool.connection() as conn:
         assert await reindex(conn, all_rows=True) == 4
-
-
-@pytest.fixture
-def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
-    monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.mark.usefixtures("cli_env")

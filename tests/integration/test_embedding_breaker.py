@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from shortlist.api.app import create_app
 from shortlist.bootstrap import Services
-from shortlist.config import Settings, get_settings
+from shortlist.config import Settings
 from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
@@ -235,15 +235,6 @@ async def test_a_successful_probe_resumes_the_queue(
     assert (await drain(queue)).embedded == 8
     assert await statuses(pool) == {"embedded": 8}
     await embedder.aclose()
-
-
-@pytest.fixture
-def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
-    monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.mark.usefixtures("cli_env")
