@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "backfill": "bench.bench_backfill",
     "load": "bench.bench_load",
     "relevance": "bench.bench_relevance",
+    "first-run": "bench.bench_first_run",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from shortlist.config import get_settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.db.pool import open_async_pool
@@ -71,3 +72,13 @@ async def pool(db_url: str) -> AsyncIterator[AsyncPool]:
         yield p
     finally:
         await p.close()
+
+
+@pytest.fixture
+def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``shortlist`` commands invoked in-process run against this test's database."""
+    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
+    monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

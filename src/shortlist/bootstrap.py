@@ -107,6 +107,18 @@ def check_sources(settings: Settings) -> None:
     make_sources(settings)
 
 
+def indexer_throttle(services: Services) -> float:
+    """The wait after a busy indexer cycle. A remote embedder waits the poll interval after
+    every batch, to spread load on a paid, rate-limited provider. The local model has nothing
+    to protect: it runs back to back while a backlog lasts, and searches keep their latency
+    because query embeddings go before indexing work inside the model (``LocalEmbedder``)."""
+    from shortlist.embedding.local import LocalEmbedder
+
+    if isinstance(services.embedder, LocalEmbedder):
+        return 0.0
+    return services.settings.indexer_poll_interval
+
+
 def indexer_workers(
     services: Services, corpora: Sequence[Corpus] = CORPORA
 ) -> list[QueueWorker[ClaimedRow]]:
@@ -118,9 +130,7 @@ def indexer_workers(
         # is the bottleneck, and more processes scale out through SKIP LOCKED.
         concurrency=1,
         poll_interval=s.indexer_poll_interval,
-        # Wait the poll interval after every busy cycle too, to spread load on the provider;
-        # when idle, NOTIFY still wakes the worker at once.
-        throttle=s.indexer_poll_interval,
+        throttle=indexer_throttle(services),
         backoff_base=s.indexer_backoff_base,
         backoff_max=s.indexer_backoff_max,
         lease=s.lease_seconds,
@@ -129,7 +139,9 @@ def indexer_workers(
     )
     return [
         QueueWorker(
-            EmbeddingQueue(services.pool, services.embedder, corpus),
+            EmbeddingQueue(
+                services.pool, services.embedder, corpus, probe_every=s.indexer_poll_interval
+            ),
             config,
             notifier=services.notifier,
             keeper=services.keeper,

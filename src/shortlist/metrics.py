@@ -28,7 +28,8 @@ EMBED_ERRORS = Counter(
 EMBED_ROWS = Counter(
     "shortlist_embed_rows_total",
     "Rows the embedding indexer finished, by outcome: embedded, unchanged (embedded text"
-    " unchanged, no model call), failed (permanent error), superseded (edited mid-embed)",
+    " unchanged, no model call), failed (permanent error), superseded (edited mid-embed),"
+    " held_back (handed back untouched: the embedder looks misconfigured, the queue paused)",
     ["corpus", "outcome"],
 )
 SEARCH_LATENCY = Histogram(
@@ -47,4 +48,18 @@ EXTERNAL_LATENCY = Histogram(
     "Latency of external provider calls",
     ["provider", "operation"],
     buckets=(0.05, 0.1, 0.5, 1, 2, 5, 10, 20, 40, 60, 90),
+)
+BACKFILL_SEARCHES = Counter(
+    "shortlist_backfill_searches_total",
+    "Candidate searches that started a backfill (too few internal hits)",
+)
+BACKFILL_REACHED_TARGET = Counter(
+    "shortlist_backfill_reached_target_total",
+    "Backfilled searches whose results reached their target; hit rate ="
+    " this / shortlist_backfill_searches_total",
+)
+BACKFILL_TIME_TO_FIRST_RESULT = Histogram(
+    "shortlist_backfill_time_to_first_result_seconds",
+    "Seconds from a backfilled search's creation to its first result from the backfill",
+    buckets=(1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600),
 )

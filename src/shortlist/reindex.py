@@ -1,4 +1,5 @@
-"""``shortlist reindex``: mark embedded corpus rows for the indexer to embed again."""
+"""``shortlist reindex``: mark embedded corpus rows for the indexer to embed again, and
+``--resume`` embedding queues the breaker paused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from psycopg import sql
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput
+from shortlist.indexer.breaker import resume
 
 QUERIES = load_queries("shortlist", "reindex.sql")
 
@@ -48,3 +50,9 @@ async def reindex(
             cur = await conn.execute(sql.SQL(QUERIES[name]).format(table=sql.Identifier(t)))
             marked += cur.rowcount
     return marked
+
+
+async def resume_paused(conn: AsyncConn, *, table: str | None = None) -> list[str]:
+    """Resume the embedding queues the breaker paused (``table``: one of :data:`CORPORA`,
+    default both); returns those that were paused. The indexers wake at once."""
+    return await resume(conn, _tables(table))

@@ -28,6 +28,12 @@ async def queue_depths(conn: AsyncConn) -> list[Row]:
     return await cur.fetchall()
 
 
+async def indexer_pauses(conn: AsyncConn) -> dict[str, Row]:
+    """The paused embedding queues by corpus: ``reason``, ``paused_at``."""
+    cur = await conn.execute(QUERIES["indexer_pauses"])
+    return {str(r["corpus"]): r for r in await cur.fetchall()}
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -43,6 +49,8 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
           "by_status": {"pending": int, "embedded": int, "failed": int},
           "claimed": int,               # held by an indexer right now (live lease)
           "reembed_due": int,           # embedded, but edited since (updated_at > embedded_at)
+          "paused_reason": str | None,  # why the breaker paused its queue; None: running
+          "paused_at": ISO-8601 | None,
           "failures": [                 # the latest FAILURES_SHOWN, newest first
             {"id", "label", "error", "attempts", "failed_at"}
           ]
@@ -59,6 +67,7 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
     depths: dict[str, list[Row]] = {}
     for row in await queue_depths(conn):
         depths.setdefault(row["queue"], []).append(row)
+    pauses = await indexer_pauses(conn)
     corpora: dict[str, Any] = {}
     for table, failures_query in _CORPUS_FAILURES.items():
         counts = depths.get(table, [])
@@ -69,6 +78,8 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
             "by_status": {r["status"]: int(r["n"]) for r in counts},
             "claimed": sum(int(r["claimed"]) for r in counts),
             "reembed_due": sum(int(r["reembed_due"]) for r in counts),
+            "paused_reason": pauses[table]["reason"] if table in pauses else None,
+            "paused_at": _iso(pauses[table]["paused_at"]) if table in pauses else None,
             "failures": [
                 {
                     "id": f["id"],

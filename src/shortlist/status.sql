@@ -67,3 +67,7 @@ SELECT id::text AS id,
  WHERE status = 'running'
  ORDER BY created_at
  LIMIT %(limit)s
+
+-- name: indexer_pauses
+-- Corpora whose embedding queue the breaker paused (shortlist.indexer.breaker).
+SELECT corpus, reason, paused_at FROM indexer_pauses ORDER BY corpus

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
 from shortlist.bootstrap import Services, indexer_workers
-from shortlist.config import Settings, get_settings
+from shortlist.config import Settings
 from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncConn, AsyncPool
@@ -405,16 +405,19 @@ async def test_transient_provider_errors_keep_rows_pending_and_back_off(
     await embedder.aclose()
 
 
-async def test_malformed_response_fails_the_rows(pool: AsyncPool, fake_openai: FakeOpenAI) -> None:
+async def test_a_one_off_malformed_response_fails_no_row(
+    pool: AsyncPool, fake_openai: FakeOpenAI
+) -> None:
+    """Malformed, then fine: the breaker's probe succeeds, so the batch is bisected (and every
+    part embeds). A malformed body on every call pauses the queue instead (see
+    tests/integration/test_embedding_breaker.py)."""
     ids = await add_listings(pool, 3)
-    fake_openai.set_default(Reply.malformed())
+    fake_openai.script([Reply.malformed()])
     embedder = fake_openai.embedder()
     result = await drain(EmbeddingQueue(pool, embedder, LISTINGS))
-    assert result.failed == 3
+    assert (result.embedded, result.failed, result.held_back) == (3, 0, 0)
     for listing in ids:
-        row = await fetch(pool, "job_listings", listing)
-        assert row["status"] == "failed"
-        assert "invalid JSON" in row["embedding_error"]
+        assert (await fetch(pool, "job_listings", listing))["status"] == "embedded"
     await embedder.aclose()
 
 
@@ -690,15 +693,6 @@ async def test_reindex_modes(pool: AsyncPool) -> None:
     assert (result.embedded, result.unchanged) == (3, 0)
     async with pool.connection() as conn:
         assert await reindex(conn, all_rows=True) == 4
-
-
-@pytest.fixture
-def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
-    monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.mark.usefixtures("cli_env")

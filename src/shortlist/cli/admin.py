@@ -14,7 +14,7 @@ from rich.table import Table
 from shortlist.auth import Role, create_token
 from shortlist.cli.common import connect, load_settings
 from shortlist.db.pool import connect as connect_sync
-from shortlist.reindex import reindex
+from shortlist.reindex import reindex, resume_paused
 from shortlist.runtime import prepared_database
 from shortlist.status import collect_status
 
@@ -63,17 +63,30 @@ def reindex_command(
         bool, typer.Option("--all", help="Re-embed every row (e.g. after changing the model)")
     ] = False,
     corpus: Annotated[Corpus, typer.Option(help="Which corpus")] = Corpus.all,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Resume embedding queues paused for a misconfigured embedder"
+        ),
+    ] = False,
 ) -> None:
-    """Mark rows for re-embedding. Without flags: embedded rows whose vector is out of date."""
+    """Mark rows for re-embedding. Without flags: embedded rows whose vector is out of date.
+    With only --resume: resume the paused queues, mark nothing."""
+    table = _CORPUS_TABLE[corpus]
 
-    async def run(url: str) -> int:
+    async def run(url: str) -> tuple[int, list[str]]:
         async with await connect(url) as conn:
-            return await reindex(
-                conn, failed=failed, all_rows=all_rows, table=_CORPUS_TABLE[corpus]
-            )
+            resumed = await resume_paused(conn, table=table) if resume else []
+            if resume and not (failed or all_rows):
+                return 0, resumed
+            return await reindex(conn, failed=failed, all_rows=all_rows, table=table), resumed
 
     with prepared_database(load_settings()) as db:
-        marked = asyncio.run(run(db.url))
+        marked, resumed = asyncio.run(run(db.url))
+    if resume:
+        typer.echo(f"resumed {', '.join(resumed)}" if resumed else "no embedding queue was paused")
+        if not (failed or all_rows):
+            return
     what = "all" if all_rows else "failed" if failed else "stale"
     typer.echo(f"marked {marked} {what} rows ({corpus.value}) for re-embedding")
 
@@ -82,6 +95,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
     queues = Table(title="Embedding queues")
     for column in ("corpus", "pending", "embedded", "failed", "claimed now", "re-embed due"):
         queues.add_column(column, justify="left" if column == "corpus" else "right")
+    queues.add_column("paused", overflow="fold")
     for table, c in report["corpora"].items():
         by = c["by_status"]
         queues.add_row(
@@ -91,6 +105,7 @@ def print_status(report: dict[str, Any], console: Console) -> None:
             str(by.get("failed", 0)),
             str(c["claimed"]),
             str(c["reembed_due"]),
+            c["paused_reason"] or "",
         )
     console.print(queues)
 

@@ -9,7 +9,7 @@ rejects is permanent (that row is marked ``failed``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from shortlist.errors import PermanentError, ShortlistError, TransientError
@@ -108,7 +108,10 @@ def l2_normalize(vector: Sequence[float], *, index: int | None = None) -> list[f
 
 
 async def embed_isolating_failures(
-    embedder: Embedder, texts: Sequence[str]
+    embedder: Embedder,
+    texts: Sequence[str],
+    *,
+    check_batch_error: Callable[[EmbeddingPermanentError], Awaitable[None]] | None = None,
 ) -> list[list[float] | EmbeddingPermanentError]:
     """Embed ``texts``; inputs that fail permanently come back as their error, in place.
 
@@ -119,6 +122,10 @@ async def embed_isolating_failures(
 
     A returned error's ``bad_index`` is relative to the sub-batch it was raised for; use the
     position in the returned list instead.
+
+    ``check_batch_error`` is awaited once, when the whole batch fails permanently without
+    naming an input, before any bisecting: it may raise to abort (the indexer's breaker does
+    when the embedder fails a known-good text too, so nothing would be isolated).
     """
     results: list[list[float] | EmbeddingPermanentError | None] = [None] * len(texts)
 
@@ -133,6 +140,8 @@ async def embed_isolating_failures(
                     f"embedder {embedder.name} returned {len(vectors)} vectors for {hi - lo} inputs"
                 )
         except EmbeddingPermanentError as exc:
+            if check_batch_error is not None and exc.bad_index is None and hi - lo == len(texts):
+                await check_batch_error(exc)
             if hi - lo == 1:
                 results[lo] = exc
                 return

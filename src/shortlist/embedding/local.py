@@ -11,19 +11,22 @@ the whole description.
 Concurrency: the model runs one call at a time (``_Loaded.lock``). Small calls — a search's
 query, a candidate's profile — that arrive while it is busy are coalesced into the next model
 call (``_Coalescer``), and large calls (the indexer's batches) are split into length-sorted
-mini-batches, so a query waits for at most one mini-batch. The coalescer is written here rather
-than taken from a micro-batching library because it must add no batching window to a lone query
-and must hand each caller only its own error.
+mini-batches. Small calls go first (``_ModelLock``): while one waits, no further mini-batch of
+bulk work starts, so a query waits for at most the one mini-batch already running — the
+indexer runs back to back on this model, and searches stay responsive meanwhile. The coalescer
+is written here rather than taken from a micro-batching library because it must add no batching
+window to a lone query and must hand each caller only its own error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,39 @@ from shortlist.embedding.base import (
 DIM = 384
 
 
+class _ModelLock:
+    """A mutex with two classes of callers: urgent ones (queries) are served before bulk ones
+    (the indexer's mini-batches), which wait while any urgent caller does.
+
+    ``threading.Lock`` has no order at all: the indexer's thread, releasing it and asking again
+    at once, usually wins, and a query could wait out a whole 128-row batch.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextlib.contextmanager
+    def hold(self, *, urgent: bool) -> Iterator[None]:
+        with self._cond:
+            if urgent:
+                self._urgent_waiting += 1
+                try:
+                    self._cond.wait_for(lambda: not self._busy)
+                finally:
+                    self._urgent_waiting -= 1
+            else:
+                self._cond.wait_for(lambda: not self._busy and not self._urgent_waiting)
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 class _Loaded:
     """A loaded model and the lock that serialises calls into it.
 
@@ -47,7 +83,7 @@ class _Loaded:
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.lock = threading.Lock()
+        self.lock = _ModelLock()
 
 
 # One model per process and path: it costs ~90 MB and a second or two to load, and every
@@ -176,9 +212,13 @@ class LocalEmbedder:
 
     dim: int = DIM
 
-    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self, *, model_path: Path | None = None, batch_size: int = 32, bulk_batch_size: int = 16
+    ) -> None:
         self._model_path = model_path
         self.batch_size = batch_size
+        self.bulk_batch_size = bulk_batch_size
+        """Mini-batch of bulk calls: a query arriving meanwhile waits for at most one."""
         self.name = "local"
         self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Coalescer] = (
             weakref.WeakKeyDictionary()
@@ -193,6 +233,14 @@ class LocalEmbedder:
         return _load(self._model_path or _default_model_path())
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
+        """Small calls (queries, one profile): served before bulk work."""
+        return self._run_model(texts, urgent=True)
+
+    def _encode_bulk(self, texts: list[str]) -> list[list[float]]:
+        """The indexer's batches: mini-batch by mini-batch, yielding to small calls."""
+        return self._run_model(texts, urgent=False)
+
+    def _run_model(self, texts: list[str], *, urgent: bool) -> list[list[float]]:
         try:
             loaded = self._model()
         except Exception as exc:
@@ -207,14 +255,15 @@ class LocalEmbedder:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         # The lock is taken per mini-batch, not per call: a search's one-line query waits for
         # at most one mini-batch of the indexer's work, never for a whole indexer batch.
-        for start in range(0, len(order), self.batch_size):
-            positions = order[start : start + self.batch_size]
+        size = self.batch_size if urgent else self.bulk_batch_size
+        for start in range(0, len(order), size):
+            positions = order[start : start + size]
             chunk = [texts[i] for i in positions]
-            with loaded.lock:
+            with loaded.lock.hold(urgent=urgent):
                 try:
                     array = loaded.model.encode(
                         chunk,
-                        batch_size=self.batch_size,
+                        batch_size=size,
                         normalize_embeddings=True,
                         convert_to_numpy=True,
                         show_progress_bar=False,
@@ -239,7 +288,7 @@ class LocalEmbedder:
             if len(texts) <= COALESCE_MAX_TEXTS:
                 vectors = await self._coalescer().embed(list(texts))
             else:
-                vectors = await asyncio.to_thread(self._encode, list(texts))
+                vectors = await asyncio.to_thread(self._encode_bulk, list(texts))
         except EmbeddingTransientError:
             metrics.EMBED_ERRORS.labels(embedder=self.name, kind="transient").inc()
             raise

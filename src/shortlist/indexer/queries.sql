@@ -9,12 +9,14 @@
 -- lease. The CTE locks only what it claims; the lease outlives this transaction, so the model
 -- call happens outside any transaction. This claim is the owner of expired leases on corpus
 -- tables: a crashed worker's rows are claimable again as soon as locked_until passes.
+-- Nothing while the corpus is paused (breaker.sql).
 WITH claimable AS (
     SELECT id
       FROM {table}
      WHERE (embedding_status = 'pending'
             OR (embedding_status = 'embedded' AND updated_at > embedded_at))
        AND (locked_until IS NULL OR locked_until < now())
+       AND NOT EXISTS (SELECT 1 FROM indexer_pauses WHERE corpus = %(corpus)s)
      ORDER BY created_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED

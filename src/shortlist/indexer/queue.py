@@ -15,7 +15,8 @@ A transient embedding error (network, empty response, HTTP 401/403/429/5xx) prop
 ``TransientError``: the worker releases the rows (they stay pending) and backs off
 ``base × 2^attempt``, capped. A permanent error is attributed to the single input that caused
 it (``embed_isolating_failures`` bisects) and that row alone is marked ``failed`` in the same
-transaction that stores the others' vectors.
+transaction that stores the others' vectors. Unless the embedder looks misconfigured rather
+than the row bad: then the corpus pauses instead (``breaker``) and no row is failed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
 from shortlist.errors import TransientError
+from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured
 from shortlist.indexer.corpora import Corpus
 from shortlist.queue.lease import LeaseTable
 from shortlist.redact import redact_emails
@@ -70,21 +72,27 @@ class BatchResult:
     failed: int = 0
     superseded: int = 0
     """Rows whose text changed while they were being embedded: released, claimed again."""
+    held_back: int = 0
+    """Rows handed back untouched because the embedder looks misconfigured (queue paused)."""
 
     def add(self, other: BatchResult) -> None:
         self.embedded += other.embedded
         self.unchanged += other.unchanged
         self.failed += other.failed
         self.superseded += other.superseded
+        self.held_back += other.held_back
 
 
 class EmbeddingQueue:
     """The ``shortlist.queue.worker.Queue`` of one corpus table."""
 
-    def __init__(self, pool: AsyncPool, embedder: Embedder, target: Corpus) -> None:
+    def __init__(
+        self, pool: AsyncPool, embedder: Embedder, target: Corpus, *, probe_every: float = 30.0
+    ) -> None:
         self.pool = pool
         self.embedder = embedder
         self.target = target
+        self.breaker = Breaker(pool, embedder, target.table, probe_every=probe_every)
         self.name = f"embed:{target.table}"
         # Every corpus table notifies the one channel; a wake-up for the other table costs an
         # empty claim, which is cheaper than a listener per table.
@@ -104,9 +112,18 @@ class EmbeddingQueue:
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedRow]:
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
-                self._sql["claim"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+                self._sql["claim"],
+                {
+                    "worker_id": worker_id,
+                    "limit": limit,
+                    "lease": lease,
+                    "corpus": self.target.table,
+                },
             )
             rows = await cur.fetchall()
+        if not rows:
+            # Idle, or paused: a paused corpus is probed from here, once per interval.
+            await self.breaker.probe_if_due()
         # UPDATE … RETURNING does not keep the CTE's order; embed oldest first anyway.
         rows.sort(key=lambda r: r["created_at"])
         return [
@@ -128,12 +145,13 @@ class EmbeddingQueue:
             # out on their own; same treatment as a provider outage.
             raise TransientError(f"database unavailable: {exc}") from exc
         log.info(
-            "%s: %d embedded, %d unchanged, %d failed, %d superseded",
+            "%s: %d embedded, %d unchanged, %d failed, %d superseded, %d held back",
             self.target.table,
             result.embedded,
             result.unchanged,
             result.failed,
             result.superseded,
+            result.held_back,
         )
 
     # -- the work ----------------------------------------------------------------------------------
@@ -154,23 +172,38 @@ class EmbeddingQueue:
                 confirmed = {row["id"] for row in await cur.fetchall()}
             result.unchanged = len(confirmed)
             done |= confirmed
+        paused = False
         if to_embed:
-            outcomes = await embed_isolating_failures(self.embedder, [r.text for r in to_embed])
-            embedded, failed = await self._commit(worker_id, to_embed, outcomes)
-            result.embedded, result.failed = len(embedded), len(failed)
-            done |= embedded | failed
+            try:
+                outcomes = await embed_isolating_failures(
+                    self.embedder,
+                    [r.text for r in to_embed],
+                    check_batch_error=self.breaker.check_batch_error,
+                )
+                await self.breaker.check_vectors(outcomes)
+            except EmbedderMisconfigured as exc:
+                await self.breaker.pause(str(exc))
+                paused = True
+            else:
+                embedded, failed = await self._commit(worker_id, to_embed, outcomes)
+                result.embedded, result.failed = len(embedded), len(failed)
+                done |= embedded | failed
         left = [r.id for r in rows if r.id not in done]
         if left:
-            # A guard did not match: the text changed under us. The row is still claimable
-            # (its updated_at moved), so hand it back now rather than when the lease expires.
+            # Paused, or a guard did not match (the text changed under us: the row is still
+            # claimable). Either way hand the rows back now rather than when the lease expires.
             await self.leases.release(self.pool, worker_id, left)
-        result.superseded = len(left)
+        if paused:
+            result.held_back = len(left)
+        else:
+            result.superseded = len(left)
         self.totals.add(result)
         for outcome, count in (
             ("embedded", result.embedded),
             ("unchanged", result.unchanged),
             ("failed", result.failed),
             ("superseded", result.superseded),
+            ("held_back", result.held_back),
         ):
             if count:
                 metrics.EMBED_ROWS.labels(self.target.table, outcome).inc(count)

@@ -42,6 +42,7 @@ from shortlist.sources.base import (
     ProviderUnavailable,
 )
 from shortlist.sources.factory import Sources
+from shortlist.talent import headline
 from shortlist.talent import repository as repo
 from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
 from shortlist.talent.repository import CandidateRecord
@@ -176,6 +177,7 @@ class CandidateQueue:
     ) -> None:
         """Ingest + append + status, one transaction, under the lease check."""
         outcome: str
+        facts: headline.AppendFacts | None = None
         try:
             async with self.pool.connection() as conn, conn.transaction():
                 # The search row first, as every transaction that writes a search's work
@@ -206,6 +208,10 @@ class CandidateQueue:
                         tier=stub.tier,
                     )
                     status, error = CandidateStatus.succeeded, None
+                    if appended:
+                        facts = await headline.appended_result_facts(
+                            conn, stub.search_id, appended.rank
+                        )
                     outcome = (
                         f"rank {appended.rank} (score {appended.score:.3f})"
                         if appended
@@ -225,6 +231,7 @@ class CandidateQueue:
                 worker_id, stub, CandidateStatus.failed_permanent, f"cannot ingest: {reason}"
             )
             return
+        headline.observe_committed(facts)
         log.info("search %s candidate %d (%s): %s", stub.search_id, stub.id, stub.tier, outcome)
         async with self.pool.connection() as conn, conn.transaction():
             await repo.complete_search_if_done(conn, stub.search_id)

@@ -30,7 +30,7 @@ from shortlist.db.types import AsyncConn, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
-from shortlist.talent import marks
+from shortlist.talent import headline, marks
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import parse_brief
 from shortlist.talent.models import (
@@ -163,6 +163,8 @@ async def start_search(
             await repo.complete_without_backfill(conn, search_id)
             status = SearchStatus.complete
     metrics.SEARCH_LATENCY.labels("candidates").observe(time.perf_counter() - started)
+    if status is SearchStatus.running:
+        headline.observe_backfill_started()
     log.info(
         "search %s started: %d internal hits, %s",
         search_id,

@@ -13,9 +13,11 @@ from prometheus_client.registry import REGISTRY, Collector
 from shortlist.api.deps import PoolDep
 from shortlist.db.migrate import pending_migrations_async
 from shortlist.db.types import Row
-from shortlist.status import queue_depths
+from shortlist.indexer import CORPORA
+from shortlist.status import indexer_pauses, queue_depths
 
 router = APIRouter(tags=["probes"])
+CORPUS_TABLES = tuple(c.table for c in CORPORA)
 
 
 @router.get("/healthz")
@@ -54,17 +56,38 @@ async def readyz(pool: PoolDep) -> Response:
 @router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(pool: PoolDep) -> Response:
     rows: list[Row] = []
+    pauses: dict[str, Row] = {}
     try:
         async with pool.connection(timeout=2.0) as conn, conn.transaction():
             rows = await queue_depths(conn)
+            pauses = await indexer_pauses(conn)
     except Exception:
         rows = []
     depth = GaugeMetricFamily(
         "shortlist_queue_depth", "Rows per queue table and status", labels=["queue", "status"]
     )
+    backlog = GaugeMetricFamily(
+        "shortlist_indexer_backlog",
+        "Rows waiting for the embedding indexer per corpus: pending, or edited since embedded",
+        labels=["corpus"],
+    )
+    paused = GaugeMetricFamily(
+        "shortlist_indexer_paused",
+        "1 while the breaker holds a corpus's embedding queue paused (see /status for why)",
+        labels=["corpus"],
+    )
+    waiting: dict[str, float] = {}
     for r in rows:
         depth.add_metric([str(r["queue"]), str(r["status"])], float(r["n"]))
-    body = generate_latest(REGISTRY) + generate_latest(_OneShot([depth]))
+        if r["queue"] in CORPUS_TABLES and r["status"] in ("pending", "embedded"):
+            extra = r["n"] if r["status"] == "pending" else r["reembed_due"]
+            waiting[r["queue"]] = waiting.get(r["queue"], 0.0) + float(extra)
+    if rows:
+        for corpus in CORPUS_TABLES:
+            backlog.add_metric([corpus], waiting.get(corpus, 0.0))
+            paused.add_metric([corpus], 1.0 if corpus in pauses else 0.0)
+    families = [depth, backlog, paused]
+    body = generate_latest(REGISTRY) + generate_latest(_OneShot(families))
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
