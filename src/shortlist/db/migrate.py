@@ -1,4 +1,5 @@
-"""Numbered ``.sql`` migrations, applied in order, each in its own transaction.
+"""Numbered ``.sql`` migrations, applied in order, each in its own transaction; then the
+vector indexes, built CONCURRENTLY outside any transaction (shortlist.db.vector_index).
 
 Safe under concurrent starts: every migrator takes one session-level advisory lock first, so
 a second process waits and then finds nothing left to do.
@@ -15,6 +16,8 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
+
+from shortlist.db.vector_index import BuildOverrides, ensure_vector_indexes
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +81,9 @@ async def pending_migrations_async(conn: psycopg.AsyncConnection[Any]) -> list[M
         return _not_in({int(r[0]) for r in await cur.fetchall()})
 
 
-def migrate(url: str) -> list[Migration]:
-    """Apply every migration not yet applied; returns the ones this call applied."""
+def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migration]:
+    """Apply every migration not yet applied, then build any missing vector index; returns
+    the migrations this call applied."""
     applied: list[Migration] = []
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,))
@@ -99,6 +103,7 @@ def migrate(url: str) -> list[Migration]:
                         (mig.version, mig.name),
                     )
                 applied.append(mig)
+            ensure_vector_indexes(conn, overrides=index_build or BuildOverrides())
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
     return applied

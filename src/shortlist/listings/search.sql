@@ -15,7 +15,9 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 -- name: candidates
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
---   vector  the k nearest embedded listings by cosine distance, through the HNSW index (or, when
+--   vector  the k nearest embedded listings by cosine distance, through the HNSW index on the
+--           half-precision vectors (shortlist.db.vector_index; its expression verbatim), then
+--           numbered by the exact float4 distance (or, when
 --           the location filter is selective, an exact scan of the rows the trigram index
 --           finds: the planner's choice); skipped when the query has no vector (%(vector)s
 --           NULL: the embedder failed, search degrades to full text)
@@ -37,7 +39,7 @@ nearest AS MATERIALIZED (
        AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
-     ORDER BY embedding <=> %(vector)s::vector
+     ORDER BY embedding::halfvec(384) <=> %(vector)s::vector::halfvec
      LIMIT %(k)s
 ),
 matching AS MATERIALIZED (

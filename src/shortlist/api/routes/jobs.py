@@ -51,14 +51,16 @@ async def search(
     ] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> SearchResult:
-    return await search_jobs(
-        services.pool,
-        services.embedder,
-        q,
-        size=size,
-        location=location,
-        salary_min=salary_min,
-        offset=offset,
+    return await services.reads.read(
+        lambda pool: search_jobs(
+            pool,
+            services.embedder,
+            q,
+            size=size,
+            location=location,
+            salary_min=salary_min,
+            offset=offset,
+        )
     )
 
 
