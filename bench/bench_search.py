@@ -148,7 +148,7 @@ def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, flo
     does (CONCURRENTLY, settings sized from the table, ``SHORTLIST_HNSW_*`` overrides); returns
     the load time, the build and its peak server memory (proportional set size, bytes)."""
     from shortlist.config import index_build_overrides, load_settings
-    from shortlist.db.vector_index import SEARCH_INDEXES, build_hnsw, drop_index
+    from shortlist.db.vector_index import SEARCH_INDEXES, build_index, drop_index
 
     index = SEARCH_INDEXES[0]
     with psycopg.connect(url, autocommit=True) as conn:
@@ -191,14 +191,7 @@ def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, flo
         conn.execute("VACUUM ANALYZE job_listings")
         load_seconds = time.perf_counter() - started
         with ServerMemory(conn) as memory:
-            report = build_hnsw(
-                conn,
-                index.table,
-                index.column_expr,
-                index.dim,
-                name=index.name,
-                overrides=index_build_overrides(load_settings()),
-            )
+            report = build_index(conn, index, index_build_overrides(load_settings()))
         if report is None:
             raise RuntimeError(f"{index.name} was not dropped before the build")
     return load_seconds, report, memory.peak

@@ -61,6 +61,13 @@ class Pair:
             user=self.user,
         )
 
+    def start(self) -> None:
+        """The replica on a Unix socket in its own directory only (no TCP)."""
+        home = self.replica_dir.parent
+        self.pg_ctl(
+            "-w", "-l", str(home / "log"), "-o", '-h ""', "-o", f"-k {home} -p 5432", "start"
+        )
+
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[Pair]:
@@ -95,8 +102,7 @@ def pair() -> Iterator[Pair]:
         replica_dir,
         user,
     )
-    log = str(replica_home / "log")
-    pair.pg_ctl("-w", "-l", log, "-o", '-h ""', "-o", f"-k {replica_home} -p 5432", "start")
+    pair.start()
     try:
         yield pair
     finally:
@@ -196,7 +202,7 @@ async def test_searches_read_the_replica_writes_go_to_the_primary(
             assert r.json()["replicas"][0]["state"] == "down"
             assert "password" not in r.text
         finally:
-            pair.pg_ctl("-w", "-l", str(pair.replica_dir.parent / "log"), "start")
+            pair.start()
         await wait_for(lambda: _state_is(reads, ReplicaState.ok), timeout=60, message="back")
         assert replica.error is None
 

@@ -247,6 +247,22 @@ def _index_bytes(conn: Conn, name: str) -> int:
     return int(_one(conn, QUERIES["index_bytes"], {"index": name}) or 0)
 
 
+def build_index(
+    conn: Conn, index: VectorIndex, overrides: BuildOverrides = BuildOverrides()
+) -> BuildReport | None:
+    """:func:`build_hnsw` of a declared index."""
+    return build_hnsw(
+        conn,
+        index.table,
+        index.column_expr,
+        index.dim,
+        name=index.name,
+        opclass=index.opclass,
+        overrides=overrides,
+        bytes_per_value=index.bytes_per_value,
+    )
+
+
 def ensure_vector_indexes(
     conn: Conn,
     indexes: Sequence[VectorIndex] = SEARCH_INDEXES,
@@ -256,16 +272,7 @@ def ensure_vector_indexes(
     replaces; returns the builds made. Idempotent: a second call finds nothing to do."""
     built: list[BuildReport] = []
     for index in indexes:
-        report = build_hnsw(
-            conn,
-            index.table,
-            index.column_expr,
-            index.dim,
-            name=index.name,
-            opclass=index.opclass,
-            overrides=overrides,
-            bytes_per_value=index.bytes_per_value,
-        )
+        report = build_index(conn, index, overrides)
         if report is not None:
             built.append(report)
         if index.replaces and index_is_valid(conn, index.replaces) is not None:
