@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
@@ -81,12 +82,27 @@ async def pending_migrations_async(conn: psycopg.AsyncConnection[Any]) -> list[M
         return _not_in({int(r[0]) for r in await cur.fetchall()})
 
 
+# How often a second migrator tries the lock again.
+_LOCK_RETRY = 0.2
+
+
+def _wait_for_lock(conn: psycopg.Connection[Any]) -> None:
+    """Take the migrators' advisory lock, trying again until it is free. Not a blocking
+    pg_advisory_lock: a session blocked in that statement holds a snapshot, and CREATE INDEX
+    CONCURRENTLY (run by the lock holder) waits for every older snapshot: a deadlock."""
+    while True:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,)).fetchone()
+        if row is not None and row[0]:
+            return
+        time.sleep(_LOCK_RETRY)
+
+
 def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migration]:
     """Apply every migration not yet applied, then build any missing vector index; returns
     the migrations this call applied."""
     applied: list[Migration] = []
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,))
+        _wait_for_lock(conn)
         try:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
