@@ -18,6 +18,7 @@ from typing import Any
 
 from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
+from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
@@ -52,9 +53,12 @@ class Services:
     """The talent providers: only in processes that run the backfill."""
     keeper: LeaseKeeper = field(init=False)
     """Renews every lease this process's workers hold, in one statement per beat."""
+    reads: ReadPools = field(init=False)
+    """Where searches read: a healthy read replica, else ``pool`` (the only pool that writes)."""
 
     def __post_init__(self) -> None:
         self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
+        self.reads = ReadPools(self.pool)
 
 
 @contextlib.asynccontextmanager
@@ -85,9 +89,18 @@ async def open_services(
     notifier.start()
     services = Services(settings, database_url, pool, notifier, embedder, sources)
     try:
+        services.reads = await open_read_pools(
+            pool,
+            read_urls(settings.database_read_url),
+            max_lag=settings.read_max_lag,
+            min_size=1,
+            max_size=max_size,
+        )
         yield services
     finally:
-        closers = [services.sources.aclose()] if services.sources is not None else []
+        closers = [services.reads.close()]
+        if services.sources is not None:
+            closers.append(services.sources.aclose())
         closers.append(services.embedder.aclose())
         for close in closers:
             with contextlib.suppress(Exception):

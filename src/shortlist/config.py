@@ -13,6 +13,7 @@ import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shortlist.db.vector_index import BuildOverrides
 from shortlist.errors import ConfigError
 
 ENV_PREFIX = "SHORTLIST_"
@@ -32,6 +33,16 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     db_pool_min: int = Field(2, ge=1)
     db_pool_max: int = Field(10, ge=1)
+    database_read_url: str | None = None
+    """Comma-separated read replicas for job and candidate-corpus search (shortlist.db.replicas).
+    Unset: every read goes to the primary."""
+    read_max_lag: float = Field(5.0, gt=0)
+    """Seconds a replica may be behind the primary before searches fall back to the primary."""
+
+    # --- vector index builds (shortlist.db.vector_index); unset: sized from the table ---------
+    hnsw_build_memory_mb: int | None = Field(None, ge=64)
+    hnsw_build_workers: int | None = Field(None, ge=0, le=64)
+    hnsw_ef_construction: int | None = Field(None, ge=16, le=1000)
 
     # --- HTTP ------------------------------------------------------------------------------
     host: str = "127.0.0.1"
@@ -159,6 +170,15 @@ class Settings(BaseSettings):
             if not ok:
                 raise ValueError(f"{env(first)} contradicts {env(second)}: {why}")
         return self
+
+
+def index_build_overrides(settings: Settings) -> BuildOverrides:
+    """The operator's overrides of the size-based HNSW build settings."""
+    return BuildOverrides(
+        memory_mb=settings.hnsw_build_memory_mb,
+        workers=settings.hnsw_build_workers,
+        ef_construction=settings.hnsw_ef_construction,
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

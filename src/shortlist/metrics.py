@@ -16,6 +16,11 @@ QUEUE_ITEMS = Counter(
 QUEUE_BACKOFFS = Counter(
     "shortlist_queue_backoffs_total", "Times a worker backed off after a transient error", ["queue"]
 )
+SEARCH_READS = Counter(
+    "shortlist_search_reads_total",
+    "Searches by the server that answered them (shortlist.db.replicas)",
+    ["target"],
+)
 EMBED_LATENCY = Histogram(
     "shortlist_embed_seconds",
     "Latency of one embedding call (a whole batch)",

@@ -24,7 +24,7 @@ import psycopg
 import uvicorn
 
 from shortlist.bootstrap import Runner
-from shortlist.config import Settings
+from shortlist.config import Settings, index_build_overrides
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.errors import StartupError
@@ -88,7 +88,7 @@ def prepared_database(settings: Settings) -> Iterator[Database]:
     db = open_database(settings)
     try:
         try:
-            migrate(db.url)
+            migrate(db.url, index_build=index_build_overrides(settings))
         except psycopg.OperationalError as exc:
             raise StartupError(f"database unreachable: {_first_line(exc)}") from exc
         except psycopg.Error as exc:

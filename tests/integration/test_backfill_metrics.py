@@ -25,7 +25,6 @@ from tests.backfill_support import (
 from tests.backfill_support import simulator as simulator  # the fixture
 from tests.fakes import FakeEmbedder
 
-pytest_plugins = ["tests.api_fixtures"]
 
 NICHE = {
     "query": "Rust embedded firmware for battery-powered sensors",

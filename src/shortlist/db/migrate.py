@@ -1,4 +1,5 @@
-"""Numbered ``.sql`` migrations, applied in order, each in its own transaction.
+"""Numbered ``.sql`` migrations, applied in order, each in its own transaction; then the
+vector indexes, built CONCURRENTLY outside any transaction (shortlist.db.vector_index).
 
 Safe under concurrent starts: every migrator takes one session-level advisory lock first, so
 a second process waits and then finds nothing left to do.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import resources
@@ -15,6 +17,8 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
+
+from shortlist.db.vector_index import BuildOverrides, ensure_vector_indexes
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +82,27 @@ async def pending_migrations_async(conn: psycopg.AsyncConnection[Any]) -> list[M
         return _not_in({int(r[0]) for r in await cur.fetchall()})
 
 
-def migrate(url: str) -> list[Migration]:
-    """Apply every migration not yet applied; returns the ones this call applied."""
+# How often a second migrator tries the lock again.
+_LOCK_RETRY = 0.2
+
+
+def _wait_for_lock(conn: psycopg.Connection[Any]) -> None:
+    """Take the migrators' advisory lock, trying again until it is free. Not a blocking
+    pg_advisory_lock: a session blocked in that statement holds a snapshot, and CREATE INDEX
+    CONCURRENTLY (run by the lock holder) waits for every older snapshot: a deadlock."""
+    while True:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,)).fetchone()
+        if row is not None and row[0]:
+            return
+        time.sleep(_LOCK_RETRY)
+
+
+def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migration]:
+    """Apply every migration not yet applied, then build any missing vector index; returns
+    the migrations this call applied."""
     applied: list[Migration] = []
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,))
+        _wait_for_lock(conn)
         try:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -99,6 +119,7 @@ def migrate(url: str) -> list[Migration]:
                         (mig.version, mig.name),
                     )
                 applied.append(mig)
+            ensure_vector_indexes(conn, overrides=index_build or BuildOverrides())
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
     return applied

@@ -77,11 +77,17 @@ async def _configure_async(conn: AsyncConn) -> None:
 
 
 async def open_async_pool(
-    url: str, *, min_size: int = 2, max_size: int = 10, name: str = "shortlist"
+    url: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 10,
+    name: str = "shortlist",
+    wait: bool = True,
 ) -> AsyncPool:
     """An async pool whose idle connections are checked before use, so a restarted database is
     reconnected transparently (the pool retries connecting with a short backoff, see
-    ``RECONNECT_WINDOW``; waiting callers get a connection as soon as one can be made)."""
+    ``RECONNECT_WINDOW``; waiting callers get a connection as soon as one can be made).
+    ``wait=False``: return at once and connect in the background (a replica that may be down)."""
     pool: AsyncPool = AsyncConnectionPool(
         url,
         min_size=min_size,
@@ -96,7 +102,7 @@ async def open_async_pool(
         reconnect_timeout=RECONNECT_WINDOW,
         timeout=CONNECTION_WAIT,
     )
-    await pool.open(wait=True, timeout=30)
+    await pool.open(wait=wait, timeout=30)
     return pool
 
 

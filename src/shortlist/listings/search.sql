@@ -17,7 +17,9 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 -- name: candidate_ctes
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
---   vector  the k nearest embedded listings by cosine distance, through the HNSW index (or, when
+--   vector  the k nearest embedded listings by cosine distance, through the HNSW index on the
+--           half-precision vectors (shortlist.db.vector_index; its expression verbatim), then
+--           numbered by the exact float4 distance (or, when
 --           the location filter is selective, an exact scan of the rows the trigram index
 --           finds: the planner's choice); skipped when the query has no vector (%(vector)s
 --           NULL: the embedder failed, search degrades to full text)
@@ -48,7 +50,7 @@ nearest AS MATERIALIZED (
        AND (%(work_mode)s::text IS NULL OR work_mode = %(work_mode)s::text)
        AND (%(posted_within_days)s::int IS NULL
             OR created_at >= now() - make_interval(days => %(posted_within_days)s::int))
-     ORDER BY embedding <=> %(vector)s::vector
+     ORDER BY embedding::halfvec(384) <=> %(vector)s::vector::halfvec
      LIMIT %(k)s
 ),
 all_matching AS (

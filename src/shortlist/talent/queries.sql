@@ -54,7 +54,8 @@ VALUES (%(owner_token_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(
 RETURNING id
 
 -- name: search_corpus
--- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (HNSW)
+-- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (the
+-- HNSW index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
 -- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
 -- both obeying the recruiter's filters. Each person found is scored on their own evidence
 -- (shortlist.relevance: logistic weights w_* of cosine similarity, the share of the query's
@@ -73,7 +74,7 @@ WITH vector_hits AS (
                AND (cardinality(%(skills)s::text[]) = 0
                     OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
                                 WHERE lower(s.skill) = ANY (%(skills)s::text[])))
-             ORDER BY c.embedding <=> %(embedding)s
+             ORDER BY c.embedding::halfvec(384) <=> %(embedding)s::vector::halfvec
              LIMIT %(pool_size)s) AS nearest
 ),
 text_hits AS (

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from shortlist import metrics
 from shortlist.auth import Principal
 from shortlist.bootstrap import Services
-from shortlist.db.types import AsyncConn, Row
+from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
@@ -123,6 +123,23 @@ async def start_search(
     except EmbeddingPermanentError as exc:
         raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
     target = settings.backfill_min_results
+
+    async def corpus_hits(pool: AsyncPool) -> list[repo.CorpusHit]:
+        async with pool.connection() as conn:
+            return await repo.search_corpus(
+                conn,
+                embedding=embedding,
+                text=search_text(payload),
+                filters=CorpusFilters(
+                    payload.location, payload.min_years_experience, payload.skills
+                ),
+                min_score=settings.internal_min_score,
+                limit=INTERNAL_HIT_LIMIT,
+                pool_size=CORPUS_POOL_SIZE,
+            )
+
+    # The corpus search reads (from a replica when there is one); the search is written after.
+    hits = await services.reads.read(corpus_hits)
     async with services.pool.connection() as conn, conn.transaction():
         brief = parse_brief(
             payload.query,
@@ -144,15 +161,6 @@ async def start_search(
             target_count=target,
             brief=brief,
             credit_budget=settings.search_credit_budget or None,
-        )
-        hits = await repo.search_corpus(
-            conn,
-            embedding=embedding,
-            text=search_text(payload),
-            filters=CorpusFilters(payload.location, payload.min_years_experience, payload.skills),
-            min_score=settings.internal_min_score,
-            limit=INTERNAL_HIT_LIMIT,
-            pool_size=CORPUS_POOL_SIZE,
         )
         hits = await marks.drop_handled(conn, search_id, principal.token_id, hits)
         count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0

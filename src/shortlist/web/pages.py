@@ -324,16 +324,20 @@ async def job_search_page(
         request.app.state.search_limiter.check(client_ip)
         floor = _whole_number(salary_min)
         # One more than a page, to know whether a next page exists.
-        result = await search_jobs(
-            services.pool,
-            services.embedder,
-            form["q"],
-            size=PAGE_SIZE + 1,
-            location=form["location"] or None,
-            salary_min=floor,
-            offset=start,
-            work_mode=job_filters.parse_work_mode(work_mode),
-            posted_within_days=job_filters.parse_posted_within(posted_within_days),
+        mode = job_filters.parse_work_mode(work_mode)
+        within = job_filters.parse_posted_within(posted_within_days)
+        result = await services.reads.read(
+            lambda pool: search_jobs(
+                pool,
+                services.embedder,
+                form["q"],
+                size=PAGE_SIZE + 1,
+                location=form["location"] or None,
+                salary_min=floor,
+                offset=start,
+                work_mode=mode,
+                posted_within_days=within,
+            )
         )
     except BadInput as exc:
         context["notice"] = Notice("bad-input", "That search could not be run.", str(exc), "error")

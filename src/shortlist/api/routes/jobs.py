@@ -70,16 +70,18 @@ async def search(
 ) -> SearchResult:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
-    return await search_jobs(
-        services.pool,
-        services.embedder,
-        q,
-        size=size,
-        location=location,
-        salary_min=salary_min,
-        offset=offset,
-        work_mode=work_mode,
-        posted_within_days=posted_within_days,
+    return await services.reads.read(
+        lambda pool: search_jobs(
+            pool,
+            services.embedder,
+            q,
+            size=size,
+            location=location,
+            salary_min=salary_min,
+            offset=offset,
+            work_mode=work_mode,
+            posted_within_days=posted_within_days,
+        )
     )
 
 

@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
-from shortlist.api.deps import PoolDep
+from shortlist.api.deps import PoolDep, ServicesDep
 from shortlist.db.migrate import pending_migrations_async
 from shortlist.db.types import Row
 from shortlist.indexer import CORPORA
@@ -33,8 +33,10 @@ async def healthz() -> dict[str, str]:
         503: {"description": "Database unreachable or migrations not applied"},
     },
 )
-async def readyz(pool: PoolDep) -> Response:
-    """Ready to serve: the database answers and every migration is applied."""
+async def readyz(pool: PoolDep, services: ServicesDep) -> Response:
+    """Ready to serve: the database answers and every migration is applied. With read
+    replicas, each one's state; any replica not serving makes the status ``degraded`` (still
+    200: searches fall back to the primary)."""
     try:
         async with pool.connection(timeout=2.0) as conn:
             pending = await pending_migrations_async(conn)
@@ -49,7 +51,12 @@ async def readyz(pool: PoolDep) -> Response:
             {"status": "unavailable", "database": "ok", "migrations": f"pending: {names}"},
             status_code=503,
         )
-    return JSONResponse({"status": "ready", "database": "ok", "migrations": "up to date"})
+    body: dict[str, Any] = {"status": "ready", "database": "ok", "migrations": "up to date"}
+    if services.reads.replicas:
+        body["replicas"] = services.reads.report()
+        if services.reads.degraded:
+            body["status"] = "degraded"
+    return JSONResponse(body)
 
 
 # Queue depths are read at scrape time, so /metrics is right whichever process did the work.

@@ -1,0 +1,37 @@
+-- HNSW indexes on embedding columns (shortlist.db.vector_index). {table}, {index} and {expr}
+-- are composed with psycopg.sql (identifiers; the expression is the module's own constant).
+
+-- name: index_state
+-- Whether the index exists and is usable: a CREATE INDEX CONCURRENTLY that was interrupted
+-- leaves an invalid index behind, which writes still maintain but no query uses.
+SELECT i.indisvalid AS valid
+  FROM pg_index AS i
+  JOIN pg_class AS c ON c.oid = i.indexrelid
+ WHERE c.relname = %(index)s
+   AND c.relnamespace = 'public'::regnamespace
+
+-- name: estimated_rows
+-- The planner's row estimate (-1 before the first ANALYZE or VACUUM).
+SELECT reltuples::bigint AS n FROM pg_class WHERE oid = to_regclass(%(table)s)
+
+-- name: count_rows
+SELECT count(*) AS n FROM {table}
+
+-- name: index_bytes
+SELECT pg_relation_size(to_regclass(%(index)s)) AS n
+
+-- name: set_build_memory
+-- Session settings of the build; is_local = false, so they outlive the autocommit statements.
+SELECT set_config('maintenance_work_mem', %(memory)s, false),
+       set_config('max_parallel_maintenance_workers', %(workers)s, false)
+
+-- name: reset_build_settings
+RESET maintenance_work_mem;
+RESET max_parallel_maintenance_workers
+
+-- name: create_index
+CREATE INDEX CONCURRENTLY {index} ON {table}
+    USING hnsw (({expr}) {opclass}) WITH (m = {m}, ef_construction = {ef_construction})
+
+-- name: drop_index
+DROP INDEX CONCURRENTLY IF EXISTS {index}
