@@ -16,7 +16,7 @@ from shortlist.listings.email_post import parse_job_email
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.money import format_salary
-from shortlist.listings.repository import insert_listings
+from shortlist.listings.repository import copy_listings
 from shortlist.listings.why import highlighted, query_words, via
 
 EmbedPending = Callable[[], Awaitable[int]]
@@ -47,14 +47,15 @@ CORPUS = [
 
 
 async def load(pool: AsyncPool, embed_pending: EmbedPending) -> None:
-    async with pool.connection() as conn:
-        await insert_listings(conn, CORPUS, source="import")
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(conn, CORPUS, source="import")
     await embed_pending()
 
 
 async def test_work_mode_is_inferred_unless_given(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
-        await insert_listings(conn, CORPUS, source="import")
+        async with conn.transaction():
+            await copy_listings(conn, CORPUS, source="import")
         cur = await conn.execute("SELECT description, work_mode FROM job_listings")
         modes = {r["description"][:20]: r["work_mode"] for r in await cur.fetchall()}
     assert modes == {
