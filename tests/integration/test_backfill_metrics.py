@@ -25,7 +25,6 @@ from tests.backfill_support import (
 from tests.backfill_support import simulator as simulator  # the fixture
 from tests.fakes import FakeEmbedder
 
-
 NICHE = {
     "query": "Rust embedded firmware for battery-powered sensors",
     "role": "Rust Embedded Firmware Engineer",
