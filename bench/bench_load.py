@@ -42,6 +42,7 @@ from bench.talent_support import (
     recruiter,
     running_backfill_workers,
     settings_env,
+    start_backfill_search,
     wait_until,
 )
 
@@ -134,9 +135,6 @@ async def _drive(
     ctx: Context, services: Any, sim: Any, n: int, deadline: float, run: LoadRun
 ) -> None:
     """Start ``n`` searches at once, sample until all are done (or the deadline)."""
-    from shortlist.talent.models import SearchCreate
-    from shortlist.talent.service import start_search
-
     principal = await recruiter(services.pool)
     state = sim.state
     stop = asyncio.Event()
@@ -160,7 +158,7 @@ async def _drive(
 
     async def one(brief: dict[str, Any]) -> Timeline:
         timeline = Timeline(None, time.time())
-        result = await start_search(services, principal, SearchCreate.model_validate(brief))
+        result = await start_backfill_search(services, principal, brief)
         timeline.search_id = result.search_id
         return timeline
 
@@ -180,15 +178,9 @@ async def _drive(
 
 async def _warm_up(services: Any, sim: Any, deadline: float) -> None:
     """Four searches through both processes: model load, connections, plans."""
-    from shortlist.talent.models import SearchCreate
-    from shortlist.talent.service import start_search
-
     principal = await recruiter(services.pool)
     warm = [{"query": f"warm-up {b['query']}", "role": b["role"]} for b in briefs(60)[-4:]]
-    ids = [
-        (await start_search(services, principal, SearchCreate.model_validate(b))).search_id
-        for b in warm
-    ]
+    ids = [(await start_backfill_search(services, principal, b)).search_id for b in warm]
 
     async def done() -> bool:
         return await _running_searches(services.pool, ids) == 0
@@ -205,7 +197,9 @@ async def _warm_up(services: Any, sim: Any, deadline: float) -> None:
 async def _run(ctx: Context, url: str, sim: Any, scale: float, n: int) -> LoadRun:
     from shortlist.bootstrap import open_services
 
-    settings = backfill_settings(url, sim.base_url, scale)
+    # Slot utilisation is measured on the generic dialect, whose every result is an enrichment
+    # (a PDL search hit needs none): the figure the slots were sized on.
+    settings = backfill_settings(url, sim.base_url, scale, talent_api="generic", serp_api="generic")
     run = LoadRun([], slots=settings.provider_concurrency * PROCESSES, scale=scale)
     deadline = 3000.0 * scale
     embedder = HashEmbedder() if ctx.smoke else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import math
 import re
@@ -26,8 +27,9 @@ profile, commits) is not scaled, so every 10 ms of it reads as 10 ms ÷ scale of
 0.2 halves that distortion compared with 0.1 at twice the run time."""
 SMOKE_TIME_SCALE = 0.01
 NO_INTERNAL_HITS = 1.01
-"""``internal_min_score`` above any possible score: the internal corpus (which grows with every
-backfilled profile) never answers, so every search is a full backfill, as on an empty corpus."""
+"""A corpus floor above any possible score, for starting a search (``start_backfill_search``):
+the internal corpus (which grows with every backfilled profile) never answers, so every search
+is a full backfill, as on an empty corpus. The workers keep the product's floor."""
 
 _WORD = re.compile(r"\w+")
 
@@ -87,17 +89,28 @@ def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) ->
         "search_rate_limit": 0,
         "talent_api_url": sim_url,
         "serp_api_url": sim_url,
+        "talent_api_key": defaults.simulator_api_key,
+        "serp_api_key": defaults.simulator_api_key,
         "discovery_timeout": defaults.discovery_timeout * scale,
         "enrichment_timeout": defaults.enrichment_timeout * scale,
         "retry_delay": defaults.retry_delay * scale,
-        "internal_min_score": NO_INTERNAL_HITS,
         "log_level": "WARNING",
-        # Measured on the generic dialect, as before the vendor adapters (issue 11), so the
-        # figures stay comparable; the vendor path is not benchmarked yet.
-        "talent_api": "generic",
-        "serp_api": "generic",
     }
     return Settings(**(values | overrides))
+
+
+async def start_backfill_search(services: Any, principal: Any, brief: dict[str, Any]) -> Any:
+    """``start_search`` with the internal corpus out of play (``NO_INTERNAL_HITS``): a full
+    backfill, whose people the workers hold to the product's floor."""
+    from shortlist.talent.models import SearchCreate
+    from shortlist.talent.service import start_search
+
+    settings = services.settings.model_copy(update={"internal_min_score": NO_INTERNAL_HITS})
+    return await start_search(
+        dataclasses.replace(services, settings=settings),
+        principal,
+        SearchCreate.model_validate(brief),
+    )
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -160,6 +173,9 @@ class Timeline:
     """Wall clock (epoch seconds) just before the search was started."""
     appended: list[float] = field(default_factory=list)
     status: str = ""
+    enrichments: int = 0
+    """Enrichment calls made for the search (the provider_calls ledger)."""
+    credits: int = 0
 
     @property
     def first(self) -> float | None:
@@ -183,17 +199,26 @@ async def search_state(pool: Any, search_id: uuid.UUID) -> tuple[str, int]:
     return str(row["status"]), int(row["result_count"])
 
 
-async def read_timeline(pool: Any, timeline: Timeline) -> None:
-    """Fill ``timeline.appended`` from the result rows' commit timestamps (the append
-    transaction's ``now()``, taken after the enrichment returned)."""
+async def read_timeline(pool: Any, timeline: Timeline, floor: float = 0.0) -> None:
+    """Fill ``timeline.appended`` from the commit timestamps (the append transaction's
+    ``now()``, taken after the enrichment returned) of the backfilled results scoring at least
+    ``floor``, and its enrichments and credits from the ledger."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT extract(epoch FROM created_at)::float8 AS at FROM search_results"
-            " WHERE search_id = %s AND tier <> 'internal' ORDER BY rank",
-            (timeline.search_id,),
+            " WHERE search_id = %s AND tier <> 'internal' AND score >= %s::real ORDER BY rank",
+            (timeline.search_id, floor),
         )
         rows = await cur.fetchall()
+        cur = await conn.execute(
+            "SELECT count(*) FILTER (WHERE kind = 'enrich') AS enrichments,"
+            " coalesce(sum(credits), 0) AS credits FROM provider_calls WHERE search_id = %s",
+            (timeline.search_id,),
+        )
+        cost = await cur.fetchone()
     timeline.appended = [float(r["at"]) - timeline.started for r in rows]
+    if cost is not None:
+        timeline.enrichments, timeline.credits = int(cost["enrichments"]), int(cost["credits"])
 
 
 async def wait_until(predicate: Any, within: float, interval: float = 0.02) -> bool:

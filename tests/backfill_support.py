@@ -68,10 +68,9 @@ def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Setting
         "provider_concurrency": 4,
         "internal_min_score": FAKE_MIN_SCORE,
         # These tests are about the pipeline's mechanics on the generic dialect (the vendor
-        # dialects have tests of their own), with no relevance floor for backfilled people.
+        # dialects have tests of their own).
         "talent_api": "generic",
         "serp_api": "generic",
-        "backfill_min_score": 0.0,
         "search_credit_budget": 0,
     }
     return Settings(**(values | overrides))

@@ -76,7 +76,6 @@ def fast_settings(db_url: str, sim_url: str | None, time_scale: float) -> dict[s
         # vendor dialects have end-to-end tests of their own (tests/test_vendor_backfill.py).
         values["talent_api"] = "generic"
         values["serp_api"] = "generic"
-        values["backfill_min_score"] = 0.0
     return values
 
 

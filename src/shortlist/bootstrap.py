@@ -192,7 +192,7 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
     )
     candidates = QueueWorker(
         CandidateQueue(
-            services.pool, services.embedder, services.sources, min_score=s.backfill_min_score
+            services.pool, services.embedder, services.sources, min_score=s.internal_min_score
         ),
         config,
         notifier=services.notifier,

@@ -79,7 +79,8 @@ class Settings(BaseSettings):
     # --- candidate backfill --------------------------------------------------------------------
     backfill_min_results: int = Field(15, ge=1, le=1000)
     internal_min_score: float = Field(0.5, ge=0)
-    """Least score (estimated probability of relevance, shortlist.relevance) of an internal hit."""
+    """Least score (estimated probability of relevance, shortlist.relevance) of any result: an
+    internal hit, or a backfilled person (below it: ``below_threshold``)."""
     backfill_concurrency: int = Field(8, ge=1)
     """Candidates processed at once per worker process."""
     provider_concurrency: int = Field(4, ge=1)
@@ -103,8 +104,6 @@ class Settings(BaseSettings):
     """Requests per minute to the talent provider, shared by every process (0 = no limit)."""
     serp_rate_limit: int = Field(300, ge=0)
     """Requests per minute to the SERP provider, shared by every process (0 = no limit)."""
-    backfill_min_score: float = Field(0.6, ge=0)
-    """Least relevance for a backfilled person to become a result (below: ``below_threshold``)."""
     search_credit_budget: int = Field(100, ge=0)
     """Provider credits one search may spend before its backfill stops (0 = no budget)."""
     simulator_api_key: str = "simulator-key"

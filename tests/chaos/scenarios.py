@@ -177,7 +177,6 @@ class Cluster:
             "serp_api_url": sim_url,
             "talent_api_key": "simulator-key",
             "serp_api_key": "simulator-key",
-            "backfill_min_score": 0.0,
             **scaled_settings(self.time_scale),
             **self.overrides,
             **extra,

@@ -111,7 +111,9 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
         "SHORTLIST_SERP_API_KEY": KEY,
         "SHORTLIST_TALENT_RATE_LIMIT": str(LIMIT),
         "SHORTLIST_SERP_RATE_LIMIT": str(LIMIT),
-        "SHORTLIST_BACKFILL_MIN_SCORE": "0",
+        # The workers' floor is the one for backfilled people only (the searches were started
+        # above): every enriched person counts toward the target.
+        "SHORTLIST_INTERNAL_MIN_SCORE": "0",
         "SHORTLIST_DISCOVERY_TIMEOUT": "5",
         "SHORTLIST_ENRICHMENT_TIMEOUT": "5",
         "SHORTLIST_RETRY_DELAY": "0.05",

@@ -281,6 +281,7 @@ async def test_concurrent_appends_keep_ranks_contiguous_and_people_unique(
                 candidate_id=candidate_id,
                 search_candidate_id=None,
                 tier=Tier.broad,
+                score=0.9,
             )
 
     # Every person twice, all at once over the pool's connections.
@@ -300,7 +301,11 @@ async def test_concurrent_appends_keep_ranks_contiguous_and_people_unique(
 async def test_discovery_timing_out_twice_fails_its_tier_and_the_others_go_on(
     client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
 ) -> None:
-    await set_behaviour(simulator, force_search="hang")  # talent discovery never answers
+    # Talent discovery never answers. No 429s: an enrichment's 429 pauses the talent provider
+    # for every caller, and a pause that falls between a hung first attempt and its retry
+    # defers the tier (a pause is not the tier's failure), which then asks its page again with
+    # a retry of its own: a fifth hang, correct behaviour, but not the one counted here.
+    await set_behaviour(simulator, force_search="hang", rate_limit_rate=0)
     search_id = await start(client, recruiter, NICHE)
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id)
@@ -415,7 +420,12 @@ async def test_a_profile_enriched_before_the_embedder_throttled_is_not_enriched_
     assert sum(max(s["attempts"] - 1, 0) for s in stubs) == 3
     finished = [s for s in stubs if s["status"] not in ("queued", "running")]
     # Stubs beyond the target are never enriched: they end skipped.
-    assert {s["status"] for s in finished} <= {"succeeded", "failed_no_email", "skipped"}
+    assert {s["status"] for s in finished} <= {
+        "succeeded",
+        "below_threshold",
+        "failed_no_email",
+        "skipped",
+    }
     assert body["resultCount"] > 0
     async with services.pool.connection() as conn:
         cur = await conn.execute(

@@ -367,6 +367,30 @@ async def test_search_corpus_applies_filters_and_the_score_floor(pool: AsyncPool
     assert unrelated == []
 
 
+async def test_a_backfilled_person_scores_as_the_same_person_found_internally(
+    pool: AsyncPool,
+) -> None:
+    async with pool.connection() as conn:
+        search = await insert_search(conn, query="python engineer")
+        ada = await insert_candidate(conn, "Ada", role_title="Python Engineer")
+        florist = await insert_candidate(
+            conn, "Flo", role_title="Florist", skills=("tulips",), location="Amsterdam"
+        )
+        found = await repo.search_corpus(
+            conn,
+            embedding=hash_embed("python engineer"),
+            text="python engineer",
+            filters=CorpusFilters(location=None, min_years=None, skills=[]),
+            min_score=0.0,
+            limit=10,
+            pool_size=50,
+        )
+        internal = {h.candidate_id: h.score for h in found}
+        backfilled = {c: await repo.backfill_score(conn, search, c) for c in (ada, florist)}
+    assert backfilled[ada] == pytest.approx(internal[ada], abs=1e-6)
+    assert backfilled[ada] > 0.9 > 0.1 > backfilled[florist]
+
+
 async def test_append_internal_hits_only_on_a_search_without_results(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         search = await insert_search(conn)

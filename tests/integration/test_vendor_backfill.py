@@ -115,6 +115,7 @@ async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the
     # Nobody is enriched past the target: what was not needed ends skipped.
     assert {s["status"] for s in stubs} <= {
         "succeeded",
+        "below_threshold",
         "skipped",
         "failed_no_email",
         "failed_transient",
@@ -150,7 +151,7 @@ async def test_backfilled_people_below_the_floor_are_not_results(
     simulator: SimulatorServer,
     db_url: str,
 ) -> None:
-    services.settings = vendor_settings(db_url, simulator.base_url, backfill_min_score=0.99)
+    services.settings = vendor_settings(db_url, simulator.base_url, internal_min_score=1.01)
     await set_behaviour(simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0)
     search_id = await start(client, recruiter, {"query": "python developer"})
     async with running_workers(services):

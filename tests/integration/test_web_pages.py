@@ -620,6 +620,7 @@ async def test_stream_wakes_on_notify_and_sends_rows_as_they_are_appended(
                     candidate_id=candidate_id,
                     search_candidate_id=None,
                     tier=Tier.strict,
+                    score=0.9,
                 )
             await _until_delivered(db_url, search_id, received, expected)
 

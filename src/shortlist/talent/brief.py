@@ -135,6 +135,18 @@ def find_skills(text: str, vocabulary: Collection[str], role: str | None) -> tup
     return tuple(sorted(found, key=lambda s: order[s]))[:10]
 
 
+def brief_text(query: str, role: str | None, skills: Sequence[str]) -> str:
+    """What a search's query embedding and relevance score are of: the brief, plus the role and
+    skills, which describe the person wanted. Location and experience are filters, not meaning,
+    and stay out."""
+    parts = [query]
+    if role:
+        parts.append(f"Role: {role}")
+    if skills:
+        parts.append("Skills: " + ", ".join(skills))
+    return "\n".join(parts)
+
+
 def parse_brief(
     query: str,
     *,

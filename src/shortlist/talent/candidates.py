@@ -151,8 +151,7 @@ class CandidateQueue:
         except (ProviderRejected, ProviderQuotaExhausted, EmbeddingPermanentError) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
             return
-        score = await repo.score_for_search(self.pool, stub.search_id, vector)
-        await self._commit(worker_id, stub, record, vector, score)
+        await self._commit(worker_id, stub, record, vector)
 
     async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
         if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
@@ -173,7 +172,6 @@ class CandidateQueue:
         stub: ClaimedStub,
         record: CandidateRecord,
         vector: list[float],
-        score: float | None,
     ) -> None:
         """Ingest + append + status, one transaction, under the lease check."""
         outcome: str
@@ -191,10 +189,11 @@ class CandidateQueue:
                     )
                     return
                 candidate_id = await repo.upsert_candidate(conn, record, vector)
+                score = await repo.backfill_score(conn, stub.search_id, candidate_id)
                 if record.email is None:
                     status, error = CandidateStatus.failed_no_email, NO_EMAIL
                     outcome = "no e-mail"
-                elif score is not None and score < self.min_score:
+                elif score < self.min_score:
                     # Ingested (it was paid for), but not a result: no stranger fills a place.
                     status = CandidateStatus.below_threshold
                     error = f"score {score:.3f} is below the relevance floor {self.min_score:.2f}"
@@ -206,6 +205,7 @@ class CandidateQueue:
                         candidate_id=candidate_id,
                         search_candidate_id=stub.id,
                         tier=stub.tier,
+                        score=score,
                     )
                     status, error = CandidateStatus.succeeded, None
                     if appended:

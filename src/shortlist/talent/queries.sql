@@ -419,19 +419,18 @@ RETURNING id
 -- this person is already in the results, and bump result_count only if a row went in. The row
 -- lock serialises appenders of one search, so ranks are 1..result_count with no gap and no
 -- repeat however many workers append at once; (search_id, candidate_id) turns a duplicate into
--- a no-op (no row returned). The score is the candidate's cosine to the query, in [0, 1].
+-- a no-op (no row returned). The score is the person's relevance (relevance_evidence).
 WITH target AS (
-    SELECT id, result_count, query_embedding
+    SELECT id, result_count
       FROM searches
      WHERE id = %(search_id)s
        FOR NO KEY UPDATE
 ),
 appended AS (
     INSERT INTO search_results (search_id, rank, candidate_id, search_candidate_id, tier, score)
-    SELECT target.id, target.result_count + 1, c.id, %(search_candidate_id)s, %(tier)s,
-           1 - (target.query_embedding <=> c.embedding) / 2
-      FROM target, candidates c
-     WHERE c.id = %(candidate_id)s
+    SELECT target.id, target.result_count + 1, %(candidate_id)s, %(search_candidate_id)s,
+           %(tier)s, %(score)s
+      FROM target
     ON CONFLICT (search_id, candidate_id) DO NOTHING
     RETURNING rank, score
 )
@@ -636,11 +635,21 @@ SELECT tier, status::text AS status, next_page, found, attempts, last_error, not
 -- Relevance floor and the credit ledger
 -- ----------------------------------------------------------------------------------------
 
--- name: score_for_search
--- A backfilled person's relevance, as append_result scores it (cosine to the query, in [0, 1]).
-SELECT (1 - (s.query_embedding <=> %(embedding)s) / 2)::real AS score
-  FROM searches s
- WHERE s.id = %(search_id)s
+-- name: relevance_evidence
+-- What a backfilled person's score is computed from (shortlist.relevance), measured as
+-- search_corpus measures it for an internal hit: cosine to the search's query vector, the share
+-- of the query's lexemes among the person's title/headline/skills lexemes, and the trigram
+-- similarity of the query terms and the title.
+SELECT 1 - (s.query_embedding <=> c.embedding) AS cosine,
+       coalesce((SELECT count(*)
+                   FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}'))) AS t (lexeme)
+                  WHERE t.lexeme = ANY (lex.lexemes))::float8
+                / nullif(cardinality(lex.lexemes), 0), 0) AS title_match,
+       word_similarity(%(terms)s, c.role_title) AS title_similarity
+  FROM searches s, candidates c,
+       (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s)))
+               AS lexemes) AS lex
+ WHERE s.id = %(search_id)s AND c.id = %(candidate_id)s
 
 -- name: record_provider_calls
 -- The ledger rows of one piece of work, the search's running credit total, and the tier's

@@ -26,7 +26,7 @@ from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import CallRecord, Profile
-from shortlist.talent.brief import Brief
+from shortlist.talent.brief import Brief, brief_text
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
     CandidateStatus,
@@ -448,6 +448,7 @@ async def append_result(
     candidate_id: uuid.UUID,
     search_candidate_id: int | None,
     tier: Tier,
+    score: float,
 ) -> Appended | None:
     """Append one result at the next rank; None if the person is already in the results."""
     row = await _one(
@@ -458,6 +459,7 @@ async def append_result(
             "candidate_id": candidate_id,
             "search_candidate_id": search_candidate_id,
             "tier": tier.value,
+            "score": score,
         },
     )
     return None if row is None else Appended(int(row["rank"]), float(row["score"]))
@@ -617,16 +619,26 @@ async def tiers_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
 # --- relevance floor and the credit ledger ----------------------------------------------------
 
 
-async def score_for_search(
-    pool: AsyncPool, search_id: uuid.UUID, vector: Sequence[float]
-) -> float | None:
-    async with pool.connection() as conn:
-        row = await _one(
-            conn,
-            QUERIES["score_for_search"],
-            {"search_id": search_id, "embedding": Vector(list(vector))},
-        )
-    return None if row is None else float(row["score"])
+async def backfill_score(
+    conn: AsyncConn,
+    search_id: uuid.UUID,
+    candidate_id: uuid.UUID,
+    model: ScoreModel = CANDIDATE_SCORE,
+) -> float:
+    """A backfilled person's relevance to the search: the score an internal hit gets
+    (search_corpus), so one floor and one percentage serve every result."""
+    search = await get_search(conn, search_id)
+    assert search is not None, "searches are never deleted under their running backfill"
+    terms = text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
+    row = await _one(
+        conn,
+        QUERIES["relevance_evidence"],
+        {"search_id": search_id, "candidate_id": candidate_id, "terms": terms},
+    )
+    assert row is not None
+    return model.score(
+        float(row["cosine"]), float(row["title_match"]), float(row["title_similarity"])
+    )
 
 
 async def record_provider_calls(

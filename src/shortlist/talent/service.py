@@ -32,7 +32,7 @@ from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
 from shortlist.talent import repository as repo
-from shortlist.talent.brief import parse_brief
+from shortlist.talent.brief import brief_text, parse_brief
 from shortlist.talent.models import (
     CandidateStatus,
     SearchCreate,
@@ -53,14 +53,7 @@ MAX_ATTEMPTS_LISTED = 500
 
 
 def search_text(payload: SearchCreate) -> str:
-    """What the query embedding is of: the brief, plus the role and skills, which describe the
-    person wanted. Location and experience are filters, not meaning, and stay out."""
-    parts = [payload.query]
-    if payload.role:
-        parts.append(f"Role: {payload.role}")
-    if payload.skills:
-        parts.append("Skills: " + ", ".join(payload.skills))
-    return "\n".join(parts)
+    return brief_text(payload.query, payload.role, payload.skills)
 
 
 def query_embedding_text(payload: SearchCreate) -> str:
