@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.chaos.fuzz import run_fuzz
 from tests.chaos.scenarios import record
 
-REDUCED_EXAMPLES = 5
+REDUCED_EXAMPLES = 3
 
 
 def test_fuzzed_requests_get_documented_answers_and_never_a_5xx(db_url: str) -> None:
