@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from bench.common import Context, Record, Stat, profile_async
+from shortlist.embedding.spaces import Spaces
 
 NAME = "indexer"
 BATCH = 128  # SHORTLIST_INDEXER_BATCH_SIZE default
@@ -81,7 +82,7 @@ async def run_indexer(url: str, embedder: Any, table: str = "job_listings") -> i
     settings = Settings(indexer_poll_interval=0.01, indexer_batch_size=BATCH)
     pool = await open_async_pool(url, min_size=1, max_size=4, name="bench-indexer")
     try:
-        services = Services(settings, url, pool, Notifier(url), embedder)
+        services = Services(settings, url, pool, Notifier(url), Spaces.of_embedder(pool, embedder))
         [corpus] = [c for c in CORPORA if c.table == table]
         queue = DrainingQueue(pool, embedder, corpus)
         [product] = indexer_workers(services, [corpus])

@@ -25,6 +25,7 @@ from shortlist.auth import Role, create_token_async
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.embedding.spaces import Spaces
 from shortlist.queue.notify import Notifier
 from tests.fakes import FakeEmbedder
 
@@ -58,7 +59,7 @@ def services(settings: Settings, db_url: str, pool: AsyncPool, embedder: FakeEmb
         database_url=db_url,
         pool=pool,
         notifier=Notifier(db_url),
-        embedder=embedder,
+        spaces=Spaces.of_embedder(pool, embedder),
     )
 
 

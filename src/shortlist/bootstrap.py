@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shortlist.config import Settings
+from shortlist.db import channels
 from shortlist.db.pool import open_async_pool
 from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
+from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
 from shortlist.sources.factory import Sources, make_sources, rate_limits
@@ -48,7 +50,8 @@ class Services:
     database_url: str
     pool: AsyncPool
     notifier: Notifier
-    embedder: Embedder
+    spaces: Spaces
+    """The embedding models in use: the active one (queries, search) and one being built."""
     sources: Sources | None = None
     """The talent providers: only in processes that run the backfill."""
     keeper: LeaseKeeper = field(init=False)
@@ -60,6 +63,11 @@ class Services:
         self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
         self.reads = ReadPools(self.pool)
 
+    @property
+    def embedder(self) -> Embedder:
+        """The active model's embedder (it changes when a model migration switches)."""
+        return self.spaces.active().embedder
+
 
 @contextlib.asynccontextmanager
 async def open_services(
@@ -67,16 +75,25 @@ async def open_services(
     database_url: str,
     *,
     embedder: Embedder | None = None,
+    embedder_factory: EmbedderFactory | None = None,
     sources: Sources | None = None,
     with_sources: bool = False,
     pool_max: int | None = None,
 ) -> AsyncIterator[Services]:
     """Build a process's services; ``with_sources`` also builds the configured providers
-    (raising ``SourcesNotConfigured`` before anything is opened when they are not)."""
-    if embedder is None:
-        from shortlist.embedding.factory import make_embedder
+    (raising ``SourcesNotConfigured`` before anything is opened when they are not).
 
-        embedder = make_embedder(settings)
+    The embedder of each model space comes from ``embedder_factory`` (default: the settings'
+    kinds, ``make_space_embedder``); ``embedder`` is one embedder for every space (tests)."""
+    from shortlist.embedding.factory import configured_model, make_embedder, make_space_embedder
+
+    if embedder_factory is None:
+        if embedder is not None:
+            fixed = embedder
+            embedder_factory = lambda _space: fixed  # noqa: E731
+        else:
+            make_embedder(settings)  # a configuration that cannot work fails here, first
+            embedder_factory = lambda space: make_space_embedder(space, settings)  # noqa: E731
     if sources is None and with_sources:
         check_sources(settings)  # before anything is opened
     max_size = pool_max or settings.db_pool_max
@@ -87,8 +104,16 @@ async def open_services(
         sources = shared_sources(settings, pool)
     notifier = Notifier(database_url)
     notifier.start()
-    services = Services(settings, database_url, pool, notifier, embedder, sources)
+    spaces = Spaces(pool, embedder_factory, database_url)
+    services = Services(settings, database_url, pool, notifier, spaces, sources)
+    stop_watching = asyncio.Event()
+    watcher: asyncio.Task[None] | None = None
     try:
+        await spaces.adopt(*configured_model(settings))
+        watcher = asyncio.create_task(
+            spaces.watch(notifier.subscribe(channels.MODELS), stop_watching),
+            name="shortlist-embedding-models",
+        )
         services.reads = await open_read_pools(
             pool,
             read_urls(settings.database_read_url),
@@ -98,10 +123,13 @@ async def open_services(
         )
         yield services
     finally:
+        stop_watching.set()
+        if watcher is not None:
+            await watcher
         closers = [services.reads.close()]
         if services.sources is not None:
             closers.append(services.sources.aclose())
-        closers.append(services.embedder.aclose())
+        closers.append(spaces.aclose())
         for close in closers:
             with contextlib.suppress(Exception):
                 await close
@@ -153,7 +181,11 @@ def indexer_workers(
     return [
         QueueWorker(
             EmbeddingQueue(
-                services.pool, services.embedder, corpus, probe_every=s.indexer_poll_interval
+                services.pool,
+                services.embedder,
+                corpus,
+                probe_every=s.indexer_poll_interval,
+                spaces=services.spaces,
             ),
             config,
             notifier=services.notifier,
@@ -185,14 +217,14 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
         grace=s.shutdown_grace,
     )
     tiers = QueueWorker(
-        TierQueue(services.pool, s, services.sources),
+        TierQueue(services.pool, s, services.sources, services.spaces),
         config,
         notifier=services.notifier,
         keeper=services.keeper,
     )
     candidates = QueueWorker(
         CandidateQueue(
-            services.pool, services.embedder, services.sources, min_score=s.internal_min_score
+            services.pool, services.spaces, services.sources, min_score=s.internal_min_score
         ),
         config,
         notifier=services.notifier,
@@ -205,7 +237,12 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
     if "indexer" in kinds:
+        from shortlist.embedding.migration import coordinate
+
         runners.extend(w.run for w in indexer_workers(services))
+        runners.append(
+            lambda stop: coordinate(services.pool, services.database_url, services.spaces, stop)
+        )
     if "backfill" in kinds:
         runners.extend(w.run for w in backfill_workers(services))
     if "reaper" in kinds:

@@ -21,6 +21,7 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.embedding.spaces import Spaces
 from shortlist.queue.notify import Notifier
 from tests.chaos.checks import assert_no_leaks, scan_logs
 from tests.fakes import FakeEmbedder
@@ -390,7 +391,9 @@ async def test_tokens_are_stored_only_as_hashes(
 
 def limited_app(settings: Settings, db_url: str, pool: AsyncPool, trusted: str) -> FastAPI:
     limited = settings.model_copy(update={"search_rate_limit": 3, "trusted_proxies": trusted})
-    services = Services(limited, db_url, pool, Notifier(db_url), FakeEmbedder())
+    services = Services(
+        limited, db_url, pool, Notifier(db_url), Spaces.of_embedder(pool, FakeEmbedder())
+    )
     return create_app(services)
 
 

@@ -223,8 +223,8 @@ async def test_a_worker_that_lost_its_claim_never_appends(
             (search_id,),
         )
         await conn.commit()
-    queue_a = CandidateQueue(services.pool, services.embedder, sources)
-    queue_b = CandidateQueue(services.pool, services.embedder, sources)
+    queue_a = CandidateQueue(services.pool, services.spaces, sources)
+    queue_b = CandidateQueue(services.pool, services.spaces, sources)
 
     # Two workers claim at the same moment: SKIP LOCKED hands the stub to exactly one.
     got_a, got_b = await asyncio.gather(

@@ -22,6 +22,7 @@ from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError
+from shortlist.embedding.spaces import Spaces
 from shortlist.indexer import LISTINGS, BatchResult, EmbeddingQueue
 from shortlist.queue import Notifier, QueueWorker, WorkerConfig
 from shortlist.reindex import resume_paused
@@ -297,7 +298,9 @@ async def test_status_page_and_metrics_show_the_pause(pool: AsyncPool, db_url: s
     await add_listings(pool, 4)
     assert (await drain(EmbeddingQueue(pool, FakeEmbedder(dim=16), LISTINGS))).held_back == 4
     settings = Settings(database_url=db_url, load_sample_data=False, search_rate_limit=0)
-    services = Services(settings, db_url, pool, Notifier(db_url), FakeEmbedder())
+    services = Services(
+        settings, db_url, pool, Notifier(db_url), Spaces.of_embedder(pool, FakeEmbedder())
+    )
     transport = httpx.ASGITransport(app=create_app(services), client=("127.0.0.1", 50000))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         page = await client.get("/status")

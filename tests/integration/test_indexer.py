@@ -21,6 +21,7 @@ from shortlist.db.channels import EMBED as EMBED_CHANNEL
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError
+from shortlist.embedding.spaces import Spaces
 from shortlist.errors import BadInput, TransientError
 from shortlist.indexer import (
     CANDIDATES,
@@ -557,7 +558,7 @@ async def test_production_workers_wake_on_notify_for_both_corpora(
     notifier = Notifier(db_url)
     notifier.start()
     fake = FakeEmbedder()
-    services = Services(settings, db_url, pool, notifier, fake)
+    services = Services(settings, db_url, pool, notifier, Spaces.of_embedder(pool, fake))
     workers = indexer_workers(services)
     queues = [w.queue for w in workers]
     assert [q.target.table for q in queues if isinstance(q, EmbeddingQueue)] == [

@@ -21,6 +21,7 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import SEARCH_INDEXES
+from shortlist.embedding.spaces import Spaces
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings
@@ -406,7 +407,9 @@ async def limited_client(
     settings = Settings(
         database_url=db_url, load_sample_data=False, search_rate_limit=3, trusted_proxies="10.0.0.1"
     )
-    services = Services(settings, db_url, pool, Notifier(db_url), embedder)
+    services = Services(
+        settings, db_url, pool, Notifier(db_url), Spaces.of_embedder(pool, embedder)
+    )
     app = create_app(services)
     opened: list[httpx.AsyncClient] = []
 

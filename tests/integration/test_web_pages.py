@@ -22,6 +22,7 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db import channels
+from shortlist.embedding.spaces import Spaces
 from shortlist.queue.notify import Notifier
 from shortlist.talent import repository as repo
 from shortlist.talent.models import Tier
@@ -602,7 +603,13 @@ async def test_stream_wakes_on_notify_and_sends_rows_as_they_are_appended(
         later = [r["id"] for r in await cur.fetchall()]
 
     notifier = Notifier(db_url)
-    live = Services(services.settings, db_url, services.pool, notifier, embedder)
+    live = Services(
+        services.settings,
+        db_url,
+        services.pool,
+        notifier,
+        Spaces.of_embedder(services.pool, embedder),
+    )
     principal = await _principal(services, token)
     # A resync interval far beyond the test's deadlines: only NOTIFY can deliver in time.
     stream = search_event_stream(live, principal, search_id, 0, resync=60.0, heartbeat=60.0)

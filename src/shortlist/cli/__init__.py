@@ -14,7 +14,7 @@ from shortlist.errors import ConfigError, StartupError
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import admin, ingest, run, search
+    from shortlist.cli import admin, embeddings, ingest, run, search
 
     app = typer.Typer(
         name="shortlist",
@@ -26,13 +26,18 @@ def build_app() -> typer.Typer:
     ingest_app = typer.Typer(help="Bulk import producers.", no_args_is_help=True)
     search_app = typer.Typer(help="Search from the terminal.", no_args_is_help=True)
     token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+    embeddings_app = typer.Typer(
+        help="Change the embedding model without downtime.", no_args_is_help=True
+    )
     app.add_typer(ingest_app, name="ingest")
     app.add_typer(search_app, name="search")
     app.add_typer(token_app, name="token")
+    app.add_typer(embeddings_app, name="embeddings")
     run.register(app)
     ingest.register(ingest_app)
     search.register(search_app)
     admin.register(app, token_app)
+    embeddings.register(embeddings_app)
     return app
 
 

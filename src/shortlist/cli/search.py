@@ -65,16 +65,26 @@ async def _search(
     location: str | None,
     salary_min: int | None,
 ) -> SearchResult:
-    from shortlist.embedding.factory import make_embedder
+    from shortlist.embedding.factory import make_space_embedder
+    from shortlist.embedding.spaces import Spaces
     from shortlist.listings.search import search_jobs
 
-    embedder = make_embedder(settings)
     pool = await open_async_pool(url, min_size=1, max_size=2, name="shortlist-cli")
+    spaces = Spaces(pool, lambda space: make_space_embedder(space, settings), url)
     try:
+        await spaces.refresh()
+        model = spaces.active()
         return await search_jobs(
-            pool, embedder, query, size=size, location=location, salary_min=salary_min
+            pool,
+            model.embedder,
+            query,
+            size=size,
+            location=location,
+            salary_min=salary_min,
+            space=model.space,
         )
     finally:
+        await spaces.aclose()
         await pool.close()
 
 

@@ -14,4 +14,8 @@ backfill workers (and the event streams, which re-read their search)."""
 SEARCH_EVENTS = "shortlist_search_events"
 """A searches row changed; the payload is its id: wakes that search's event streams."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS)
+MODELS = "shortlist_embedding_models"
+"""The embedding_models table changed (a build registered, switched, cancelled): every
+process reloads its embedding models (shortlist.embedding.spaces)."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS)

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-from shortlist.db.vector_index import BuildOverrides, ensure_vector_indexes
+from shortlist.db.vector_index import BuildOverrides, active_space_indexes, ensure_vector_indexes
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,9 @@ def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migr
                         (mig.version, mig.name),
                     )
                 applied.append(mig)
-            ensure_vector_indexes(conn, overrides=index_build or BuildOverrides())
+            ensure_vector_indexes(
+                conn, active_space_indexes(conn), overrides=index_build or BuildOverrides()
+            )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
     return applied

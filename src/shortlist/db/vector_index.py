@@ -113,24 +113,41 @@ def halfvec_expr(column: str, dim: int) -> str:
     return f"{column}::halfvec({dim})"
 
 
-SEARCH_INDEXES: tuple[VectorIndex, ...] = (
-    VectorIndex(
-        "job_listings",
-        "job_listings_embedding_halfvec_idx",
-        halfvec_expr("embedding", 384),
-        384,
-        replaces="job_listings_embedding_hnsw_idx",
-    ),
-    VectorIndex(
-        "candidates",
-        "candidates_embedding_halfvec_idx",
-        halfvec_expr("embedding", 384),
-        384,
-        replaces="candidates_embedding_hnsw_idx",
-    ),
-)
-"""The indexes search.sql and talent/queries.sql are written against (the dimension is the
-columns' own, set by the migrations)."""
+def index_name(table: str, column: str) -> str:
+    """The HNSW index of an embedding column (one per model space and corpus)."""
+    return f"{table}_{column}_halfvec_idx"
+
+
+CORPUS_TABLES = ("job_listings", "candidates")
+
+
+def space_indexes(column: str, dim: int) -> tuple[VectorIndex, ...]:
+    """The indexes search.sql and talent/queries.sql are written against, for the model space
+    whose vectors are in ``column`` (shortlist.embedding.spaces). The first space's replace the
+    float4 indexes of the first migrations."""
+    return tuple(
+        VectorIndex(
+            table,
+            index_name(table, column),
+            halfvec_expr(column, dim),
+            dim,
+            replaces=f"{table}_embedding_hnsw_idx" if column == "embedding" else None,
+        )
+        for table in CORPUS_TABLES
+    )
+
+
+SEARCH_INDEXES = space_indexes("embedding", 384)
+"""The first model space's indexes, at the dimension of migration 0001."""
+
+
+def active_space_indexes(conn: Conn) -> tuple[VectorIndex, ...]:
+    """The indexes of the active model space (``embedding_models``, migration 0013)."""
+    with conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute(QUERIES["active_space"]).fetchone()
+    if row is None:
+        return SEARCH_INDEXES
+    return space_indexes(str(row[0]), int(row[1]))
 
 
 def graph_bytes(rows: int, dim: int, bytes_per_value: int = 2) -> int:

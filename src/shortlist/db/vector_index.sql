@@ -35,3 +35,7 @@ CREATE INDEX CONCURRENTLY {index} ON {table}
 
 -- name: drop_index
 DROP INDEX CONCURRENTLY IF EXISTS {index}
+
+-- name: active_space
+-- The column and dimension of the active embedding model space (shortlist.embedding.spaces).
+SELECT vector_column, dim FROM embedding_models WHERE state = 'active'

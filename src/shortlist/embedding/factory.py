@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shortlist.config import Settings
 from shortlist.embedding.base import Embedder
+from shortlist.embedding.spaces import ModelSpace
 from shortlist.errors import ConfigError
 
 
@@ -32,3 +33,42 @@ def make_embedder(settings: Settings) -> Embedder:
             timeout=settings.embedder_timeout,
         )
     raise ConfigError(f"unknown SHORTLIST_EMBEDDER {settings.embedder!r} (local | openai)")
+
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+"""The model the ``local`` embedder runs (bundled, offline)."""
+
+
+def configured_model(settings: Settings) -> tuple[str, str, int]:
+    """(kind, model, dim) of the settings' embedder: what the first start names the stored
+    vectors after (shortlist.embedding.spaces)."""
+    if settings.embedder == "local":
+        return "local", LOCAL_MODEL, settings.embedding_dim
+    return settings.embedder, settings.embedder_model, settings.embedding_dim
+
+
+def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
+    """The embedder of a registered model space. Its key and timeout come from the settings
+    (keys are never stored in the table); its URL from the space, else the settings."""
+    if space.kind is None:
+        return make_embedder(settings)
+    if space.kind == "local":
+        from shortlist.embedding.local import DIM, LocalEmbedder
+
+        if space.model != LOCAL_MODEL or space.dim != DIM:
+            raise ConfigError(
+                f"the local embedder runs {LOCAL_MODEL} ({DIM}-d) only, not {space.model}"
+                f" ({space.dim}-d)"
+            )
+        return LocalEmbedder()
+    if space.kind == "openai":
+        from shortlist.embedding.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(
+            base_url=space.url or settings.embedder_url,
+            api_key=settings.embedder_api_key,
+            model=space.model or settings.embedder_model,
+            dim=space.dim,
+            timeout=settings.embedder_timeout,
+        )
+    raise ConfigError(f"unknown embedder kind {space.kind!r} (local | openai)")

@@ -53,6 +53,9 @@ class Breaker:
         self.table = table
         self.probe_every = probe_every
         self._column_dim: int | None = None
+        self.dim: int | None = None
+        """The active model space's dimension (set by the queue before each use); unset, the
+        dimension of the table's ``embedding`` column."""
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -90,6 +93,8 @@ class Breaker:
         )
 
     async def column_dim(self) -> int:
+        if self.dim is not None:
+            return self.dim
         if self._column_dim is None:
             async with single_statement(self.pool) as conn:
                 cur = await conn.execute(_SQL["column_dim"], {"table": self.table})

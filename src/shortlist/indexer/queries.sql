@@ -1,8 +1,10 @@
 -- The embedding indexer (shortlist.indexer). One set of statements serves every embedded
 -- corpus: {table} is the corpus table (psycopg.sql.Identifier) and {text} the SQL expression
--- that builds the text to embed from that table's columns (corpora.sql). Every status
--- transition is a guarded UPDATE … RETURNING: a row only moves while this worker still holds
--- its lease and its text is still the text that was embedded.
+-- that builds the text to embed from that table's columns (corpora.sql); {embedding} and
+-- {embedded_hash} are the active model space's columns, {target_embedding} and {target_hash}
+-- those of the space being built (shortlist.embedding.spaces; the active ones when none is).
+-- Every status transition is a guarded UPDATE … RETURNING: a row only moves while this worker
+-- still holds its lease and its text is still the text that was embedded.
 
 -- name: claim
 -- Pending or edited rows (the partial index {table}_claimable_idx), minus rows under a live
@@ -26,8 +28,45 @@ UPDATE {table} AS t
        locked_until = now() + make_interval(secs => %(lease)s)
   FROM claimable
  WHERE t.id = claimable.id
-RETURNING t.id, {text} AS text, t.content_hash, t.embedded_hash,
-          t.embedding IS NOT NULL AS has_vector, t.created_at
+RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_hash,
+          t.{embedding} IS NOT NULL AS has_vector, t.created_at, t.{target_hash} AS target_hash
+
+-- name: claim_for_build
+-- While a model space is being built: embedded rows it does not hold yet, for that space alone
+-- (pending and edited rows come through claim, and get both spaces' vectors). Served by the
+-- space's partial index {table}_<column>_todo_idx (shortlist.embedding.migration).
+WITH claimable AS (
+    SELECT id
+      FROM {table}
+     WHERE {target_hash} IS DISTINCT FROM content_hash
+       AND embedding_status = 'embedded'
+       AND updated_at <= embedded_at
+       AND (locked_until IS NULL OR locked_until < now())
+       AND NOT EXISTS (SELECT 1 FROM indexer_pauses WHERE corpus = %(corpus)s)
+     ORDER BY created_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE {table} AS t
+   SET locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s)
+  FROM claimable
+ WHERE t.id = claimable.id
+RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_hash,
+          t.{embedding} IS NOT NULL AS has_vector, t.created_at, t.{target_hash} AS target_hash
+
+-- name: store_in_target
+-- Vectors of the space being built, each for the text it was computed from (a NULL vector: the
+-- model rejected this text; the hash records that it was tried). Guarded by the text only: the
+-- row's status and lease belong to the active space's work.
+UPDATE {table} AS t
+   SET {target_embedding} = v.embedding,
+       {target_hash} = v.content_hash
+  FROM unnest(%(ids)s::uuid[], %(vectors)s::vector[], %(hashes)s::bytea[])
+       AS v (id, embedding, content_hash)
+ WHERE t.id = v.id
+   AND t.content_hash = v.content_hash
+RETURNING t.id
 
 -- name: store_embeddings
 -- The commit of a batch: vector, the hash of the text it was computed from, and the status
@@ -38,8 +77,8 @@ RETURNING t.id, {text} AS text, t.content_hash, t.embedded_hash,
 -- claimable again and get embedded with their new text. embedded_at is the wall clock, not
 -- now(), so it is never older than an updated_at written while the batch was embedding.
 UPDATE {table} AS t
-   SET embedding = v.embedding,
-       embedded_hash = v.content_hash,
+   SET {embedding} = v.embedding,
+       {embedded_hash} = v.content_hash,
        embedding_status = 'embedded',
        embedded_at = clock_timestamp(),
        embedding_error = NULL,
@@ -67,8 +106,8 @@ UPDATE {table}
  WHERE id = ANY(%(ids)s::uuid[])
    AND locked_by = %(worker_id)s
    AND embedding_status IN ('pending', 'embedded')
-   AND embedding IS NOT NULL
-   AND embedded_hash = content_hash
+   AND {embedding} IS NOT NULL
+   AND {embedded_hash} = content_hash
 RETURNING id
 
 -- name: mark_failed

@@ -11,6 +11,11 @@ The run loop, the throttle between cycles, the NOTIFY wake-up, back-off and grac
 the shared primitive's (``shortlist.queue``); this module only says what is claimable and what
 "done" means.
 
+While a second model space is being built (``shortlist.embedding.migration``), the same queue
+fills it: rows claimed for the active model get the new model's vector too, and once nothing
+is pending, embedded rows the new space lacks are claimed for it alone (``claim_for_build``).
+The active model's work goes first, and a failing new model never holds it back.
+
 A transient embedding error (network, empty response, HTTP 401/403/429/5xx) propagates as
 ``TransientError``: the worker releases the rows (they stay pending) and backs off
 ``base × 2^attempt``, capped. A permanent error is attributed to the single input that caused
@@ -24,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -36,6 +42,7 @@ from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
+from shortlist.embedding.spaces import ModelInUse, Spaces, compose
 from shortlist.errors import TransientError
 from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured
 from shortlist.indexer.corpora import Corpus
@@ -58,6 +65,12 @@ class ClaimedRow:
     embedded_hash: bytes | None
     """Hash of the text the stored vector was computed from (``None``: no usable vector)."""
     has_vector: bool
+    active_id: int = 0
+    """The active space when claimed; a switch before the batch is handled hands it back."""
+    needs_active: bool = True
+    """Claimed for the active space (pending or edited), not only for the one being built."""
+    target_hash: bytes | None = None
+    """Hash of the text the space being built holds a vector (or a rejection) for."""
 
     @property
     def text_unchanged(self) -> bool:
@@ -74,6 +87,8 @@ class BatchResult:
     """Rows whose text changed while they were being embedded: released, claimed again."""
     held_back: int = 0
     """Rows handed back untouched because the embedder looks misconfigured (queue paused)."""
+    built: int = 0
+    """Rows given a vector (or a recorded rejection) in the model space being built."""
 
     def add(self, other: BatchResult) -> None:
         self.embedded += other.embedded
@@ -81,16 +96,27 @@ class BatchResult:
         self.failed += other.failed
         self.superseded += other.superseded
         self.held_back += other.held_back
+        self.built += other.built
 
 
 class EmbeddingQueue:
     """The ``shortlist.queue.worker.Queue`` of one corpus table."""
 
     def __init__(
-        self, pool: AsyncPool, embedder: Embedder, target: Corpus, *, probe_every: float = 30.0
+        self,
+        pool: AsyncPool,
+        embedder: Embedder,
+        target: Corpus,
+        *,
+        probe_every: float = 30.0,
+        spaces: Spaces | None = None,
     ) -> None:
+        """``spaces``: the process's model spaces; without, the one space of ``embedder`` on the
+        original columns (tests, benchmarks)."""
         self.pool = pool
         self.embedder = embedder
+        # Without spaces: the table's active space, embedded by ``embedder`` whatever it is.
+        self.spaces = spaces or Spaces.of_embedder(pool, embedder)
         self.target = target
         self.breaker = Breaker(pool, embedder, target.table, probe_every=probe_every)
         self.name = f"embed:{target.table}"
@@ -100,29 +126,56 @@ class EmbeddingQueue:
         self.leases = LeaseTable(target.table, key_type="uuid")
         self.totals = BatchResult()
         """Running totals of this queue object (for logs, benchmarks and tests)."""
-        table = sql.Identifier(target.table)
-        text = sql.SQL(target.text_sql)
-        self._sql = {
-            name: sql.SQL(statement).format(table=table, text=text)
-            for name, statement in _SQL.items()
-        }
+        self._table = sql.Identifier(target.table)
+        self._text = sql.SQL(target.text_sql)
+        self._composed: dict[tuple[str, int, int], sql.Composed] = {}
+
+    async def _models(self) -> tuple[ModelInUse, ModelInUse | None]:
+        if not self.spaces.loaded:
+            await self.spaces.refresh()
+        return self.spaces.active(), self.spaces.building()
+
+    def _sql(
+        self, name: str, active: ModelInUse, building: ModelInUse | None = None
+    ) -> sql.Composed:
+        """Statement ``name`` for these spaces (see queries.sql), composed once per pair."""
+        key = (name, active.space.id, 0 if building is None else building.space.id)
+        statement = self._composed.get(key)
+        if statement is None:
+            target = (building or active).space.parts()
+            statement = self._composed[key] = compose(
+                _SQL[name],
+                {
+                    **active.space.parts(),
+                    "target_embedding": target["embedding"],
+                    "target_hash": target["embedded_hash"],
+                    "table": self._table,
+                    "text": self._text,
+                },
+            )
+        return statement
 
     # -- the Queue protocol ---------------------------------------------------------------------
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedRow]:
+        active, building = await self._models()
+        params = {
+            "worker_id": worker_id,
+            "limit": limit,
+            "lease": lease,
+            "corpus": self.target.table,
+        }
         async with single_statement(self.pool) as conn:
-            cur = await conn.execute(
-                self._sql["claim"],
-                {
-                    "worker_id": worker_id,
-                    "limit": limit,
-                    "lease": lease,
-                    "corpus": self.target.table,
-                },
-            )
+            cur = await conn.execute(self._sql("claim", active, building), params)
             rows = await cur.fetchall()
-        if not rows:
+            for_build: list[Any] = []
+            if building is not None and len(rows) < limit:
+                params["limit"] = limit - len(rows)
+                cur = await conn.execute(self._sql("claim_for_build", active, building), params)
+                for_build = await cur.fetchall()
+        if not rows and not for_build:
             # Idle, or paused: a paused corpus is probed from here, once per interval.
+            self.breaker.embedder, self.breaker.dim = active.embedder, active.space.dim
             await self.breaker.probe_if_due()
         # UPDATE … RETURNING does not keep the CTE's order; embed oldest first anyway.
         rows.sort(key=lambda r: r["created_at"])
@@ -133,31 +186,66 @@ class EmbeddingQueue:
                 content_hash=bytes(r["content_hash"]),
                 embedded_hash=None if r["embedded_hash"] is None else bytes(r["embedded_hash"]),
                 has_vector=r["has_vector"],
+                active_id=active.space.id,
+                needs_active=needs_active,
+                target_hash=None if r["target_hash"] is None else bytes(r["target_hash"]),
             )
-            for r in rows
+            for needs_active, claimed in ((True, rows), (False, for_build))
+            for r in claimed
         ]
 
     async def handle(self, worker_id: str, items: list[ClaimedRow]) -> None:
+        active, building = await self._models()
+        if any(r.active_id != active.space.id for r in items):
+            # The model switched between claim and now: claimed again, for the new space.
+            await self.leases.release(self.pool, worker_id, [r.id for r in items])
+            return
+        to_build = [] if building is None else [r for r in items if r.target_hash != r.content_hash]
         try:
-            result = await self.index_batch(worker_id, items)
+            result = await self.index_batch(worker_id, [r for r in items if r.needs_active], active)
+            if to_build and building is not None:
+                result.built = await self.build_batch(to_build, building)
+                self.totals.built += result.built
+        except psycopg.errors.UndefinedColumn as exc:
+            # A space this process had not heard of leaving (cancelled, or dropped after a
+            # switch): reload, and the rows are claimed again for what is in use now.
+            log.info(
+                "%s: embedding spaces changed under a batch (%s); reloading", self.target.table, exc
+            )
+            await self.spaces.refresh()
+            await self.leases.release(self.pool, worker_id, [r.id for r in items])
+            return
         except psycopg.OperationalError as exc:
             # The database went away mid-batch: nothing was committed, the rows' leases run
             # out on their own; same treatment as a provider outage.
             raise TransientError(f"database unavailable: {exc}") from exc
+        finally:
+            # Rows claimed for the space being built alone are not released by the active
+            # space's commit.
+            build_only = [r.id for r in items if not r.needs_active]
+            if build_only:
+                await self.leases.release(self.pool, worker_id, build_only)
         log.info(
-            "%s: %d embedded, %d unchanged, %d failed, %d superseded, %d held back",
+            "%s: %d embedded, %d unchanged, %d failed, %d superseded, %d held back, %d built",
             self.target.table,
             result.embedded,
             result.unchanged,
             result.failed,
             result.superseded,
             result.held_back,
+            result.built,
         )
 
     # -- the work ----------------------------------------------------------------------------------
 
-    async def index_batch(self, worker_id: str, rows: Sequence[ClaimedRow]) -> BatchResult:
-        """Embed and commit one claimed batch; raises ``TransientError`` to have it retried."""
+    async def index_batch(
+        self, worker_id: str, rows: Sequence[ClaimedRow], active: ModelInUse | None = None
+    ) -> BatchResult:
+        """Embed and commit one claimed batch in the active space; raises ``TransientError`` to
+        have it retried."""
+        if active is None:
+            active = (await self._models())[0]
+        self.breaker.embedder, self.breaker.dim = active.embedder, active.space.dim
         result = BatchResult()
         done: set[UUID] = set()
         unchanged = [r for r in rows if r.text_unchanged]
@@ -166,7 +254,7 @@ class EmbeddingQueue:
             # Committed before the model call, so a transient error below does not undo it.
             async with single_statement(self.pool) as conn:
                 cur = await conn.execute(
-                    self._sql["confirm_embedded"],
+                    self._sql("confirm_embedded", active),
                     {"worker_id": worker_id, "ids": [r.id for r in unchanged]},
                 )
                 confirmed = {row["id"] for row in await cur.fetchall()}
@@ -176,7 +264,7 @@ class EmbeddingQueue:
         if to_embed:
             try:
                 outcomes = await embed_isolating_failures(
-                    self.embedder,
+                    active.embedder,
                     [r.text for r in to_embed],
                     check_batch_error=self.breaker.check_batch_error,
                 )
@@ -185,7 +273,7 @@ class EmbeddingQueue:
                 await self.breaker.pause(str(exc))
                 paused = True
             else:
-                embedded, failed = await self._commit(worker_id, to_embed, outcomes)
+                embedded, failed = await self._commit(worker_id, to_embed, outcomes, active)
                 result.embedded, result.failed = len(embedded), len(failed)
                 done |= embedded | failed
         left = [r.id for r in rows if r.id not in done]
@@ -214,6 +302,7 @@ class EmbeddingQueue:
         worker_id: str,
         rows: Sequence[ClaimedRow],
         outcomes: Sequence[list[float] | EmbeddingPermanentError],
+        active: ModelInUse,
     ) -> tuple[set[UUID], set[UUID]]:
         """Vectors (with their status flip) and permanent failures of a batch, in one
         transaction; returns the ids embedded and the ids marked failed."""
@@ -231,7 +320,7 @@ class EmbeddingQueue:
         async with self.pool.connection() as conn, conn.transaction():
             if good:
                 cur = await conn.execute(
-                    self._sql["store_embeddings"],
+                    self._sql("store_embeddings", active),
                     {
                         "worker_id": worker_id,
                         "ids": [r.id for r, _ in good],
@@ -245,7 +334,7 @@ class EmbeddingQueue:
                 for row, error in bad:
                     log.warning("%s %s: embedding failed: %s", self.target.table, row.id, error)
                 cur = await conn.execute(
-                    self._sql["mark_failed"],
+                    self._sql("mark_failed", active),
                     {
                         "worker_id": worker_id,
                         "ids": [r.id for r, _ in bad],
@@ -255,6 +344,44 @@ class EmbeddingQueue:
                 )
                 failed = {row["id"] for row in await cur.fetchall()}
         return embedded, failed
+
+    async def build_batch(self, rows: Sequence[ClaimedRow], building: ModelInUse) -> int:
+        """Vectors of the space being built for ``rows``; returns how many were stored. A row
+        the new model rejects is recorded as tried (its hash, no vector) and logged; it does not
+        fail the row, whose status is the active space's. Transient errors propagate."""
+        active = (await self._models())[0]
+        outcomes = await embed_isolating_failures(building.embedder, [r.text for r in rows])
+        vectors: list[Vector | None] = []
+        for row, outcome in zip(rows, outcomes, strict=True):
+            if isinstance(outcome, EmbeddingPermanentError):
+                log.warning(
+                    "%s %s: model %s rejects the text: %s",
+                    self.target.table,
+                    row.id,
+                    building.space.label,
+                    redact_emails(str(outcome))[:MAX_ERROR_CHARS],
+                )
+                vectors.append(None)
+            elif len(outcome) != building.space.dim:
+                raise TransientError(
+                    f"model {building.space.label} returned {len(outcome)}-d vectors, not"
+                    f" {building.space.dim}"
+                )
+            else:
+                vectors.append(Vector(outcome))
+        async with single_statement(self.pool) as conn:
+            cur = await conn.execute(
+                self._sql("store_in_target", active, building),
+                {
+                    "ids": [r.id for r in rows],
+                    "vectors": vectors,
+                    "hashes": [r.content_hash for r in rows],
+                },
+            )
+            stored = len(await cur.fetchall())
+        if stored:
+            metrics.EMBED_ROWS.labels(self.target.table, "built").inc(stored)
+        return stored
 
     async def _after_vectors_written(self, conn: AsyncConn, ids: list[UUID]) -> None:
         """Test seam inside the commit, after the vectors and status flips are written and

@@ -58,6 +58,7 @@ from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
+from shortlist.embedding.spaces import ModelSpace, SpaceStatements, first_space
 from shortlist.errors import BadInput
 from shortlist.listings import facets as facet_counts
 from shortlist.listings import why as explain
@@ -82,6 +83,11 @@ CANDIDATES_WITH_FACETS = (
     + "\nUNION ALL\n"
     + QUERIES["facets_row"]
     + _ORDER
+)
+
+# ... composed for each embedding model space.
+_IN_SPACE = SpaceStatements(
+    {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS}
 )
 
 FIRST_WINDOW = 10
@@ -284,10 +290,14 @@ async def search_jobs(
     work_mode: str | None = None,
     posted_within_days: int | None = None,
     with_facets: bool = True,
+    space: ModelSpace | None = None,
 ) -> SearchResult:
     """Search job listings; raises ``BadInput`` for an empty query, an unknown work mode, or
     out-of-range paging or freshness. ``with_facets=False`` skips the facet counts (the
-    benchmark's baseline; every caller of the product wants them)."""
+    benchmark's baseline; every caller of the product wants them). ``space``: the model space
+    ``embedder`` embeds for (default: the first, of the embedder's dimension)."""
+    if space is None:
+        space = first_space(embedder.dim)
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
     _check_filters(work_mode, posted_within_days)
@@ -310,7 +320,7 @@ async def search_jobs(
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        statement = CANDIDATES_WITH_FACETS if with_facets else CANDIDATES
+        statement = _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
         cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]

@@ -15,6 +15,8 @@
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
 -- name: candidate_ctes
+-- {embedding} and {halfvec}: the active model space's column and index type
+-- (shortlist.embedding.spaces); the query vector is of the same model.
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
 --   vector  the k nearest embedded listings by cosine distance, through the HNSW index on the
@@ -38,19 +40,19 @@ WITH query AS MATERIALIZED (
            array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes
 ),
 nearest AS MATERIALIZED (
-    SELECT id, embedding <=> %(vector)s::vector AS distance,
+    SELECT id, {embedding} <=> %(vector)s::vector AS distance,
            work_mode, city_location, currency_code, created_at,
            coalesce(salary_max_ks, salary_min_ks) AS top_ks
       FROM job_listings
      WHERE %(vector)s::vector IS NOT NULL
-       AND embedding IS NOT NULL
+       AND {embedding} IS NOT NULL
        AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
        AND (%(work_mode)s::text IS NULL OR work_mode = %(work_mode)s::text)
        AND (%(posted_within_days)s::int IS NULL
             OR created_at >= now() - make_interval(days => %(posted_within_days)s::int))
-     ORDER BY embedding::halfvec(384) <=> %(vector)s::vector::halfvec
+     ORDER BY {embedding}::{halfvec} <=> %(vector)s::vector::halfvec
      LIMIT %(k)s
 ),
 all_matching AS (
@@ -109,7 +111,7 @@ top_cities AS (
 -- side), title_match (share of the query's lexemes in the title, weight A), title_similarity
 -- (pg_trgm word_similarity of the query words and the title: typos).
 SELECT p.list, p.rank, l.id, l.company_name, l.job_title,
-       l.embedding <=> %(vector)s::vector AS distance,
+       l.{embedding} <=> %(vector)s::vector AS distance,
        coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
                     AS t (lexeme)
                   WHERE t.lexeme = ANY (query.lexemes))::float8

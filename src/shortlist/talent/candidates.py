@@ -28,7 +28,8 @@ import psycopg
 
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
-from shortlist.embedding.base import Embedder, EmbeddingPermanentError, EmbeddingTransientError
+from shortlist.embedding.base import EmbeddingPermanentError, EmbeddingTransientError
+from shortlist.embedding.spaces import ModelSpace, Spaces
 from shortlist.errors import TransientError
 from shortlist.queue import LeaseTable
 from shortlist.sources import ledger
@@ -100,13 +101,13 @@ class CandidateQueue:
     def __init__(
         self,
         pool: AsyncPool,
-        embedder: Embedder,
+        spaces: Spaces,
         sources: Sources,
         *,
         min_score: float = 0.0,
     ):
         self.pool = pool
-        self.embedder = embedder
+        self.spaces = spaces
         self.sources = sources
         self.min_score = min_score
 
@@ -134,10 +135,13 @@ class CandidateQueue:
         try:
             profile = await self._enrich(stub)
             record = candidate_record(profile, stub.tier)
-            # Embedded here, outside the transaction, with the indexer's own text for the row.
+            # Embedded here, outside the transaction, with the indexer's own text for the row,
+            # by the active model, which the search's query vector is made to match.
+            model = self.spaces.active()
             text = await repo.candidate_text(self.pool, record)
             try:
-                [vector] = await self.embedder.embed([text])
+                await repo.query_in_space(self.pool, stub.search_id, model)
+                [vector] = await model.embedder.embed([text])
             except EmbeddingTransientError:
                 if stub.enriched is None:  # the next claim ingests it without enriching again
                     await repo.keep_enriched_profile(self.pool, stub.id, worker_id, profile)
@@ -151,7 +155,12 @@ class CandidateQueue:
         except (ProviderRejected, ProviderQuotaExhausted, EmbeddingPermanentError) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
             return
-        await self._commit(worker_id, stub, record, vector)
+        try:
+            await self._commit(worker_id, stub, record, vector, model.space)
+        except psycopg.errors.UndefinedColumn as exc:
+            # The model switched and the old space was dropped meanwhile: reload, do it again.
+            await self.spaces.refresh()
+            raise EmbeddingTransientError(f"embedding model changed: {exc}") from exc
 
     async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
         if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
@@ -172,6 +181,7 @@ class CandidateQueue:
         stub: ClaimedStub,
         record: CandidateRecord,
         vector: list[float],
+        space: ModelSpace,
     ) -> None:
         """Ingest + append + status, one transaction, under the lease check."""
         outcome: str
@@ -188,8 +198,8 @@ class CandidateQueue:
                         stub.id,
                     )
                     return
-                candidate_id = await repo.upsert_candidate(conn, record, vector)
-                score = await repo.backfill_score(conn, stub.search_id, candidate_id)
+                candidate_id = await repo.upsert_candidate(conn, record, vector, space)
+                score = await repo.backfill_score(conn, stub.search_id, candidate_id, space)
                 if record.email is None:
                     status, error = CandidateStatus.failed_no_email, NO_EMAIL
                     outcome = "no e-mail"

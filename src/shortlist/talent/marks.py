@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from shortlist.auth import Principal
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.embedding.spaces import ModelSpace, compose
 from shortlist.errors import NotFound
 from shortlist.talent.repository import CorpusHit, SearchRecord
 from shortlist.talent.why import Brief, CandidateWhy, Person, explain_candidate
@@ -115,13 +116,13 @@ async def drop_handled(
 
 
 async def record_hidden_discovered(
-    pool: AsyncPool, search_id: uuid.UUID, external_ids: Sequence[str]
+    pool: AsyncPool, search_id: uuid.UUID, external_ids: Sequence[str], space: ModelSpace
 ) -> None:
     if external_ids:
         async with pool.connection() as conn:
             await conn.execute(
-                QUERIES["record_hidden_discovered"],
-                {"search_id": search_id, "external_ids": list(external_ids)},
+                compose(QUERIES["record_hidden_discovered"], space.parts()),
+                {"search_id": search_id, "external_ids": list(external_ids), "model_id": space.id},
             )
 
 

@@ -53,14 +53,17 @@ ON CONFLICT DO NOTHING
 -- People a discovery page returned whom the search's recruiter already handled: the backfill
 -- skips them (known_external_ids), and the page counts them here, scored against the query.
 INSERT INTO search_hidden (search_id, candidate_id, score)
-SELECT s.id, c.id, (1 - (c.embedding <=> s.query_embedding) / 2)::real
+SELECT s.id, c.id, (1 - (c.{embedding} <=> s.query_embedding) / 2)::real
   FROM searches AS s
   JOIN candidate_marks AS m ON m.recruiter_token_id = s.owner_token_id
   JOIN candidates AS c ON c.id = m.candidate_id
  WHERE s.id = %(search_id)s
    AND m.status IN ('contacted', 'rejected')
    AND c.external_id = ANY (%(external_ids)s::text[])
-   AND c.embedding IS NOT NULL
+   AND c.{embedding} IS NOT NULL
+   -- The query vector is of the active model ({embedding}'s) unless the model switched
+   -- since the search started: then nobody is counted here.
+   AND s.embedding_model_id = %(model_id)s
 ON CONFLICT DO NOTHING
 
 -- name: hidden_of_search

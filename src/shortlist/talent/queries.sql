@@ -48,12 +48,14 @@ VALUES ('sample', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, 
 
 -- name: insert_search
 INSERT INTO searches (owner_token_id, query, role, location, min_years_experience, skills,
-                      query_embedding, target_count, brief, credit_budget)
+                      query_embedding, embedding_model_id, target_count, brief, credit_budget)
 VALUES (%(owner_token_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(skills)s,
-        %(embedding)s, %(target_count)s, %(brief)s, %(credit_budget)s)
+        %(embedding)s, %(model_id)s, %(target_count)s, %(brief)s, %(credit_budget)s)
 RETURNING id
 
 -- name: search_corpus
+-- {embedding} and {halfvec}: the active model space's column and index type
+-- (shortlist.embedding.spaces); the query vector is of the same model.
 -- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (the
 -- HNSW index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
 -- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
@@ -64,9 +66,9 @@ RETURNING id
 -- of "the 15 least-bad people we have".
 WITH vector_hits AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS hit_rank
-      FROM (SELECT c.id, c.embedding <=> %(embedding)s AS distance
+      FROM (SELECT c.id, c.{embedding} <=> %(embedding)s AS distance
               FROM candidates c
-             WHERE c.embedding IS NOT NULL
+             WHERE c.{embedding} IS NOT NULL
                AND (%(location_pattern)s::text IS NULL
                     OR c.location ILIKE %(location_pattern)s::text)
                AND (%(min_years)s::integer IS NULL
@@ -74,7 +76,7 @@ WITH vector_hits AS (
                AND (cardinality(%(skills)s::text[]) = 0
                     OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
                                 WHERE lower(s.skill) = ANY (%(skills)s::text[])))
-             ORDER BY c.embedding::halfvec(384) <=> %(embedding)s::vector::halfvec
+             ORDER BY c.{embedding}::{halfvec} <=> %(embedding)s::vector::halfvec
              LIMIT %(pool_size)s) AS nearest
 ),
 text_hits AS (
@@ -84,7 +86,7 @@ text_hits AS (
                    (SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery
                            AS query) AS q
              WHERE c.search_tsv @@ q.query
-               AND c.embedding IS NOT NULL
+               AND c.{embedding} IS NOT NULL
                AND (%(location_pattern)s::text IS NULL
                     OR c.location ILIKE %(location_pattern)s::text)
                AND (%(min_years)s::integer IS NULL
@@ -98,7 +100,7 @@ text_hits AS (
 scored AS (
     SELECT c.id,
            (1 / (1 + exp(-(%(w_intercept)s::float8
-                           + %(w_cosine)s::float8 * (1 - (c.embedding <=> %(embedding)s))
+                           + %(w_cosine)s::float8 * (1 - (c.{embedding} <=> %(embedding)s))
                            + %(w_title_match)s::float8 * coalesce(
                                  (SELECT count(*)
                                     FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}')))
@@ -381,7 +383,7 @@ SELECT {text} AS text
 -- it first came from; a later ingest refreshes its fields.
 INSERT INTO candidates (external_id, source, full_name, headline, role_title, role_family,
                         skills, years_experience, location, email, summary, profile_url,
-                        embedding, embedding_status, embedded_at)
+                        {embedding}, embedding_status, embedded_at)
 VALUES (%(external_id)s, %(source)s, %(full_name)s, %(headline)s, %(role_title)s,
         %(role_family)s, %(skills)s, %(years_experience)s, %(location)s, %(email)s,
         %(summary)s, %(profile_url)s, %(embedding)s, 'embedded', clock_timestamp())
@@ -396,7 +398,7 @@ ON CONFLICT (external_id) DO UPDATE
        email = EXCLUDED.email,
        summary = EXCLUDED.summary,
        profile_url = EXCLUDED.profile_url,
-       embedding = EXCLUDED.embedding,
+       {embedding} = EXCLUDED.{embedding},
        embedding_status = 'embedded',
        embedded_at = clock_timestamp(),
        embedding_error = NULL,
@@ -409,7 +411,7 @@ RETURNING id
 -- than the updated_at the touch trigger just stamped, so the indexer's claim
 -- (updated_at > embedded_at) skips the row.
 UPDATE candidates
-   SET embedded_hash = content_hash,
+   SET {embedded_hash} = content_hash,
        embedded_at = greatest(embedded_at, updated_at)
  WHERE id = %(id)s
 RETURNING id
@@ -640,7 +642,7 @@ SELECT tier, status::text AS status, next_page, found, attempts, last_error, not
 -- search_corpus measures it for an internal hit: cosine to the search's query vector, the share
 -- of the query's lexemes among the person's title/headline/skills lexemes, and the trigram
 -- similarity of the query terms and the title.
-SELECT 1 - (s.query_embedding <=> c.embedding) AS cosine,
+SELECT 1 - (s.query_embedding <=> c.{embedding}) AS cosine,
        coalesce((SELECT count(*)
                    FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}'))) AS t (lexeme)
                   WHERE t.lexeme = ANY (lex.lexemes))::float8
@@ -689,3 +691,15 @@ SELECT min(skill) AS skill
 HAVING count(*) >= 2
  ORDER BY count(*) DESC, lower(skill)
  LIMIT %(limit)s
+
+-- name: search_model
+-- The model space a search's query vector is of (shortlist.embedding.spaces).
+SELECT embedding_model_id, query, role, skills FROM searches WHERE id = %(search_id)s
+
+-- name: move_search_to_space
+-- A search that outlived a model switch: its query vector again, by the model now active, so
+-- the people it still finds are scored in the space they are embedded in.
+UPDATE searches
+   SET query_embedding = %(embedding)s, embedding_model_id = %(model_id)s
+ WHERE id = %(search_id)s
+   AND embedding_model_id IS DISTINCT FROM %(model_id)s

@@ -23,6 +23,7 @@ from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.embedding.spaces import ModelInUse, ModelSpace, SpaceStatements
 from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import CallRecord, Profile
@@ -40,6 +41,8 @@ from shortlist.talent.models import (
 QUERIES = load_queries("shortlist.talent")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.
 _CANDIDATE_TEXT = sql.SQL(QUERIES["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
+# The statements that read or write vectors, per embedding model space.
+_IN_SPACE = SpaceStatements(QUERIES)
 # "Nothing is left to do for this search", stated once and spliced into both statements using it.
 _SEARCH_IS_DONE = sql.SQL(QUERIES["search_is_done"])
 _COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
@@ -120,6 +123,7 @@ async def insert_search(
     min_years: int | None,
     skills: Sequence[str],
     embedding: Sequence[float],
+    model_id: int,
     target_count: int,
     brief: Brief,
     credit_budget: int | None,
@@ -135,6 +139,7 @@ async def insert_search(
             "min_years": min_years,
             "skills": list(skills),
             "embedding": Vector(list(embedding)),
+            "model_id": model_id,
             "target_count": target_count,
             "brief": Jsonb(brief.as_json()),
             "credit_budget": credit_budget,
@@ -148,6 +153,7 @@ async def insert_search(
 async def search_corpus(
     conn: AsyncConn,
     *,
+    space: ModelSpace,
     embedding: Sequence[float],
     text: str,
     filters: CorpusFilters,
@@ -160,7 +166,7 @@ async def search_corpus(
     # walking the graph until enough rows pass the filters.
     rows = await _all(
         conn,
-        QUERIES["search_corpus"],
+        _IN_SPACE.get("search_corpus", space),
         {
             "embedding": Vector(list(embedding)),
             "terms": text_terms(normalise_query(text)),
@@ -413,12 +419,27 @@ async def lock_claimed_candidate(conn: AsyncConn, stub_id: int, worker_id: str) 
     return await _one(conn, QUERIES["lock_claimed_candidate"], params) is not None
 
 
+async def query_in_space(pool: AsyncPool, search_id: uuid.UUID, model: ModelInUse) -> None:
+    """Make the search's query vector one of ``model``'s (once, after a model switch)."""
+    async with pool.connection() as conn:
+        row = await _one(conn, QUERIES["search_model"], {"search_id": search_id})
+    if row is None or row["embedding_model_id"] == model.space.id:
+        return
+    text = normalise_query(brief_text(row["query"], row["role"], row["skills"]))
+    [vector] = await model.embedder.embed([text])
+    async with pool.connection() as conn:
+        await conn.execute(
+            QUERIES["move_search_to_space"],
+            {"search_id": search_id, "embedding": Vector(vector), "model_id": model.space.id},
+        )
+
+
 async def upsert_candidate(
-    conn: AsyncConn, record: CandidateRecord, embedding: Sequence[float]
+    conn: AsyncConn, record: CandidateRecord, embedding: Sequence[float], space: ModelSpace
 ) -> uuid.UUID:
     row = await _one(
         conn,
-        QUERIES["upsert_candidate"],
+        _IN_SPACE.get("upsert_candidate", space),
         {
             "external_id": record.external_id,
             "source": record.source,
@@ -437,7 +458,7 @@ async def upsert_candidate(
     )
     assert row is not None
     candidate_id: uuid.UUID = row["id"]
-    await conn.execute(QUERIES["mark_candidate_embedded"], {"id": candidate_id})
+    await conn.execute(_IN_SPACE.get("mark_candidate_embedded", space), {"id": candidate_id})
     return candidate_id
 
 
@@ -623,6 +644,7 @@ async def backfill_score(
     conn: AsyncConn,
     search_id: uuid.UUID,
     candidate_id: uuid.UUID,
+    space: ModelSpace,
     model: ScoreModel = CANDIDATE_SCORE,
 ) -> float:
     """A backfilled person's relevance to the search: the score an internal hit gets
@@ -632,7 +654,7 @@ async def backfill_score(
     terms = text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
     row = await _one(
         conn,
-        QUERIES["relevance_evidence"],
+        _IN_SPACE.get("relevance_evidence", space),
         {"search_id": search_id, "candidate_id": candidate_id, "terms": terms},
     )
     assert row is not None

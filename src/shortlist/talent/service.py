@@ -28,6 +28,7 @@ from shortlist.auth import Principal
 from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.base import EmbeddingPermanentError
+from shortlist.embedding.spaces import ModelInUse
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
@@ -106,33 +107,45 @@ async def _skill_vocabulary(conn: AsyncConn) -> list[str]:
     return _skill_vocabulary_cache
 
 
+_Searched = tuple[ModelInUse, list[float], list[repo.CorpusHit]]
+"""The model a search was embedded by, its query vector, and its internal hits."""
+
+
 async def start_search(
     services: Services, principal: Principal, payload: SearchCreate
 ) -> SearchStarted:
     settings = services.settings
     started = time.perf_counter()
-    try:
-        [embedding] = await services.embedder.embed([query_embedding_text(payload)])
-    except EmbeddingPermanentError as exc:
-        raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
     target = settings.backfill_min_results
 
-    async def corpus_hits(pool: AsyncPool) -> list[repo.CorpusHit]:
-        async with pool.connection() as conn:
-            return await repo.search_corpus(
-                conn,
-                embedding=embedding,
-                text=search_text(payload),
-                filters=CorpusFilters(
-                    payload.location, payload.min_years_experience, payload.skills
-                ),
-                min_score=settings.internal_min_score,
-                limit=INTERNAL_HIT_LIMIT,
-                pool_size=CORPUS_POOL_SIZE,
-            )
+    async def embed_and_search(
+        model: ModelInUse,
+    ) -> tuple[ModelInUse, list[float], list[repo.CorpusHit]]:
+        try:
+            [embedding] = await model.embedder.embed([query_embedding_text(payload)])
+        except EmbeddingPermanentError as exc:
+            raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
 
-    # The corpus search reads (from a replica when there is one); the search is written after.
-    hits = await services.reads.read(corpus_hits)
+        async def corpus_hits(pool: AsyncPool) -> list[repo.CorpusHit]:
+            async with pool.connection() as conn:
+                return await repo.search_corpus(
+                    conn,
+                    space=model.space,
+                    embedding=embedding,
+                    text=search_text(payload),
+                    filters=CorpusFilters(
+                        payload.location, payload.min_years_experience, payload.skills
+                    ),
+                    min_score=settings.internal_min_score,
+                    limit=INTERNAL_HIT_LIMIT,
+                    pool_size=CORPUS_POOL_SIZE,
+                )
+
+        # The corpus search reads (from a replica when there is one); the search is written
+        # after.
+        return model, embedding, await services.reads.read(corpus_hits)
+
+    model, embedding, hits = await services.spaces.run(embed_and_search)
     async with services.pool.connection() as conn, conn.transaction():
         brief = parse_brief(
             payload.query,
@@ -151,6 +164,7 @@ async def start_search(
             min_years=payload.min_years_experience,
             skills=payload.skills,
             embedding=embedding,
+            model_id=model.space.id,
             target_count=target,
             brief=brief,
             credit_budget=settings.search_credit_budget or None,

@@ -20,6 +20,7 @@ import logging
 from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
+from shortlist.embedding.spaces import Spaces
 from shortlist.queue import LeaseTable
 from shortlist.sources import ledger
 from shortlist.sources.base import (
@@ -78,8 +79,9 @@ class TierQueue:
     channel: str | None = channels.BACKFILL
     leases = LeaseTable("search_tiers", requeue=True)
 
-    def __init__(self, pool: AsyncPool, settings: Settings, sources: Sources):
+    def __init__(self, pool: AsyncPool, settings: Settings, sources: Sources, spaces: Spaces):
         self.pool = pool
+        self.spaces = spaces
         self.settings = settings
         self.sources = sources
 
@@ -151,7 +153,10 @@ class TierQueue:
         stubs, has_more = self._fresh_stubs(page, known)
         # People the recruiter already handled are in `known`; the page counts them.
         await marks.record_hidden_discovered(
-            self.pool, search_id, [s.external_id for s in page.stubs if s.external_id in known]
+            self.pool,
+            search_id,
+            [s.external_id for s in page.stubs if s.external_id in known],
+            self.spaces.active().space,
         )
         status = await self._record_page(worker_id, claimed, stubs, has_more, page.cursor)
         if status is TierStatus.exhausted:

@@ -326,17 +326,20 @@ async def job_search_page(
         # One more than a page, to know whether a next page exists.
         mode = job_filters.parse_work_mode(work_mode)
         within = job_filters.parse_posted_within(posted_within_days)
-        result = await services.reads.read(
-            lambda pool: search_jobs(
-                pool,
-                services.embedder,
-                form["q"],
-                size=PAGE_SIZE + 1,
-                location=form["location"] or None,
-                salary_min=floor,
-                offset=start,
-                work_mode=mode,
-                posted_within_days=within,
+        result = await services.spaces.run(
+            lambda model: services.reads.read(
+                lambda pool: search_jobs(
+                    pool,
+                    model.embedder,
+                    form["q"],
+                    size=PAGE_SIZE + 1,
+                    location=form["location"] or None,
+                    salary_min=floor,
+                    offset=start,
+                    work_mode=mode,
+                    posted_within_days=within,
+                    space=model.space,
+                )
             )
         )
     except BadInput as exc:

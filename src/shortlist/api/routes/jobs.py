@@ -70,17 +70,20 @@ async def search(
 ) -> SearchResult:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
-    return await services.reads.read(
-        lambda pool: search_jobs(
-            pool,
-            services.embedder,
-            q,
-            size=size,
-            location=location,
-            salary_min=salary_min,
-            offset=offset,
-            work_mode=work_mode,
-            posted_within_days=posted_within_days,
+    return await services.spaces.run(
+        lambda model: services.reads.read(
+            lambda pool: search_jobs(
+                pool,
+                model.embedder,
+                q,
+                size=size,
+                location=location,
+                salary_min=salary_min,
+                offset=offset,
+                work_mode=work_mode,
+                posted_within_days=posted_within_days,
+                space=model.space,
+            )
         )
     )
 

@@ -1,0 +1,426 @@
+"""Changing the embedding model without downtime.
+
+    shortlist embeddings migrate --embedder openai --model text-embedding-3-large --dim 3072
+        register: probe the model once (a wrong URL, key or dimension ends here, nothing
+        written), then in ONE transaction the ``building`` row and its columns on both corpora
+        (``ALTER TABLE … ADD COLUMN``: a catalog change, no rewrite); then the partial index the
+        build claims from. Returns at once.
+    the indexer (every process running it)
+        embeds each row into the new space as well, through the same queue: pending and edited
+        rows get both models' vectors, the rest are claimed for the new space alone
+        (``shortlist.indexer.queue``). Searches go on with the active model meanwhile.
+    the coordinator (:func:`coordinate`, in every indexer process; one at a time by advisory lock)
+        once the space covers every row of both corpora: its HNSW indexes, built CONCURRENTLY;
+        then the switch, in ONE transaction (rows the new model rejected are marked failed, the
+        old model retired, the new one active, the corpus's "embedded means a vector" check
+        moved to the new column). NOTIFY reloads every process: from then on queries are
+        embedded by the new model. After :data:`RETIRED_GRACE` seconds (every process has
+        reloaded; a search still on the old space finds its columns until then) the old
+        columns and their index are dropped.
+    shortlist embeddings cancel
+        stops a build: the row is ``cancelled`` and its columns dropped.
+
+Every DDL on a corpus table takes an ACCESS EXCLUSIVE lock for a moment; it is taken with a
+short ``lock_timeout`` and retried, so a long query delays the step instead of queueing every
+search behind it. A restart at any point resumes from the table: the build's progress is the
+rows' hashes, an interrupted index build is dropped and built again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.embedding.base import EmbeddingError
+from shortlist.embedding.spaces import MAX_INDEXED_DIM, EmbedderFactory, ModelSpace, Spaces, compose
+from shortlist.errors import ConfigError, ShortlistError
+from shortlist.indexer.corpora import CORPORA
+
+log = logging.getLogger(__name__)
+
+QUERIES = load_queries("shortlist.embedding", "migration.sql")
+
+RETIRED_GRACE = 30.0
+"""Seconds a retired space's columns are kept after the switch: every process reloads within
+``spaces.RELOAD_INTERVAL`` (at once on the NOTIFY), and a search lasts well under a second."""
+COORDINATE_INTERVAL = 5.0
+LOCK_TIMEOUT = "2s"
+DDL_ATTEMPTS = 10
+COORDINATOR_LOCK_KEY = 0x5_0071_1158
+"""Session advisory lock of the coordinator: one process builds indexes and switches."""
+
+FIRST_SPACE_CHECKS = {
+    "job_listings": "embedded_has_vector",
+    "candidates": "candidate_embedded_has_vector",
+}
+"""The "embedded means a vector" constraints of the first space (migrations 0001, 0002)."""
+
+
+class ModelMigrationError(ShortlistError):
+    """A model migration step that cannot be done as asked (the CLI prints it in one line)."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    kind: str
+    model: str
+    dim: int
+    url: str | None = None
+
+    def check(self) -> None:
+        if self.kind not in ("local", "openai"):
+            raise ModelMigrationError(f"--embedder must be local or openai, not {self.kind!r}")
+        if not self.model.strip() or len(self.model) > 200:
+            raise ModelMigrationError("--model must be a model name of 1 to 200 characters")
+        if not 1 <= self.dim <= MAX_INDEXED_DIM:
+            raise ModelMigrationError(
+                f"--dim must be between 1 and {MAX_INDEXED_DIM} (vectors are indexed as halfvec)"
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ModelMigrationError("--url must be an http(s) URL")
+
+    def as_space(self) -> ModelSpace:
+        return ModelSpace(
+            id=0, kind=self.kind, model=self.model, url=self.url, dim=self.dim, state="building"
+        )
+
+
+def check_name(space: ModelSpace, table: str) -> str:
+    return (
+        FIRST_SPACE_CHECKS[table]
+        if space.vector_column == "embedding"
+        else (f"{table}_{space.vector_column}_embedded_check")
+    )
+
+
+def todo_index_name(space: ModelSpace, table: str) -> str:
+    return f"{table}_{space.vector_column}_todo_idx"
+
+
+def _in(
+    statement: LiteralString, space: ModelSpace, table: str, **extra: sql.Composable
+) -> sql.Composed:
+    return compose(statement, {**space.parts(), "table": sql.Identifier(table), **extra})
+
+
+async def _ddl(url: str, step: Callable[[AsyncConn], Awaitable[None]]) -> None:
+    """Run ``step`` in a transaction under a short lock_timeout, again while the lock is busy."""
+    for attempt in range(DDL_ATTEMPTS):
+        try:
+            conn = await psycopg.AsyncConnection.connect(url, row_factory=dict_row)
+            async with conn, conn.transaction():
+                await conn.execute(QUERIES["set_lock_timeout"], {"timeout": LOCK_TIMEOUT})
+                await step(conn)
+            return
+        except psycopg.errors.LockNotAvailable:
+            log.info("corpus tables busy, DDL attempt %d/%d", attempt + 1, DDL_ATTEMPTS)
+            await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
+    raise ModelMigrationError(
+        f"the corpus tables stayed locked by other work through {DDL_ATTEMPTS} attempts;"
+        " try again when it is done"
+    )
+
+
+async def _autocommit(url: str, statements: list[sql.Composed]) -> None:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for statement in statements:
+            await conn.execute(statement)
+
+
+# -- register, cancel, status ------------------------------------------------------------------
+
+
+async def probe(request: ModelRequest, factory: EmbedderFactory) -> None:
+    """Embed one text with the requested model: the URL, key, model name and dimension are
+    checked before anything is written."""
+    from shortlist.indexer.breaker import PROBE_TEXT
+
+    try:
+        embedder = factory(request.as_space())
+    except ConfigError as exc:
+        raise ModelMigrationError(str(exc)) from exc
+    try:
+        vectors = await embedder.embed([PROBE_TEXT])
+    except EmbeddingError as exc:
+        raise ModelMigrationError(f"the model did not embed a probe text: {exc}") from exc
+    finally:
+        await embedder.aclose()
+    got = len(vectors[0]) if vectors else 0
+    if got != request.dim:
+        raise ModelMigrationError(
+            f"the model returns {got}-dimensional vectors, not --dim {request.dim}"
+        )
+
+
+async def register(
+    pool: AsyncPool, url: str, request: ModelRequest, factory: EmbedderFactory
+) -> ModelSpace:
+    """Register ``request`` as the space being built (see the module docstring); ``factory``
+    makes the embedder of a space (``make_space_embedder`` with the process's settings)."""
+    request.check()
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            QUERIES["same_as_active"],
+            {"kind": request.kind, "model": request.model, "dim": request.dim, "url": request.url},
+        )
+        row = await cur.fetchone()
+    if row is not None and row["same"]:
+        raise ModelMigrationError(
+            f"{request.kind}:{request.model} ({request.dim}-d) is the active model already"
+        )
+    await probe(request, factory)
+    registered: list[ModelSpace] = []
+
+    async def insert(conn: AsyncConn) -> None:
+        try:
+            cur = await conn.execute(
+                QUERIES["register"],
+                {
+                    "kind": request.kind,
+                    "model": request.model,
+                    "url": request.url,
+                    "dim": request.dim,
+                },
+            )
+        except psycopg.errors.UniqueViolation as exc:
+            raise ModelMigrationError(
+                "a model is being built already (`shortlist embeddings status`);"
+                " `shortlist embeddings cancel` stops it"
+            ) from exc
+        row = await cur.fetchone()
+        assert row is not None
+        space = ModelSpace.from_row(row)
+        for corpus in CORPORA:
+            await conn.execute(
+                _in(QUERIES["add_columns"], space, corpus.table, dim=sql.Literal(space.dim))
+            )
+        registered[:] = [space]
+
+    await _ddl(url, insert)
+    [space] = registered
+    await _autocommit(
+        url,
+        [
+            _in(
+                QUERIES["create_todo_index"],
+                space,
+                c.table,
+                index=sql.Identifier(todo_index_name(space, c.table)),
+            )
+            for c in CORPORA
+        ],
+    )
+    log.info("registered embedding model %s (%d-d) as space %d", space.label, space.dim, space.id)
+    return space
+
+
+async def _drop_space(url: str, space: ModelSpace) -> None:
+    async def drop(conn: AsyncConn) -> None:
+        for corpus in CORPORA:
+            await conn.execute(_in(QUERIES["drop_columns"], space, corpus.table))
+        await conn.execute(QUERIES["mark_dropped"], {"id": space.id})
+
+    await _ddl(url, drop)
+    log.info("dropped the columns and index of embedding space %d (%s)", space.id, space.label)
+
+
+async def cancel(pool: AsyncPool, url: str) -> ModelSpace | None:
+    """Stop the build, if one runs: cancelled, columns dropped. Returns the space cancelled."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(QUERIES["cancel_building"])
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    space = ModelSpace.from_row(row)
+    await _drop_space(url, space)
+    return space
+
+
+async def coverage(conn: AsyncConn, space: ModelSpace) -> dict[str, float]:
+    shares: dict[str, float] = {}
+    for corpus in CORPORA:
+        cur = await conn.execute(_in(QUERIES["coverage"], space, corpus.table))
+        row = await cur.fetchone()
+        assert row is not None
+        total, covered = int(row["total"]), int(row["covered"])
+        shares[corpus.table] = 1.0 if total == 0 else round(covered / total, 4)
+    return shares
+
+
+async def status(conn: AsyncConn) -> dict[str, Any]:
+    """``{"active": {...}, "building": null | {..., "coverage": {corpus: share}}}``."""
+    cur = await conn.execute(QUERIES["space_by_state"], {"state": "active"})
+    active = ModelSpace.from_row(await _one(cur))
+    cur = await conn.execute(QUERIES["space_by_state"], {"state": "building"})
+    row = await cur.fetchone()
+    building: dict[str, Any] | None = None
+    if row is not None:
+        space = ModelSpace.from_row(row)
+        building = {**_describe(space), "coverage": await coverage(conn, space)}
+    return {"active": _describe(active), "building": building}
+
+
+async def _one(cur: psycopg.AsyncCursor[Any]) -> Any:
+    row = await cur.fetchone()
+    if row is None:
+        raise ModelMigrationError("no active embedding model (is the database migrated?)")
+    return row
+
+
+def _describe(space: ModelSpace) -> dict[str, Any]:
+    return {
+        "id": space.id,
+        "kind": space.kind,
+        "model": space.model,
+        "url": space.url,
+        "dim": space.dim,
+    }
+
+
+# -- the coordinator --------------------------------------------------------------------------
+
+
+def ensure_space_indexes(url: str, space: ModelSpace) -> None:
+    """The space's HNSW index on each corpus, built CONCURRENTLY if missing (sync: run it in a
+    thread)."""
+    from shortlist.db.pool import connect as connect_sync
+    from shortlist.db.vector_index import ensure_vector_indexes
+
+    with connect_sync(url, autocommit=True) as conn:
+        ensure_vector_indexes(conn, space.indexes())
+
+
+async def _covers_everything(pool: AsyncPool, space: ModelSpace) -> bool:
+    async with pool.connection() as conn:
+        for corpus in CORPORA:
+            cur = await conn.execute(_in(QUERIES["uncovered_exists"], space, corpus.table))
+            row = await cur.fetchone()
+            if row is None or row["any"]:
+                return False
+    return True
+
+
+async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
+    """Make ``space`` active in one transaction, if it still covers every row; True if it did."""
+    switched: list[bool] = [False]
+
+    async def step(conn: AsyncConn) -> None:
+        cur = await conn.execute(QUERIES["lock_building"], {"id": space.id})
+        if await cur.fetchone() is None:
+            return  # cancelled, or switched by another process
+        for corpus in CORPORA:
+            cur = await conn.execute(_in(QUERIES["uncovered_exists"], space, corpus.table))
+            row = await cur.fetchone()
+            if row is None or row["any"]:
+                return  # a row was added or edited since the check: the indexer catches up
+        for corpus in CORPORA:
+            await conn.execute(
+                _in(QUERIES["fail_rejected"], space, corpus.table),
+                {"error": f"the embedding model {space.label} rejected this text"},
+            )
+        # The DDL last: its ACCESS EXCLUSIVE locks are held only for the rest of this
+        # transaction, which is two one-row updates.
+        for corpus in CORPORA:
+            await conn.execute(
+                _in(
+                    QUERIES["drop_vector_check"],
+                    space,
+                    corpus.table,
+                    constraint=sql.Identifier(check_name(previous, corpus.table)),
+                )
+            )
+            await conn.execute(
+                _in(
+                    QUERIES["add_vector_check"],
+                    space,
+                    corpus.table,
+                    constraint=sql.Identifier(check_name(space, corpus.table)),
+                )
+            )
+        await conn.execute(QUERIES["retire_active"])
+        await conn.execute(QUERIES["activate"], {"id": space.id})
+        switched[0] = True
+
+    await _ddl(url, step)
+    if switched[0]:
+        log.info(
+            "embedding model switched to %s (%d-d), space %d", space.label, space.dim, space.id
+        )
+        await _autocommit(
+            url,
+            [
+                _in(
+                    QUERIES["validate_vector_check"],
+                    space,
+                    c.table,
+                    constraint=sql.Identifier(check_name(space, c.table)),
+                )
+                for c in CORPORA
+            ]
+            + [
+                _in(
+                    QUERIES["drop_todo_index"],
+                    space,
+                    c.table,
+                    index=sql.Identifier(todo_index_name(space, c.table)),
+                )
+                for c in CORPORA
+            ],
+        )
+    return switched[0]
+
+
+async def coordinate_once(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
+    """One round of the coordinator; returns what it did (for logs and tests)."""
+    async with await psycopg.AsyncConnection.connect(
+        url, autocommit=True, row_factory=dict_row
+    ) as lock:
+        cur = await lock.execute(QUERIES["try_coordinator_lock"], {"key": COORDINATOR_LOCK_KEY})
+        row = await cur.fetchone()
+        if row is None or not row["locked"]:
+            return None
+        try:
+            return await _coordinate(pool, url, spaces)
+        finally:
+            await lock.execute(QUERIES["coordinator_unlock"], {"key": COORDINATOR_LOCK_KEY})
+
+
+async def _coordinate(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
+    await spaces.refresh()
+    done: str | None = None
+    building = spaces.building()
+    if building is not None and await _covers_everything(pool, building.space):
+        await asyncio.to_thread(ensure_space_indexes, url, building.space)
+        if await switch(url, building.space, spaces.active().space):
+            done = f"switched to space {building.space.id}"
+            await spaces.refresh()
+    async with pool.connection() as conn:
+        cur = await conn.execute(QUERIES["droppable"], {"grace": RETIRED_GRACE})
+        droppable = [ModelSpace.from_row(r) for r in await cur.fetchall()]
+    for space in droppable:
+        await _drop_space(url, space)
+        done = (done + "; " if done else "") + f"dropped space {space.id}"
+    return done
+
+
+async def coordinate(pool: AsyncPool, url: str, spaces: Spaces, stop: asyncio.Event) -> None:
+    """The coordinator loop of an indexer process (see the module docstring)."""
+    from shortlist.queue.worker import wait_any
+
+    while not stop.is_set():
+        try:
+            await coordinate_once(pool, url, spaces)
+        except ModelMigrationError as exc:
+            log.warning("embedding model migration: %s", exc)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("embedding model migration step failed, trying again: %s", exc)
+        await wait_any(stop.wait(), timeout=COORDINATE_INTERVAL)

@@ -1,0 +1,292 @@
+"""Embedding model spaces: the model is data (``embedding_models``, migration 0013).
+
+A *space* is one model's vectors: a row of ``embedding_models`` and, on each embedded corpus,
+a vector column and a hash column of its own (the text hash each vector was computed from).
+The first space uses the original columns ``embedding`` / ``embedded_hash``; a space registered
+by ``shortlist embeddings migrate`` gets ``embedding_m<id>`` / ``embedded_hash_m<id>``.
+
+Exactly one space is *active*: queries are embedded by its model and searched against its
+column and HNSW index. While another is *building*, the indexer embeds every row into it as
+well (``shortlist.indexer.queue``); when it covers every row it becomes active in one
+transaction (``shortlist.embedding.migration``).
+
+Every process holds a :class:`Spaces`: the models in use and one embedder per model. It reloads
+on the ``embedding_models`` NOTIFY and at least every :data:`RELOAD_INTERVAL` seconds, so a
+switch reaches every process without a restart. A search takes one :class:`ModelInUse` for its
+whole life: its query vector and the column it reads are always of the same model, and a
+process that has not reloaded yet reads the retired space, whose columns are kept for
+:data:`shortlist.embedding.migration.RETIRED_GRACE` seconds after the switch.
+
+Statements that touch vectors are written with ``{embedding}``, ``{embedded_hash}`` and
+``{halfvec}`` where the space's column and type go; :func:`compose` fills them in (only those
+names: the statements' other braces, array literals like ``'{a}'``, are left alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, LiteralString, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncPool
+from shortlist.db.vector_index import VectorIndex, space_indexes
+from shortlist.embedding.base import Embedder
+from shortlist.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+QUERIES = load_queries("shortlist.embedding", "spaces.sql")
+
+RELOAD_INTERVAL = 5.0
+"""Longest a process goes without reading ``embedding_models`` (the NOTIFY is the fast path)."""
+
+MAX_INDEXED_DIM = 4000
+"""pgvector indexes halfvec up to 4,000 dimensions (HNSW); the index is on halfvec."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelSpace:
+    """One row of ``embedding_models``."""
+
+    id: int
+    kind: str | None
+    model: str | None
+    url: str | None
+    dim: int
+    state: str
+    vector_column: str = "embedding"
+    hash_column: str = "embedded_hash"
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ModelSpace:
+        return cls(
+            id=int(row["id"]),
+            kind=row["kind"],
+            model=row["model"],
+            url=row["url"],
+            dim=int(row["dim"]),
+            state=str(row["state"]),
+            vector_column=str(row["vector_column"]),
+            hash_column=str(row["hash_column"]),
+        )
+
+    @property
+    def label(self) -> str:
+        """``kind:model`` as status and logs show it."""
+        return f"{self.kind or '?'}:{self.model or '?'}"
+
+    def indexes(self) -> tuple[VectorIndex, ...]:
+        """The space's HNSW index on each corpus; queries order by exactly its expression."""
+        return space_indexes(self.vector_column, self.dim)
+
+    def parts(self) -> dict[str, sql.Composable]:
+        return {
+            "embedding": sql.Identifier(self.vector_column),
+            "embedded_hash": sql.Identifier(self.hash_column),
+            "halfvec": sql.SQL(f"halfvec({int(self.dim)})"),
+        }
+
+
+def first_space(dim: int) -> ModelSpace:
+    """The space of the original columns, for callers without a :class:`Spaces` (benchmarks,
+    tests on a database no model migration has touched)."""
+    return ModelSpace(id=1, kind=None, model=None, url=None, dim=dim, state="active")
+
+
+_TOKEN = re.compile(r"\{([a-z_]+)\}")
+
+
+def compose(statement: LiteralString, parts: Mapping[str, sql.Composable]) -> sql.Composed:
+    """``statement`` with each ``{name}`` of ``parts`` replaced by its composable; any other
+    brace (an array literal such as ``'{a}'``) is kept as written."""
+    pieces: list[sql.Composable] = []
+    last = 0
+    for match in _TOKEN.finditer(statement):
+        if match.group(1) not in parts:
+            continue
+        pieces.append(sql.SQL(statement[last : match.start()]))
+        pieces.append(parts[match.group(1)])
+        last = match.end()
+    pieces.append(sql.SQL(statement[last:]))
+    return sql.Composed(pieces)
+
+
+class SpaceStatements:
+    """Statements composed for one space, cached by (statement, space)."""
+
+    def __init__(self, statements: Mapping[str, LiteralString]) -> None:
+        self._statements = statements
+        self._cache: dict[tuple[str, int, str], sql.Composed] = {}
+
+    def get(self, name: str, space: ModelSpace) -> sql.Composed:
+        key = (name, space.id, space.vector_column)
+        composed = self._cache.get(key)
+        if composed is None:
+            composed = self._cache[key] = compose(self._statements[name], space.parts())
+        return composed
+
+
+@dataclass(frozen=True)
+class ModelInUse:
+    """A space and the embedder of its model: what one search or one batch uses throughout."""
+
+    space: ModelSpace
+    embedder: Embedder
+
+
+EmbedderFactory = Callable[[ModelSpace], Embedder]
+
+
+class Spaces:
+    """The models in use in this process (see the module docstring)."""
+
+    def __init__(self, pool: AsyncPool, factory: EmbedderFactory, database_url: str) -> None:
+        self.pool = pool
+        self.database_url = database_url
+        self.factory = factory
+        self._embedders: dict[int, Embedder] = {}
+        self._active: ModelInUse | None = None
+        self._building: ModelInUse | None = None
+        self._loaded = False
+        self._lock = asyncio.Lock()
+
+    # -- what callers use -----------------------------------------------------------------------
+
+    def active(self) -> ModelInUse:
+        if self._active is None:
+            raise RuntimeError("Spaces.refresh() was never awaited")
+        return self._active
+
+    def building(self) -> ModelInUse | None:
+        return self._building
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``embedding_models`` has been read (not just :meth:`of_embedder`'s guess)."""
+        return self._loaded
+
+    @classmethod
+    def of_embedder(cls, pool: AsyncPool, embedder: Embedder, database_url: str = "") -> Spaces:
+        """One embedder for every space; until the first :meth:`refresh`, the active space is
+        taken to be the first one, of ``embedder``'s dimension (benchmarks, tests)."""
+        spaces = cls(pool, lambda _space: embedder, database_url)
+        spaces._active = ModelInUse(first_space(embedder.dim), embedder)
+        return spaces
+
+    async def run(self, call: Callable[[ModelInUse], Awaitable[T]]) -> T:
+        """``call`` with the active model; once more with a reloaded one if the space it read was
+        dropped meanwhile (a switch this process had not heard of yet)."""
+        try:
+            return await call(self.active())
+        except psycopg.errors.UndefinedColumn:
+            await self.refresh()
+            return await call(self.active())
+
+    # -- loading --------------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        async with self._lock, self.pool.connection() as conn:
+            cur = await conn.execute(QUERIES["spaces_in_use"])
+            rows = [ModelSpace.from_row(r) for r in await cur.fetchall()]
+        active = next((s for s in rows if s.state == "active"), None)
+        if active is None:
+            raise ConfigError("no active embedding model in embedding_models (migration 0013)")
+        building = next((s for s in rows if s.state == "building"), None)
+        previous = self._active.space.id if self._active is not None else None
+        self._active = ModelInUse(active, self._embedder(active))
+        self._building = (
+            None if building is None else ModelInUse(building, self._embedder(building))
+        )
+        self._loaded = True
+        if previous is not None and previous != active.id:
+            log.info("embedding model switched: now %s (%d-d)", active.label, active.dim)
+        await self._close_unused({s.id for s in rows})
+
+    def _embedder(self, space: ModelSpace) -> Embedder:
+        embedder = self._embedders.get(space.id)
+        if embedder is None:
+            embedder = self._embedders[space.id] = self.factory(space)
+        return embedder
+
+    async def _close_unused(self, in_use: set[int]) -> None:
+        for space_id in [i for i in self._embedders if i not in in_use]:
+            embedder = self._embedders.pop(space_id)
+            with contextlib.suppress(Exception):
+                await embedder.aclose()
+
+    async def watch(self, changed: asyncio.Event, stop: asyncio.Event) -> None:
+        """Reload on every NOTIFY (``changed``) and every :data:`RELOAD_INTERVAL` seconds."""
+        from shortlist.queue.worker import wait_any
+
+        while not stop.is_set():
+            await wait_any(changed.wait(), stop.wait(), timeout=RELOAD_INTERVAL)
+            changed.clear()
+            if stop.is_set():
+                return
+            try:
+                await self.refresh()
+            except (psycopg.Error, OSError) as exc:
+                log.warning("reloading embedding models failed: %s", exc)
+
+    async def aclose(self) -> None:
+        await self._close_unused(set())
+
+    # -- the first start ------------------------------------------------------------------------
+
+    async def adopt(self, kind: str, model: str, dim: int) -> None:
+        """Name the first space after this process's settings if it is still unnamed; a fresh
+        database takes the configured model's dimension. Settings that disagree with a named
+        active model are the table's to decide: one warning, and the table wins."""
+        await self.refresh()
+        active = self.active().space
+        if active.kind is None:
+            if active.dim != dim:
+                await self._retype_first(dim, kind, model)
+            async with self.pool.connection() as conn:
+                await conn.execute(QUERIES["adopt_first"], {"kind": kind, "model": model})
+            await self.refresh()
+            return
+        if (active.kind, active.model, active.dim) != (kind, model, dim):
+            log.warning(
+                "SHORTLIST_EMBEDDER=%s (model %s, %d-d) is not the active embedding model %s"
+                " (%d-d): the active model is used; change it with `shortlist embeddings migrate`",
+                kind,
+                model,
+                dim,
+                active.label,
+                active.dim,
+            )
+
+    async def _retype_first(self, dim: int, kind: str, model: str) -> None:
+        if not 1 <= dim <= MAX_INDEXED_DIM:
+            raise ConfigError(
+                f"SHORTLIST_EMBEDDING_DIM={dim}: vectors are indexed as halfvec, at most"
+                f" {MAX_INDEXED_DIM} dimensions"
+            )
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(QUERIES["stored_vectors"])
+            row = await cur.fetchone()
+            if row is not None and row["any"]:
+                raise ConfigError(
+                    f"SHORTLIST_EMBEDDER={kind} ({model}) makes {dim}-d vectors, but the stored"
+                    f" ones are {self.active().space.dim}-d: change models with `shortlist"
+                    " embeddings migrate`"
+                )
+            await conn.execute(compose(QUERIES["retype_first"], {"dim": sql.Literal(dim)}))
+        log.info(
+            "first start: the embedding columns take the configured model's %d dimensions", dim
+        )
+        await self.refresh()
+        from shortlist.embedding.migration import ensure_space_indexes
+
+        await asyncio.to_thread(ensure_space_indexes, self.database_url, self.active().space)

@@ -1,0 +1,366 @@
+"""Embedding model migration without downtime (shortlist.embedding.migration): a build between
+two deterministic embedders of different dimensions while searches run, an edit and a new row
+during the build, cancel, a restart mid-build, and the status report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import pytest
+from typer.testing import CliRunner
+
+from shortlist.bootstrap import Services, build_workers, open_services
+from shortlist.cli import build_app
+from shortlist.config import Settings
+from shortlist.db.types import AsyncPool
+from shortlist.embedding import migration
+from shortlist.embedding.migration import ModelMigrationError, ModelRequest
+from shortlist.embedding.spaces import ModelInUse, ModelSpace
+from shortlist.listings.search import search_jobs
+from shortlist.runtime import run_until_stopped
+from tests.fakes import FakeEmbedder, hash_embed
+from tests.helpers import wait_for
+
+NEW = ModelRequest(kind="openai", model="fake-256", dim=256)
+
+
+@dataclass
+class Models:
+    """The test's embedder factory: a FakeEmbedder per space, of the space's dimension."""
+
+    delay: dict[int, float] = field(default_factory=dict)
+    """Seconds each call of the model of that dimension takes."""
+    made: dict[int, FakeEmbedder] = field(default_factory=dict)
+
+    def __call__(self, space: ModelSpace) -> FakeEmbedder:
+        if space.id not in self.made:
+            self.made[space.id] = FakeEmbedder(dim=space.dim, delay=self.delay.get(space.dim, 0.0))
+        return self.made[space.id]
+
+
+def settings_for(db_url: str) -> Settings:
+    return Settings(
+        database_url=db_url,
+        load_sample_data=False,
+        indexer_poll_interval=0.2,
+        indexer_batch_size=8,
+        indexer_backoff_base=0.2,
+        indexer_backoff_max=1.0,
+    )
+
+
+@pytest.fixture(autouse=True)
+def fast_coordinator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(migration, "COORDINATE_INTERVAL", 0.2)
+    monkeypatch.setattr(migration, "RETIRED_GRACE", 1.0)
+
+
+async def add_listings(pool: AsyncPool, n: int, first: int = 1) -> list[UUID]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            """
+            INSERT INTO job_listings (company_name, job_title, city_location, description,
+                                      detail_page_slug)
+            SELECT 'Company ' || i, 'Python engineer ' || i, 'Berlin',
+                   'Build Python services and PostgreSQL schemas, team ' || i,
+                   'slug-' || i || '-' || gen_random_uuid()
+              FROM generate_series(%(first)s::int, %(last)s::int) AS i
+            RETURNING id
+            """,
+            {"first": first, "last": first + n - 1},
+        )
+        return [r["id"] for r in await cur.fetchall()]
+
+
+async def add_candidates(pool: AsyncPool, n: int) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            """
+            INSERT INTO candidates (source, full_name, headline, role_title, skills, location,
+                                    email)
+            SELECT 'sample', 'Person ' || i, 'Python developer', 'Backend engineer',
+                   ARRAY['python', 'postgresql'], 'Berlin', 'p' || i || '@example.com'
+              FROM generate_series(1, %(n)s::int) AS i
+            """,
+            {"n": n},
+        )
+
+
+async def scalar(pool: AsyncPool, query: Any, params: Any = None) -> Any:
+    async with pool.connection() as conn:
+        cur = await conn.execute(query, params)
+        row = await cur.fetchone()
+    assert row is not None
+    return next(iter(row.values()))
+
+
+async def columns(pool: AsyncPool, table: str) -> set[str]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass"
+            " AND attnum > 0 AND NOT attisdropped",
+            (table,),
+        )
+        return {r["attname"] for r in await cur.fetchall()}
+
+
+@contextlib.asynccontextmanager
+async def running(
+    db_url: str, models: Models, kinds: tuple[str, ...] = ("indexer",)
+) -> AsyncIterator[Services]:
+    """A process: its services and its indexer workers + coordinator, stopped on exit."""
+    stop = asyncio.Event()
+    async with open_services(settings_for(db_url), db_url, embedder_factory=models) as services:
+        services.notifier.start()
+        task = asyncio.create_task(
+            run_until_stopped(build_workers(services, kinds), stop, grace=5.0)
+        )
+        try:
+            yield services
+        finally:
+            stop.set()
+            await task
+
+
+async def all_embedded(pool: AsyncPool) -> bool:
+    pending = await scalar(
+        pool,
+        "SELECT (SELECT count(*) FROM job_listings WHERE embedding_status <> 'embedded')"
+        " + (SELECT count(*) FROM candidates WHERE embedding_status <> 'embedded') AS n",
+    )
+    return bool(pending == 0)
+
+
+async def active_id(pool: AsyncPool) -> int:
+    return int(await scalar(pool, "SELECT id FROM embedding_models WHERE state = 'active'"))
+
+
+@dataclass
+class Searcher:
+    """Searches without pause, each through the process's active model, until stopped."""
+
+    services: Services
+    results: list[tuple[int, int, bool]] = field(default_factory=list)
+    """(model space id, number of hits, whether any hit came through the vector list)."""
+    errors: list[BaseException] = field(default_factory=list)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.services.spaces.run(self._search)
+            except Exception as exc:
+                self.errors.append(exc)
+            await asyncio.sleep(0.02)
+
+    async def _search(self, model: ModelInUse) -> None:
+        result = await self.services.reads.read(
+            lambda pool: search_jobs(
+                pool, model.embedder, "python engineer", size=10, space=model.space
+            )
+        )
+        vector = any(h.why.via in ("vector", "both") for h in result.hits)
+        self.results.append((model.space.id, len(result.hits), vector))
+
+
+async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
+    # The new model slowed down so the edit and the new row land mid-build.
+    models = Models(delay={256: 0.1})
+    ids = await add_listings(pool, 24)
+    await add_candidates(pool, 10)
+    async with running(db_url, models) as services:
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
+        first = services.spaces.active().space
+        assert (first.kind, first.dim) == ("local", 384)
+        stop_searching = asyncio.Event()
+        searcher = Searcher(services)
+        searching = asyncio.create_task(searcher.run(stop_searching))
+        await wait_for(lambda: _true(len(searcher.results) >= 3), message="searches before")
+
+        space = await migration.register(pool, db_url, NEW, models)
+        status = await _status(pool)
+        assert status["active"]["dim"] == 384 and status["building"]["dim"] == 256
+        assert set(status["building"]["coverage"]) == {"job_listings", "candidates"}
+
+        async with pool.connection() as conn:
+            await conn.execute(
+                "UPDATE job_listings SET job_title = 'Rust engineer (edited)' WHERE id = %s",
+                (ids[0],),
+            )
+        [added] = await add_listings(pool, 1, first=100)
+        assert await active_id(pool) == first.id
+
+        await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
+        await wait_for(
+            lambda: _true(len([r for r in searcher.results if r[0] == space.id]) >= 3),
+            message="searches in the new space",
+        )
+        # The retired space's columns and index go once every process has had time to reload.
+        await wait_for(
+            lambda: _lacks(columns(pool, "job_listings"), "embedding"),
+            timeout=30,
+            message="the old columns dropped",
+        )
+        stop_searching.set()
+        await searching
+
+    assert searcher.errors == []
+    assert {r[0] for r in searcher.results} == {first.id, space.id}
+    # Every search answered with hits found through the vectors of the model it embedded with
+    # (a query vector against the other model's column would fail: the dimensions differ).
+    assert all(n > 0 and vector for _, n, vector in searcher.results)
+    # Before the switch, then after: never back.
+    seen = [r[0] for r in searcher.results]
+    assert seen == sorted(seen)
+
+    col = space.vector_column
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT id, job_title, company_name, city_location, description, {col}::text AS v"
+            " FROM job_listings WHERE id = ANY(%s)",
+            ([ids[0], added],),
+        )
+        rows = {r["id"]: r for r in await cur.fetchall()}
+        cur = await conn.execute(
+            f"SELECT count(*) FILTER (WHERE {col} IS NULL) AS missing,"
+            " count(*) AS total FROM candidates"
+        )
+        candidates = await cur.fetchone()
+    # The edited row and the row added mid-build hold the new model's vector of their text.
+    for listing_id in (ids[0], added):
+        row = rows[listing_id]
+        text = (
+            f"{row['job_title']} at {row['company_name']}, {row['city_location']}\n"
+            f"{row['description']}"
+        )
+        stored = [float(x) for x in row["v"].strip("[]").split(",")]
+        assert stored == pytest.approx(hash_embed(text, 256), abs=1e-6)
+    assert rows[ids[0]]["job_title"] == "Rust engineer (edited)"
+    assert candidates is not None and candidates["missing"] == 0 and candidates["total"] == 10
+    assert "embedded_hash" not in await columns(pool, "candidates")
+    assert (
+        await scalar(
+            pool,
+            "SELECT count(*) AS n FROM embedding_models WHERE state = 'retired'"
+            " AND dropped_at IS NOT NULL",
+        )
+        == 1
+    )
+
+
+async def test_cancel_drops_the_build(db_url: str, pool: AsyncPool) -> None:
+    models = Models()
+    await add_listings(pool, 6)
+    async with running(db_url, models) as services:
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
+        space = await migration.register(pool, db_url, NEW, models)
+        assert space.vector_column in await columns(pool, "job_listings")
+        cancelled = await migration.cancel(pool, db_url)
+        assert cancelled is not None and cancelled.id == space.id
+        assert space.vector_column not in await columns(pool, "job_listings")
+        assert space.hash_column not in await columns(pool, "candidates")
+        assert (await _status(pool))["building"] is None
+        # The indexer goes on in the active space.
+        await add_listings(pool, 2, first=50)
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="embedding after cancel")
+        result = await search_jobs(services.pool, services.embedder, "python", size=5)
+        assert result.hits
+    assert await migration.cancel(pool, db_url) is None
+    assert await active_id(pool) != space.id
+
+
+async def test_restart_mid_build(db_url: str, pool: AsyncPool) -> None:
+    models = Models()
+    await add_listings(pool, 20)
+    async with running(db_url, models):
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
+    space = await migration.register(pool, db_url, NEW, Models())
+    # A process that dies mid-build (its new model far too slow to finish)...
+    slow = Models(delay={256: 0.3})
+    async with running(db_url, slow):
+        await wait_for(lambda: _some_built(pool, space), timeout=30, message="part of the build")
+    assert await active_id(pool) != space.id
+    # ...and the next process takes the build up where it stood, and switches.
+    async with running(db_url, Models()) as services:
+        await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
+        await wait_for(
+            lambda: _is_space(services, space.id), timeout=10, message="the process reloaded"
+        )
+        result = await services.spaces.run(
+            lambda m: search_jobs(services.pool, m.embedder, "python engineer", space=m.space)
+        )
+        assert result.hits
+
+
+async def test_register_refuses_what_cannot_work(db_url: str, pool: AsyncPool) -> None:
+    with pytest.raises(ModelMigrationError, match="--dim"):
+        await migration.register(pool, db_url, ModelRequest("openai", "m", 0), Models())
+    async with open_services(settings_for(db_url), db_url, embedder_factory=Models()):
+        pass  # the first start names the stored vectors' model
+    with pytest.raises(ModelMigrationError, match="active model already"):
+        await migration.register(
+            pool, db_url, ModelRequest("local", "all-MiniLM-L6-v2", 384), Models()
+        )
+
+    def wrong_dim(space: ModelSpace) -> FakeEmbedder:
+        return FakeEmbedder(dim=128)
+
+    with pytest.raises(ModelMigrationError, match="128-dimensional"):
+        await migration.register(pool, db_url, NEW, wrong_dim)
+    space = await migration.register(pool, db_url, NEW, Models())
+    with pytest.raises(ModelMigrationError, match="being built already"):
+        await migration.register(pool, db_url, ModelRequest("openai", "other", 64), Models())
+    # Nothing of the refused requests was written.
+    assert await scalar(pool, "SELECT count(*) AS n FROM embedding_models") == 2
+    assert (await _status(pool))["building"]["model"] == space.model
+
+
+def test_cli_status_and_errors(cli_env: None) -> None:
+    runner = CliRunner()
+    result = runner.invoke(build_app(), ["embeddings", "status", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    report = json.loads(result.output)
+    assert report["building"] is None
+    assert report["active"]["dim"] == 384
+    result = runner.invoke(
+        build_app(), ["embeddings", "migrate", "--embedder", "openai", "--model", "x", "--dim", "0"]
+    )
+    assert result.exit_code == 1
+    assert "--dim must be between 1 and 4000" in result.output
+    result = runner.invoke(build_app(), ["embeddings", "cancel"])
+    assert result.exit_code == 0 and "no embedding model is being built" in result.output
+
+
+async def _status(pool: AsyncPool) -> dict[str, Any]:
+    async with pool.connection() as conn:
+        return await migration.status(conn)
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _is(value: Any, expected: Any) -> bool:
+    return bool(await value == expected)
+
+
+async def _lacks(names: Any, name: str) -> bool:
+    return name not in await names
+
+
+async def _some_built(pool: AsyncPool, space: ModelSpace) -> bool:
+    n = await scalar(
+        pool,
+        f"SELECT count(*) AS n FROM job_listings WHERE {space.vector_column} IS NOT NULL",
+    )
+    return bool(n and n > 0)
+
+
+async def _is_space(services: Services, space_id: int) -> bool:
+    return services.spaces.active().space.id == space_id
