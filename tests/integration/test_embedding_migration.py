@@ -11,16 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
+from shortlist.api.app import create_app
 from shortlist.bootstrap import Services, build_workers, open_services
 from shortlist.cli import build_app
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.embedding import migration
 from shortlist.embedding.migration import ModelMigrationError, ModelRequest
-from shortlist.embedding.spaces import ModelInUse, ModelSpace
+from shortlist.embedding.spaces import ModelSpace
 from shortlist.listings.search import search_jobs
 from shortlist.runtime import run_until_stopped
 from tests.fakes import FakeEmbedder, hash_embed
@@ -35,18 +37,20 @@ class Models:
 
     delay: dict[int, float] = field(default_factory=dict)
     """Seconds each call of the model of that dimension takes."""
-    made: dict[int, FakeEmbedder] = field(default_factory=dict)
+    made: dict[tuple[int, int], FakeEmbedder] = field(default_factory=dict)
 
     def __call__(self, space: ModelSpace) -> FakeEmbedder:
-        if space.id not in self.made:
-            self.made[space.id] = FakeEmbedder(dim=space.dim, delay=self.delay.get(space.dim, 0.0))
-        return self.made[space.id]
+        key = (space.id, space.dim)
+        if key not in self.made:
+            self.made[key] = FakeEmbedder(dim=space.dim, delay=self.delay.get(space.dim, 0.0))
+        return self.made[key]
 
 
 def settings_for(db_url: str) -> Settings:
     return Settings(
         database_url=db_url,
         load_sample_data=False,
+        search_rate_limit=0,
         indexer_poll_interval=0.2,
         indexer_batch_size=8,
         indexer_backoff_base=0.2,
@@ -140,31 +144,30 @@ async def active_id(pool: AsyncPool) -> int:
     return int(await scalar(pool, "SELECT id FROM embedding_models WHERE state = 'active'"))
 
 
+QUERY = "python engineer"
+
+
 @dataclass
 class Searcher:
-    """Searches without pause, each through the process's active model, until stopped."""
+    """Job searches through the HTTP API without pause, until stopped."""
 
     services: Services
     results: list[tuple[int, int, bool]] = field(default_factory=list)
-    """(model space id, number of hits, whether any hit came through the vector list)."""
-    errors: list[BaseException] = field(default_factory=list)
+    """(HTTP status, number of hits, whether any hit came through the vector list)."""
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.services.spaces.run(self._search)
-            except Exception as exc:
-                self.errors.append(exc)
-            await asyncio.sleep(0.02)
+        transport = httpx.ASGITransport(app=create_app(self.services), client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            while not stop.is_set():
+                response = await client.get("/api/jobs/search", params={"q": QUERY})
+                hits = response.json()["hits"] if response.status_code == 200 else []
+                vector = any(h["why"]["via"] in ("vector", "both") for h in hits)
+                self.results.append((response.status_code, len(hits), vector))
+                await asyncio.sleep(0.02)
 
-    async def _search(self, model: ModelInUse) -> None:
-        result = await self.services.reads.read(
-            lambda pool: search_jobs(
-                pool, model.embedder, "python engineer", size=10, space=model.space
-            )
-        )
-        vector = any(h.why.via in ("vector", "both") for h in result.hits)
-        self.results.append((model.space.id, len(result.hits), vector))
+
+def queries_embedded(embedder: FakeEmbedder) -> int:
+    return sum(1 for batch in embedder.batches if batch == [QUERY])
 
 
 async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
@@ -196,9 +199,10 @@ async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
 
         await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
         await wait_for(
-            lambda: _true(len([r for r in searcher.results if r[0] == space.id]) >= 3),
-            message="searches in the new space",
+            lambda: _true(queries_embedded(models.made[(space.id, 256)]) >= 3),
+            message="searches embedded by the new model",
         )
+        old_model_queries = queries_embedded(models.made[(first.id, 384)])
         # The retired space's columns and index go once every process has had time to reload.
         await wait_for(
             lambda: _lacks(columns(pool, "job_listings"), "embedding"),
@@ -207,15 +211,17 @@ async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
         )
         stop_searching.set()
         await searching
+    # Once the process had reloaded, no query went to the old model again.
+    assert queries_embedded(models.made[(first.id, 384)]) == old_model_queries
 
-    assert searcher.errors == []
-    assert {r[0] for r in searcher.results} == {first.id, space.id}
-    # Every search answered with hits found through the vectors of the model it embedded with
-    # (a query vector against the other model's column would fail: the dimensions differ).
-    assert all(n > 0 and vector for _, n, vector in searcher.results)
-    # Before the switch, then after: never back.
-    seen = [r[0] for r in searcher.results]
-    assert seen == sorted(seen)
+    # Every search answered 200 with hits found through the vectors of the model it embedded
+    # with (a query vector against the other model's column would fail: the dimensions differ).
+    assert searcher.results and all(
+        status == 200 and n > 0 and vector for status, n, vector in searcher.results
+    )
+    # The queries were embedded by the old model, then by the new one.
+    assert queries_embedded(models.made[(first.id, 384)]) > 0
+    assert queries_embedded(models.made[(space.id, 256)]) > 0
 
     col = space.vector_column
     async with pool.connection() as conn:
@@ -364,3 +370,46 @@ async def _some_built(pool: AsyncPool, space: ModelSpace) -> bool:
 
 async def _is_space(services: Services, space_id: int) -> bool:
     return services.spaces.active().space.id == space_id
+
+
+async def test_first_start_takes_the_configured_dimension(db_url: str, pool: AsyncPool) -> None:
+    """A fresh database whose configured model is not 384-d: the first space takes its
+    dimension (no vector is stored yet); once vectors are stored, a different configured
+    dimension is the table's to decide, and only a migration changes it."""
+    await add_listings(pool, 3)
+    settings = settings_for(db_url).model_copy(
+        update={"embedder": "openai", "embedder_model": "fake-256", "embedding_dim": 256}
+    )
+    async with open_services(settings, db_url, embedder_factory=Models()) as services:
+        assert services.spaces.active().space.dim == 256
+        stop = asyncio.Event()
+        task = asyncio.create_task(
+            run_until_stopped(build_workers(services, ["indexer"]), stop, grace=5.0)
+        )
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="embedding at 256-d")
+        stop.set()
+        await task
+        result = await services.spaces.run(
+            lambda m: search_jobs(services.pool, m.embedder, "python", space=m.space)
+        )
+        assert result.hits and result.hits[0].why.via in ("vector", "both")
+    assert (
+        await scalar(
+            pool,
+            "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute"
+            " WHERE attrelid = 'candidates'::regclass AND attname = 'embedding'",
+        )
+        == "vector(256)"
+    )
+    assert (
+        await scalar(
+            pool, "SELECT count(*) AS n FROM pg_indexes WHERE indexdef LIKE '%%halfvec(256)%%'"
+        )
+        == 2
+    )
+    status = await _status(pool)
+    assert (status["active"]["kind"], status["active"]["model"]) == ("openai", "fake-256")
+    # The stored vectors are 256-d now: another configured dimension changes nothing.
+    other = settings.model_copy(update={"embedding_dim": 512, "embedder_model": "fake-512"})
+    async with open_services(other, db_url, embedder_factory=Models()) as services:
+        assert services.spaces.active().space.dim == 256

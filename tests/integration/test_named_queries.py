@@ -13,6 +13,7 @@ import pytest
 
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
+from shortlist.embedding.spaces import first_space
 from shortlist.sources.base import Profile
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief
@@ -35,6 +36,9 @@ from tests.integration.rows import (
 )
 
 # --- tiers ------------------------------------------------------------------------------------
+
+FIRST = first_space(384)
+"""The model space of the original columns, which these tests' vectors are in."""
 
 
 async def test_claim_tiers_takes_due_tiers_of_running_searches_short_of_target(
@@ -321,6 +325,7 @@ async def test_insert_search(pool: AsyncPool) -> None:
             min_years=3,
             skills=["rust"],
             embedding=hash_embed("rust developer"),
+            model_id=1,
             target_count=20,
             brief=Brief(role="Rust Developer", min_years_experience=3, skills=("rust",)),
             credit_budget=50,
@@ -347,6 +352,7 @@ async def test_search_corpus_applies_filters_and_the_score_floor(pool: AsyncPool
         text = "Engineer python Berlin"
         hits = await repo.search_corpus(
             conn,
+            space=FIRST,
             embedding=hash_embed(text),
             text=text,
             filters=CorpusFilters(location="berlin", min_years=5, skills=["Python"]),
@@ -356,6 +362,7 @@ async def test_search_corpus_applies_filters_and_the_score_floor(pool: AsyncPool
         )
         unrelated = await repo.search_corpus(
             conn,
+            space=FIRST,
             embedding=hash_embed("florist amsterdam tulips"),
             text="florist",
             filters=CorpusFilters(location=None, min_years=None, skills=[]),
@@ -378,6 +385,7 @@ async def test_a_backfilled_person_scores_as_the_same_person_found_internally(
         )
         found = await repo.search_corpus(
             conn,
+            space=FIRST,
             embedding=hash_embed("python engineer"),
             text="python engineer",
             filters=CorpusFilters(location=None, min_years=None, skills=[]),
@@ -386,7 +394,7 @@ async def test_a_backfilled_person_scores_as_the_same_person_found_internally(
             pool_size=50,
         )
         internal = {h.candidate_id: h.score for h in found}
-        backfilled = {c: await repo.backfill_score(conn, search, c) for c in (ada, florist)}
+        backfilled = {c: await repo.backfill_score(conn, search, c, FIRST) for c in (ada, florist)}
     assert backfilled[ada] == pytest.approx(internal[ada], abs=1e-6)
     assert backfilled[ada] > 0.9 > 0.1 > backfilled[florist]
 
@@ -524,9 +532,9 @@ async def test_upsert_candidate_ingests_embedded_and_refreshes_by_external_id(
     pool: AsyncPool,
 ) -> None:
     async with pool.connection() as conn:
-        first = await repo.upsert_candidate(conn, ADA, hash_embed("ada"))
+        first = await repo.upsert_candidate(conn, ADA, hash_embed("ada"), FIRST)
         again = await repo.upsert_candidate(
-            conn, replace(ADA, location="Paris"), hash_embed("ada 2")
+            conn, replace(ADA, location="Paris"), hash_embed("ada 2"), FIRST
         )
         row = await one(
             conn,
@@ -548,9 +556,9 @@ async def test_mark_candidate_embedded_keeps_the_row_from_the_indexers_claim(
     pool: AsyncPool,
 ) -> None:
     async with pool.connection() as conn:
-        person = await repo.upsert_candidate(conn, ADA, hash_embed("ada"))
+        person = await repo.upsert_candidate(conn, ADA, hash_embed("ada"), FIRST)
         # an edit whose new embedding comes with it: the touch trigger moves updated_at
-        await repo.upsert_candidate(conn, replace(ADA, summary="New"), hash_embed("ada new"))
+        await repo.upsert_candidate(conn, replace(ADA, summary="New"), hash_embed("ada new"), FIRST)
         claimable = await one(
             conn,
             "SELECT embedding_status = 'pending' OR updated_at > embedded_at AS claimable"

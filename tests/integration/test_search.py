@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 import pytest
 from prometheus_client import REGISTRY
+from psycopg import sql
 
 from shortlist.api.app import create_app
 from shortlist.bootstrap import Services
@@ -21,7 +22,7 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import SEARCH_INDEXES
-from shortlist.embedding.spaces import Spaces
+from shortlist.embedding.spaces import Spaces, compose, first_space
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings
@@ -38,7 +39,8 @@ from shortlist.queue.notify import Notifier
 from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
-CANDIDATES = SEARCH_CANDIDATES
+# The statement in the first model space, the one these tests' vectors are in.
+CANDIDATES = compose(SEARCH_CANDIDATES, first_space(384).parts())
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -287,7 +289,7 @@ def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
 
 async def explain_vector_candidates(conn: AsyncConn, qvec: Any, location: str) -> str:
     cur = await conn.execute(
-        "EXPLAIN " + CANDIDATES, candidate_params("zebra", qvec, location), prepare=False
+        sql.SQL("EXPLAIN ") + CANDIDATES, candidate_params("zebra", qvec, location), prepare=False
     )
     return "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
 

@@ -197,7 +197,9 @@ async def test_backfill_skips_people_the_recruiter_handled(
     )
     search_id = uuid.UUID(niche.json()["searchId"])
     assert "talent:ada" in await repo.known_external_ids(services.pool, search_id)
-    await marks.record_hidden_discovered(services.pool, search_id, ["talent:ada", "talent:bob"])
+    await marks.record_hidden_discovered(
+        services.pool, search_id, ["talent:ada", "talent:bob"], services.spaces.active().space
+    )
     page = await get_results(client, tokens["owner"], str(search_id))
     assert page["hiddenCount"] == 1
 

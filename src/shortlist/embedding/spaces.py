@@ -80,6 +80,10 @@ class ModelSpace:
             hash_column=str(row["hash_column"]),
         )
 
+    def model_key(self) -> tuple[object, ...]:
+        """What the embedder is made from (not the state, which the switch changes)."""
+        return (self.id, self.kind, self.model, self.url, self.dim)
+
     @property
     def label(self) -> str:
         """``kind:model`` as status and logs show it."""
@@ -126,10 +130,10 @@ class SpaceStatements:
 
     def __init__(self, statements: Mapping[str, LiteralString]) -> None:
         self._statements = statements
-        self._cache: dict[tuple[str, int, str], sql.Composed] = {}
+        self._cache: dict[tuple[object, ...], sql.Composed] = {}
 
     def get(self, name: str, space: ModelSpace) -> sql.Composed:
-        key = (name, space.id, space.vector_column)
+        key = (name, space.id, space.vector_column, space.hash_column, space.dim)
         composed = self._cache.get(key)
         if composed is None:
             composed = self._cache[key] = compose(self._statements[name], space.parts())
@@ -154,7 +158,8 @@ class Spaces:
         self.pool = pool
         self.database_url = database_url
         self.factory = factory
-        self._embedders: dict[int, Embedder] = {}
+        self._embedders: dict[tuple[object, ...], Embedder] = {}
+        """By :meth:`ModelSpace.model_key`: a space keeps its embedder through the switch."""
         self._active: ModelInUse | None = None
         self._building: ModelInUse | None = None
         self._loaded = False
@@ -210,17 +215,17 @@ class Spaces:
         self._loaded = True
         if previous is not None and previous != active.id:
             log.info("embedding model switched: now %s (%d-d)", active.label, active.dim)
-        await self._close_unused({s.id for s in rows})
+        await self._close_unused({s.model_key() for s in rows})
 
     def _embedder(self, space: ModelSpace) -> Embedder:
-        embedder = self._embedders.get(space.id)
+        embedder = self._embedders.get(space.model_key())
         if embedder is None:
-            embedder = self._embedders[space.id] = self.factory(space)
+            embedder = self._embedders[space.model_key()] = self.factory(space)
         return embedder
 
-    async def _close_unused(self, in_use: set[int]) -> None:
-        for space_id in [i for i in self._embedders if i not in in_use]:
-            embedder = self._embedders.pop(space_id)
+    async def _close_unused(self, in_use: set[tuple[object, ...]]) -> None:
+        for key in [k for k in self._embedders if k not in in_use]:
+            embedder = self._embedders.pop(key)
             with contextlib.suppress(Exception):
                 await embedder.aclose()
 

@@ -128,7 +128,7 @@ class EmbeddingQueue:
         """Running totals of this queue object (for logs, benchmarks and tests)."""
         self._table = sql.Identifier(target.table)
         self._text = sql.SQL(target.text_sql)
-        self._composed: dict[tuple[str, int, int], sql.Composed] = {}
+        self._composed: dict[tuple[object, ...], sql.Composed] = {}
 
     async def _models(self) -> tuple[ModelInUse, ModelInUse | None]:
         if not self.spaces.loaded:
@@ -139,7 +139,7 @@ class EmbeddingQueue:
         self, name: str, active: ModelInUse, building: ModelInUse | None = None
     ) -> sql.Composed:
         """Statement ``name`` for these spaces (see queries.sql), composed once per pair."""
-        key = (name, active.space.id, 0 if building is None else building.space.id)
+        key = (name, active.space, None if building is None else building.space)
         statement = self._composed.get(key)
         if statement is None:
             target = (building or active).space.parts()

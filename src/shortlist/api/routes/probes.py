@@ -13,6 +13,7 @@ from prometheus_client.registry import REGISTRY, Collector
 from shortlist.api.deps import PoolDep, ServicesDep
 from shortlist.db.migrate import pending_migrations_async
 from shortlist.db.types import Row
+from shortlist.embedding.migration import status as embedding_status
 from shortlist.indexer import CORPORA
 from shortlist.status import indexer_pauses, queue_depths
 
@@ -64,10 +65,12 @@ async def readyz(pool: PoolDep, services: ServicesDep) -> Response:
 async def metrics(pool: PoolDep) -> Response:
     rows: list[Row] = []
     pauses: dict[str, Row] = {}
+    models: dict[str, Any] = {}
     try:
         async with pool.connection(timeout=2.0) as conn, conn.transaction():
             rows = await queue_depths(conn)
             pauses = await indexer_pauses(conn)
+            models = await embedding_status(conn)
     except Exception:
         rows = []
     depth = GaugeMetricFamily(
@@ -93,7 +96,24 @@ async def metrics(pool: PoolDep) -> Response:
         for corpus in CORPUS_TABLES:
             backlog.add_metric([corpus], waiting.get(corpus, 0.0))
             paused.add_metric([corpus], 1.0 if corpus in pauses else 0.0)
-    families = [depth, backlog, paused]
+    coverage = GaugeMetricFamily(
+        "shortlist_embedding_model_coverage",
+        "Share of each corpus's rows embedded by each model in use: for the active one, rows"
+        " whose status is embedded; the one being built fills up to 1, then becomes active",
+        labels=["corpus", "model", "state"],
+    )
+    if rows and models:
+        active, building = models["active"], models["building"]
+        for corpus in CORPUS_TABLES:
+            label = f"{active['kind']}:{active['model']}"
+            counts = {str(r["status"]): float(r["n"]) for r in rows if r["queue"] == corpus}
+            total = sum(counts.values())
+            share = counts.get("embedded", 0.0) / total if total else 1.0
+            coverage.add_metric([corpus, label, "active"], share)
+            if building is not None:
+                label = f"{building['kind']}:{building['model']}"
+                coverage.add_metric([corpus, label, "building"], building["coverage"][corpus])
+    families = [depth, backlog, paused, coverage]
     body = generate_latest(REGISTRY) + generate_latest(_OneShot(families))
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
