@@ -224,7 +224,8 @@ async def ingest_jobs(url: str, rows: Sequence[dict[str, str]]) -> int:
     """Through ``shortlist ingest jobs``' own reader and inserter, from a CSV file."""
     from psycopg.rows import dict_row
 
-    from shortlist.listings.ingest import ListingFileReader, ingest_listings
+    from shortlist.embedding.spaces import first_space
+from shortlist.listings.ingest import ListingFileReader, ingest_listings
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "usajobs.csv"
@@ -354,6 +355,7 @@ async def product_candidates(
             async with pool.connection() as conn:
                 hits = await repo.search_corpus(
                     conn,
+                    space=first_space(embedder.dim),
                     embedding=embedding,
                     text=text,
                     filters=CorpusFilters(None, None, []),

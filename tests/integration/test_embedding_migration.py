@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -21,6 +21,7 @@ from shortlist.cli import build_app
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.embedding import migration
+from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.embedding.migration import ModelMigrationError, ModelRequest
 from shortlist.embedding.spaces import ModelSpace
 from shortlist.listings.search import search_jobs
@@ -115,7 +116,7 @@ async def columns(pool: AsyncPool, table: str) -> set[str]:
 
 @contextlib.asynccontextmanager
 async def running(
-    db_url: str, models: Models, kinds: tuple[str, ...] = ("indexer",)
+    db_url: str, models: Callable[[ModelSpace], FakeEmbedder], kinds: tuple[str, ...] = ("indexer",)
 ) -> AsyncIterator[Services]:
     """A process: its services and its indexer workers + coordinator, stopped on exit."""
     stop = asyncio.Event()
@@ -413,3 +414,63 @@ async def test_first_start_takes_the_configured_dimension(db_url: str, pool: Asy
     other = settings.model_copy(update={"embedding_dim": 512, "embedder_model": "fake-512"})
     async with open_services(other, db_url, embedder_factory=Models()) as services:
         assert services.spaces.active().space.dim == 256
+
+
+class Breakable(FakeEmbedder):
+    """Rejects every batch without naming an input while ``broken`` (a model that stopped
+    working: a proxy's error page, a retired model name)."""
+
+    broken = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.broken:
+            self.calls += 1
+            raise EmbeddingPermanentError("400: model not found")
+        return await super().embed(texts)
+
+
+async def test_a_rejected_row_fails_alone_and_a_broken_model_rejects_none(
+    db_url: str, pool: AsyncPool
+) -> None:
+    await add_listings(pool, 12)
+    async with pool.connection() as conn:
+        [poisoned] = [
+            r["id"]
+            for r in await (
+                await conn.execute(
+                    "UPDATE job_listings SET description = 'poison pill'"
+                    " WHERE job_title = 'Python engineer 3' RETURNING id"
+                )
+            ).fetchall()
+        ]
+    new = Breakable(dim=256, fail_permanent_on=lambda text: "poison" in text)
+    models = Models()
+    async with running(db_url, models):
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
+    space = await migration.register(pool, db_url, NEW, lambda _space: new)
+    new.broken = True
+
+    def factory(s: ModelSpace) -> FakeEmbedder:
+        return new if s.id == space.id else models(s)
+
+    async with running(db_url, factory):
+        await wait_for(lambda: _true(new.calls >= 4), timeout=30, message="build attempts")
+        # A model failing every text records no rejection: nothing would be isolated.
+        assert (
+            await scalar(
+                pool,
+                f"SELECT count(*) AS n FROM job_listings WHERE {space.hash_column} IS NOT NULL",
+            )
+            == 0
+        )
+        assert await active_id(pool) != space.id
+        new.broken = False
+        await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, embedding_status::text AS s, embedding_error AS e FROM job_listings"
+        )
+        rows = {r["id"]: r for r in await cur.fetchall()}
+    # The one text the new model rejects is the one row that failed, with the reason.
+    assert rows[poisoned]["s"] == "failed" and "rejected" in rows[poisoned]["e"]
+    assert all(r["s"] == "embedded" for i, r in rows.items() if i != poisoned)

@@ -381,6 +381,8 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
 
 async def coordinate_once(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
     """One round of the coordinator; returns what it did (for logs and tests)."""
+    if not await _work_to_do(pool, spaces):
+        return None
     async with await psycopg.AsyncConnection.connect(
         url, autocommit=True, row_factory=dict_row
     ) as lock:
@@ -392,6 +394,17 @@ async def coordinate_once(pool: AsyncPool, url: str, spaces: Spaces) -> str | No
             return await _coordinate(pool, url, spaces)
         finally:
             await lock.execute(QUERIES["coordinator_unlock"], {"key": COORDINATOR_LOCK_KEY})
+
+
+async def _work_to_do(pool: AsyncPool, spaces: Spaces) -> bool:
+    """Whether a round has anything to do: read through the pool, so an idle coordinator opens
+    no connection of its own."""
+    building = spaces.building()
+    if building is not None and await _covers_everything(pool, building.space):
+        return True
+    async with pool.connection() as conn:
+        cur = await conn.execute(QUERIES["droppable"], {"grace": RETIRED_GRACE})
+        return await cur.fetchone() is not None
 
 
 async def _coordinate(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:

@@ -350,7 +350,19 @@ class EmbeddingQueue:
         the new model rejects is recorded as tried (its hash, no vector) and logged; it does not
         fail the row, whose status is the active space's. Transient errors propagate."""
         active = (await self._models())[0]
-        outcomes = await embed_isolating_failures(building.embedder, [r.text for r in rows])
+
+        async def systematic(exc: EmbeddingPermanentError) -> None:
+            # The breaker's test, for the new model: if it cannot embed a known-good text
+            # either, it is misconfigured, and no row is recorded as rejected by it.
+            probe = Breaker(self.pool, building.embedder, self.target.table, probe_every=0)
+            probe.dim = building.space.dim
+            reason = await probe.probe()
+            if reason is not None:
+                raise TransientError(f"model {building.space.label} fails a probe: {reason}")
+
+        outcomes = await embed_isolating_failures(
+            building.embedder, [r.text for r in rows], check_batch_error=systematic
+        )
         vectors: list[Vector | None] = []
         for row, outcome in zip(rows, outcomes, strict=True):
             if isinstance(outcome, EmbeddingPermanentError):
