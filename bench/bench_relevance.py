@@ -51,6 +51,7 @@ from pgvector.psycopg import register_vector
 
 from bench.bench_indexer import run_indexer
 from bench.common import Context, Record, Stat, report
+from shortlist.embedding.spaces import first_space
 
 NAME = "relevance"
 HERE = Path(__file__).resolve().parent / "relevance"
@@ -224,8 +225,7 @@ async def ingest_jobs(url: str, rows: Sequence[dict[str, str]]) -> int:
     """Through ``shortlist ingest jobs``' own reader and inserter, from a CSV file."""
     from psycopg.rows import dict_row
 
-    from shortlist.embedding.spaces import first_space
-from shortlist.listings.ingest import ListingFileReader, ingest_listings
+    from shortlist.listings.ingest import ListingFileReader, ingest_listings
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "usajobs.csv"
