@@ -109,7 +109,21 @@ def todo_index_name(space: ModelSpace, table: str) -> str:
 def _in(
     statement: LiteralString, space: ModelSpace, table: str, **extra: sql.Composable
 ) -> sql.Composed:
-    return compose(statement, {**space.parts(), "table": sql.Identifier(table), **extra})
+    """``statement`` for ``space`` on ``table``: its columns, its todo index, its check."""
+    return compose(
+        statement,
+        {
+            **space.parts(),
+            "table": sql.Identifier(table),
+            "index": sql.Identifier(todo_index_name(space, table)),
+            "constraint": sql.Identifier(check_name(space, table)),
+            **extra,
+        },
+    )
+
+
+def _each_corpus(name: str, space: ModelSpace) -> list[sql.Composed]:
+    return [_in(QUERIES[name], space, corpus.table) for corpus in CORPORA]
 
 
 async def _ddl(url: str, step: Callable[[AsyncConn], Awaitable[None]]) -> None:
@@ -207,18 +221,7 @@ async def register(
 
     await _ddl(url, insert)
     [space] = registered
-    await _autocommit(
-        url,
-        [
-            _in(
-                QUERIES["create_todo_index"],
-                space,
-                c.table,
-                index=sql.Identifier(todo_index_name(space, c.table)),
-            )
-            for c in CORPORA
-        ],
-    )
+    await _autocommit(url, _each_corpus("create_todo_index", space))
     log.info("registered embedding model %s (%d-d) as space %d", space.label, space.dim, space.id)
     return space
 
@@ -329,23 +332,11 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
             )
         # The DDL last: its ACCESS EXCLUSIVE locks are held only for the rest of this
         # transaction, which is two one-row updates.
-        for corpus in CORPORA:
-            await conn.execute(
-                _in(
-                    QUERIES["drop_vector_check"],
-                    space,
-                    corpus.table,
-                    constraint=sql.Identifier(check_name(previous, corpus.table)),
-                )
-            )
-            await conn.execute(
-                _in(
-                    QUERIES["add_vector_check"],
-                    space,
-                    corpus.table,
-                    constraint=sql.Identifier(check_name(space, corpus.table)),
-                )
-            )
+        for statement in [
+            *_each_corpus("drop_vector_check", previous),
+            *_each_corpus("add_vector_check", space),
+        ]:
+            await conn.execute(statement)
         await conn.execute(QUERIES["retire_active"])
         await conn.execute(QUERIES["activate"], {"id": space.id})
         switched[0] = True
@@ -357,24 +348,7 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
         )
         await _autocommit(
             url,
-            [
-                _in(
-                    QUERIES["validate_vector_check"],
-                    space,
-                    c.table,
-                    constraint=sql.Identifier(check_name(space, c.table)),
-                )
-                for c in CORPORA
-            ]
-            + [
-                _in(
-                    QUERIES["drop_todo_index"],
-                    space,
-                    c.table,
-                    index=sql.Identifier(todo_index_name(space, c.table)),
-                )
-                for c in CORPORA
-            ],
+            _each_corpus("validate_vector_check", space) + _each_corpus("drop_todo_index", space),
         )
     return switched[0]
 

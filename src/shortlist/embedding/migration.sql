@@ -22,7 +22,7 @@ SELECT set_config('lock_timeout', %(timeout)s, true)
 ALTER TABLE {table} ADD COLUMN {embedding} vector({dim}), ADD COLUMN {embedded_hash} bytea
 
 -- name: create_todo_index
--- What the indexer's build claim reads (indexer/queries.sql claim_for_build): rows not yet in
+-- What the indexer's build claim reads (indexer/queries.sql missing_from_build): rows not yet in
 -- the space. It shrinks as the build goes on.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} (created_at)
  WHERE {embedded_hash} IS DISTINCT FROM content_hash

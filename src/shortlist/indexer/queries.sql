@@ -7,16 +7,15 @@
 -- still holds its lease and its text is still the text that was embedded.
 
 -- name: claim
--- Pending or edited rows (the partial index {table}_claimable_idx), minus rows under a live
--- lease. The CTE locks only what it claims; the lease outlives this transaction, so the model
--- call happens outside any transaction. This claim is the owner of expired leases on corpus
--- tables: a crashed worker's rows are claimable again as soon as locked_until passes.
--- Nothing while the corpus is paused (breaker.sql).
+-- The rows wanted (one of the two conditions below), minus rows under a live lease. The CTE
+-- locks only what it claims; the lease outlives this transaction, so the model call happens
+-- outside any transaction. This claim is the owner of expired leases on corpus tables: a
+-- crashed worker's rows are claimable again as soon as locked_until passes. Nothing while the
+-- corpus is paused (breaker.sql).
 WITH claimable AS (
     SELECT id
       FROM {table}
-     WHERE (embedding_status = 'pending'
-            OR (embedding_status = 'embedded' AND updated_at > embedded_at))
+     WHERE {wanted}
        AND (locked_until IS NULL OR locked_until < now())
        AND NOT EXISTS (SELECT 1 FROM indexer_pauses WHERE corpus = %(corpus)s)
      ORDER BY created_at
@@ -31,29 +30,17 @@ UPDATE {table} AS t
 RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_hash,
           t.{embedding} IS NOT NULL AS has_vector, t.created_at, t.{target_hash} AS target_hash
 
--- name: claim_for_build
--- While a model space is being built: embedded rows it does not hold yet, for that space alone
--- (pending and edited rows come through claim, and get both spaces' vectors). Served by the
--- space's partial index {table}_<column>_todo_idx (shortlist.embedding.migration).
-WITH claimable AS (
-    SELECT id
-      FROM {table}
-     WHERE {target_hash} IS DISTINCT FROM content_hash
-       AND embedding_status = 'embedded'
-       AND updated_at <= embedded_at
-       AND (locked_until IS NULL OR locked_until < now())
-       AND NOT EXISTS (SELECT 1 FROM indexer_pauses WHERE corpus = %(corpus)s)
-     ORDER BY created_at
-     LIMIT %(limit)s
-       FOR UPDATE SKIP LOCKED
-)
-UPDATE {table} AS t
-   SET locked_by = %(worker_id)s,
-       locked_until = now() + make_interval(secs => %(lease)s)
-  FROM claimable
- WHERE t.id = claimable.id
-RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_hash,
-          t.{embedding} IS NOT NULL AS has_vector, t.created_at, t.{target_hash} AS target_hash
+-- name: pending
+-- What claim takes first: pending or edited rows (the partial index {table}_claimable_idx).
+(embedding_status = 'pending' OR (embedding_status = 'embedded' AND updated_at > embedded_at))
+
+-- name: missing_from_build
+-- While a model space is being built, what claim takes when nothing is pending: embedded rows
+-- the new space does not hold yet, for that space alone (pending and edited rows get both
+-- spaces' vectors). Served by the space's partial index {table}_<column>_todo_idx
+-- (shortlist.embedding.migration).
+({target_hash} IS DISTINCT FROM content_hash
+ AND embedding_status = 'embedded' AND updated_at <= embedded_at)
 
 -- name: store_in_target
 -- Vectors of the space being built, each for the text it was computed from (a NULL vector: the

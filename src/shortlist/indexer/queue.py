@@ -13,7 +13,7 @@ the shared primitive's (``shortlist.queue``); this module only says what is clai
 
 While a second model space is being built (``shortlist.embedding.migration``), the same queue
 fills it: rows claimed for the active model get the new model's vector too, and once nothing
-is pending, embedded rows the new space lacks are claimed for it alone (``claim_for_build``).
+is pending, embedded rows the new space lacks are claimed for it alone (``missing_from_build``).
 The active model's work goes first, and a failing new model never holds it back.
 
 A transient embedding error (network, empty response, HTTP 401/403/429/5xx) propagates as
@@ -138,21 +138,23 @@ class EmbeddingQueue:
     def _sql(
         self, name: str, active: ModelInUse, building: ModelInUse | None = None
     ) -> sql.Composed:
-        """Statement ``name`` for these spaces (see queries.sql), composed once per pair."""
+        """Statement ``name`` for these spaces (see queries.sql), composed once per pair;
+        ``claim:<condition>`` is the claim of the rows that meet that condition."""
         key = (name, active.space, None if building is None else building.space)
         statement = self._composed.get(key)
         if statement is None:
             target = (building or active).space.parts()
-            statement = self._composed[key] = compose(
-                _SQL[name],
-                {
-                    **active.space.parts(),
-                    "target_embedding": target["embedding"],
-                    "target_hash": target["embedded_hash"],
-                    "table": self._table,
-                    "text": self._text,
-                },
-            )
+            parts: dict[str, sql.Composable] = {
+                **active.space.parts(),
+                "target_embedding": target["embedding"],
+                "target_hash": target["embedded_hash"],
+                "table": self._table,
+                "text": self._text,
+            }
+            base, _, wanted = name.partition(":")
+            if wanted:
+                parts["wanted"] = compose(_SQL[wanted], parts)
+            statement = self._composed[key] = compose(_SQL[base], parts)
         return statement
 
     # -- the Queue protocol ---------------------------------------------------------------------
@@ -166,12 +168,14 @@ class EmbeddingQueue:
             "corpus": self.target.table,
         }
         async with single_statement(self.pool) as conn:
-            cur = await conn.execute(self._sql("claim", active, building), params)
+            cur = await conn.execute(self._sql("claim:pending", active, building), params)
             rows = await cur.fetchall()
             for_build: list[Any] = []
             if building is not None and len(rows) < limit:
                 params["limit"] = limit - len(rows)
-                cur = await conn.execute(self._sql("claim_for_build", active, building), params)
+                cur = await conn.execute(
+                    self._sql("claim:missing_from_build", active, building), params
+                )
                 for_build = await cur.fetchall()
         if not rows and not for_build:
             # Idle, or paused: a paused corpus is probed from here, once per interval.
