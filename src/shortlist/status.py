@@ -61,9 +61,15 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
       "searches": {"running": int, "complete": int, "stale": int},
       "running_searches": [             # oldest first; never an owner or e-mail address
         {"id", "query", "result_count", "target_count", "created_at", "last_progress_at"}
-      ]
+      ],
+      "embedding_models": {             # as `shortlist embeddings status --json`
+        "active": {"id", "kind", "model", "url", "dim"},
+        "building": None | {"id", "kind", "model", "url", "dim", "coverage": {corpus: 0..1}}
+      }
     }
     """
+    from shortlist.embedding.migration import status as models_status
+
     depths: dict[str, list[Row]] = {}
     for row in await queue_depths(conn):
         depths.setdefault(row["queue"], []).append(row)
@@ -109,4 +115,5 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
         "search_candidates": {r["status"]: int(r["n"]) for r in depths["search_candidates"]},
         "searches": {r["status"]: int(r["n"]) for r in depths["searches"]},
         "running_searches": running,
+        "embedding_models": await models_status(conn),
     }

@@ -92,6 +92,14 @@ def reindex_command(
 
 
 def print_status(report: dict[str, Any], console: Console) -> None:
+    models = report["embedding_models"]
+    active, building = models["active"], models["building"]
+    console.print(f"Embedding model: {active['kind']}:{active['model']} ({active['dim']}-d)")
+    if building is not None:
+        shares = ", ".join(f"{t} {share:.1%}" for t, share in building["coverage"].items())
+        console.print(
+            f"Building: {building['kind']}:{building['model']} ({building['dim']}-d), {shares}"
+        )
     queues = Table(title="Embedding queues")
     for column in ("corpus", "pending", "embedded", "failed", "claimed now", "re-embed due"):
         queues.add_column(column, justify="left" if column == "corpus" else "right")

@@ -87,6 +87,8 @@ class ModelRequest:
             )
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ModelMigrationError("--url must be an http(s) URL")
+        if self.url is not None and self.kind == "local":
+            raise ModelMigrationError("--url is for --embedder openai; the local model runs here")
 
     def as_space(self) -> ModelSpace:
         return ModelSpace(
