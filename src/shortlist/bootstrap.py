@@ -152,7 +152,7 @@ def indexer_throttle(services: Services) -> float:
     """The wait after a busy indexer cycle. A remote embedder waits the poll interval after
     every batch, to spread load on a paid, rate-limited provider. The local model has nothing
     to protect: it runs back to back while a backlog lasts, and searches keep their latency
-    because query embeddings go before indexing work inside the model (``LocalEmbedder``)."""
+    because queries are embedded by a copy of the model of their own (``LocalEmbedder``)."""
     from shortlist.embedding.local import LocalEmbedder
 
     if isinstance(services.embedder, LocalEmbedder):

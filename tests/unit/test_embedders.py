@@ -391,6 +391,21 @@ async def test_local_embedder_ranks_by_meaning() -> None:
 
 
 @pytest.mark.slow
+async def test_a_query_never_waits_for_the_indexers_batches() -> None:
+    """Queries run on a copy of the model of their own: while the bulk copy is busy (its lock
+    held, as during an indexer batch), a query is embedded, and equals the bulk copy's vector."""
+    from shortlist.embedding.local import _default_model_path, _load
+
+    embedder = LocalEmbedder()
+    expected = (await embedder.embed(["python backend engineer"] * 5))[0]  # bulk copy (> 4 texts)
+    bulk = _load(_default_model_path(), "bulk")
+    assert _load(_default_model_path(), "query") is not bulk
+    with bulk.lock:
+        [vector] = await asyncio.wait_for(embedder.embed(["python backend engineer"]), 60)
+    assert vector == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.slow
 async def test_local_embedder_keeps_input_order_across_length_sorted_mini_batches() -> None:
     """Mini-batches are grouped longest first; the vectors still come back in input order."""
     embedder = LocalEmbedder(batch_size=2)

@@ -8,27 +8,27 @@ text is silently ignored. That is fine for job listings, whose title, company an
 embedded text and whose first paragraphs carry most of the meaning; full-text search still sees
 the whole description.
 
-Concurrency: the model runs one call at a time (``_Loaded.lock``). Small calls — a search's
-query, a candidate's profile — that arrive while it is busy are coalesced into the next model
-call (``_Coalescer``), and large calls (the indexer's batches) are split into length-sorted
-mini-batches. Small calls go first (``_ModelLock``): while one waits, no further mini-batch of
-bulk work starts, so a query waits for at most the one mini-batch already running — the
-indexer runs back to back on this model, and searches stay responsive meanwhile. The coalescer
-is written here rather than taken from a micro-batching library because it must add no batching
-window to a lone query and must hand each caller only its own error.
+Concurrency: each process loads the model twice (~90 MB each): one copy serves small calls —
+a search's query, a candidate's profile — and the other the indexer's bulk batches, so a query
+never waits for indexing work (with one copy it waited for the mini-batch in flight: ~0.5 s
+p50 while the sample corpora were being embedded; bench/bench_first_run.py). Each copy runs
+one call at a time (``_Loaded.lock``: a Hugging Face fast tokenizer is not thread-safe). Small
+calls that arrive while their copy is busy are coalesced into its next call (``_Coalescer``),
+and bulk calls are split into length-sorted mini-batches. The coalescer is written here rather
+than taken from a micro-batching library because it must add no batching window to a lone
+query and must hand each caller only its own error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from shortlist import metrics
 from shortlist.embedding.base import (
@@ -41,39 +41,6 @@ from shortlist.embedding.base import (
 DIM = 384
 
 
-class _ModelLock:
-    """A mutex with two classes of callers: urgent ones (queries) are served before bulk ones
-    (the indexer's mini-batches), which wait while any urgent caller does.
-
-    ``threading.Lock`` has no order at all: the indexer's thread, releasing it and asking again
-    at once, usually wins, and a query could wait out a whole 128-row batch.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._busy = False
-        self._urgent_waiting = 0
-
-    @contextlib.contextmanager
-    def hold(self, *, urgent: bool) -> Iterator[None]:
-        with self._cond:
-            if urgent:
-                self._urgent_waiting += 1
-                try:
-                    self._cond.wait_for(lambda: not self._busy)
-                finally:
-                    self._urgent_waiting -= 1
-            else:
-                self._cond.wait_for(lambda: not self._busy and not self._urgent_waiting)
-            self._busy = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
-
-
 class _Loaded:
     """A loaded model and the lock that serialises calls into it.
 
@@ -83,12 +50,13 @@ class _Loaded:
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.lock = _ModelLock()
+        self.lock = threading.Lock()
 
 
-# One model per process and path: it costs ~90 MB and a second or two to load, and every
-# LocalEmbedder (API, indexer, CLI, tests) can share it.
-_models: dict[str, _Loaded] = {}
+# Two copies per process and path (see the module docstring), each loaded on first use: ~90 MB
+# and a second or two apiece, shared by every LocalEmbedder (API, indexer, CLI, tests).
+Role = Literal["query", "bulk"]
+_models: dict[tuple[str, Role], _Loaded] = {}
 _load_lock = threading.Lock()
 
 
@@ -99,8 +67,8 @@ def _default_model_path() -> Path:
     return path
 
 
-def _load(path: Path) -> _Loaded:
-    key = str(path)
+def _load(path: Path, role: Role) -> _Loaded:
+    key = (str(path), role)
     loaded = _models.get(key)
     if loaded is not None:
         return loaded
@@ -112,7 +80,7 @@ def _load(path: Path) -> _Loaded:
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(key, device="cpu")
+            model = SentenceTransformer(str(path), device="cpu")
             loaded = _models[key] = _Loaded(model)
     return loaded
 
@@ -207,8 +175,8 @@ def _settle(
 
 
 class LocalEmbedder:
-    """sentence-transformers on the CPU, off the event loop. Loads the model on first use (or in
-    :meth:`warm_up`), once per process."""
+    """sentence-transformers on the CPU, off the event loop. Loads each copy of the model on
+    first use (or in :meth:`warm_up`), once per process."""
 
     dim: int = DIM
 
@@ -218,7 +186,7 @@ class LocalEmbedder:
         self._model_path = model_path
         self.batch_size = batch_size
         self.bulk_batch_size = bulk_batch_size
-        """Mini-batch of bulk calls: a query arriving meanwhile waits for at most one."""
+        """Mini-batch of bulk calls (length-sorted, so padding stays small)."""
         self.name = "local"
         self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Coalescer] = (
             weakref.WeakKeyDictionary()
@@ -226,23 +194,24 @@ class LocalEmbedder:
 
     def warm_up(self) -> None:
         """Load the model now (sync; call it off the event loop or at startup) so the first
-        search does not pay for it, and so a broken install fails at boot."""
-        self._model()
+        search does not pay for it, and so a broken install fails at boot. The bulk copy loads
+        when the indexer first needs it."""
+        self._model("query")
 
-    def _model(self) -> _Loaded:
-        return _load(self._model_path or _default_model_path())
+    def _model(self, role: Role) -> _Loaded:
+        return _load(self._model_path or _default_model_path(), role)
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
-        """Small calls (queries, one profile): served before bulk work."""
-        return self._run_model(texts, urgent=True)
+        """Small calls (queries, one profile), on the query copy."""
+        return self._run_model(texts, "query")
 
     def _encode_bulk(self, texts: list[str]) -> list[list[float]]:
-        """The indexer's batches: mini-batch by mini-batch, yielding to small calls."""
-        return self._run_model(texts, urgent=False)
+        """The indexer's batches, on the bulk copy."""
+        return self._run_model(texts, "bulk")
 
-    def _run_model(self, texts: list[str], *, urgent: bool) -> list[list[float]]:
+    def _run_model(self, texts: list[str], role: Role) -> list[list[float]]:
         try:
-            loaded = self._model()
+            loaded = self._model(role)
         except Exception as exc:
             # A broken install is an operator problem: keep rows pending until it is fixed
             # rather than failing every one of them.
@@ -253,13 +222,11 @@ class LocalEmbedder:
         # indexer's 128-row batches were ~15% slower than one encode() of the same rows; see
         # bench/bench_indexer.py). Vectors go back in input order.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        # The lock is taken per mini-batch, not per call: a search's one-line query waits for
-        # at most one mini-batch of the indexer's work, never for a whole indexer batch.
-        size = self.batch_size if urgent else self.bulk_batch_size
+        size = self.batch_size if role == "query" else self.bulk_batch_size
         for start in range(0, len(order), size):
             positions = order[start : start + size]
             chunk = [texts[i] for i in positions]
-            with loaded.lock.hold(urgent=urgent):
+            with loaded.lock:
                 try:
                     array = loaded.model.encode(
                         chunk,
