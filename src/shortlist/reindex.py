@@ -10,6 +10,7 @@ from psycopg import sql
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
+from shortlist.embedding.spaces import active_space, compose
 from shortlist.errors import BadInput
 from shortlist.indexer.breaker import resume
 
@@ -36,7 +37,8 @@ async def reindex(
     Runs in a transaction of its own (committed on return), or in a savepoint when the caller
     already has one open.
 
-    * ``all_rows``: every row (e.g. after changing the model), forcing a real model call;
+    * ``all_rows``: every row (e.g. after changing what text is embedded), forcing a real model
+      call (a new model is a migration: ``shortlist embeddings migrate``);
     * ``failed``: failed rows back to pending, error and attempt count cleared;
     * neither: embedded rows whose vector was not computed from their current text.
 
@@ -46,8 +48,10 @@ async def reindex(
     name = "reindex_all" if all_rows else "reindex_failed" if failed else "reindex_stale"
     marked = 0
     async with conn.transaction():
+        space = await active_space(conn)
         for t in _tables(table):
-            cur = await conn.execute(sql.SQL(QUERIES[name]).format(table=sql.Identifier(t)))
+            parts = {**space.parts(), "table": sql.Identifier(t)}
+            cur = await conn.execute(compose(QUERIES[name], parts))
             marked += cur.rowcount
     return marked
 

@@ -1,5 +1,6 @@
 -- `shortlist reindex` (shortlist.reindex). {table} is an embedded corpus table (job_listings or
--- candidates), filled in with psycopg.sql.Identifier. Bulk transitions counted by rowcount:
+-- candidates), filled in with psycopg.sql.Identifier; {embedded_hash} the active model space's
+-- hash column (shortlist.embedding.spaces). Bulk transitions counted by rowcount:
 -- RETURNING would ship every id of a million-row `reindex --all` to the client for nothing.
 
 -- name: reindex_failed
@@ -11,14 +12,15 @@ UPDATE {table}
  WHERE embedding_status = 'failed'
 
 -- name: reindex_all
--- `reindex --all` (e.g. after changing the model): every row, and embedded_hash is cleared so
+-- `reindex --all` (e.g. after changing what text is embedded; a new model is a migration,
+-- `shortlist embeddings migrate`): every row, and the hash is cleared so
 -- the indexer cannot take the "text unchanged" shortcut and really calls the model again.
 UPDATE {table}
    SET embedding_status = 'pending',
-       embedded_hash = NULL,
+       {embedded_hash} = NULL,
        embedding_error = NULL,
        embedding_attempts = 0
- WHERE NOT (embedding_status = 'pending' AND embedded_hash IS NULL)
+ WHERE NOT (embedding_status = 'pending' AND {embedded_hash} IS NULL)
 
 -- name: reindex_stale
 -- Plain `reindex`: embedded rows whose vector was not computed from their current text (rows
@@ -26,4 +28,4 @@ UPDATE {table}
 UPDATE {table}
    SET embedding_status = 'pending'
  WHERE embedding_status = 'embedded'
-   AND embedded_hash IS DISTINCT FROM content_hash
+   AND {embedded_hash} IS DISTINCT FROM content_hash

@@ -25,6 +25,7 @@ from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.embedding.migration import ModelMigrationError, ModelRequest
 from shortlist.embedding.spaces import ModelSpace
 from shortlist.listings.search import search_jobs
+from shortlist.reindex import reindex
 from shortlist.runtime import run_until_stopped
 from tests.fakes import FakeEmbedder, hash_embed
 from tests.helpers import wait_for
@@ -301,6 +302,10 @@ async def test_restart_mid_build(db_url: str, pool: AsyncPool) -> None:
             lambda m: search_jobs(services.pool, m.embedder, "python engineer", space=m.space)
         )
         assert result.hits
+        # `shortlist reindex --all` works on the new space's columns.
+        async with pool.connection() as conn:
+            assert await reindex(conn, all_rows=True, table="job_listings") == 20
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="re-embedded")
 
 
 async def test_register_refuses_what_cannot_work(db_url: str, pool: AsyncPool) -> None:

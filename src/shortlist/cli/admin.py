@@ -60,7 +60,7 @@ def reindex_command(
         bool, typer.Option("--failed", help="Retry rows whose embedding failed permanently")
     ] = False,
     all_rows: Annotated[
-        bool, typer.Option("--all", help="Re-embed every row (e.g. after changing the model)")
+        bool, typer.Option("--all", help="Re-embed every row with the active model")
     ] = False,
     corpus: Annotated[Corpus, typer.Option(help="Which corpus")] = Corpus.all,
     resume: Annotated[

@@ -36,7 +36,7 @@ import psycopg
 from psycopg import sql
 
 from shortlist.db.sql import load_queries
-from shortlist.db.types import AsyncPool
+from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import VectorIndex, space_indexes
 from shortlist.embedding.base import Embedder
 from shortlist.errors import ConfigError
@@ -138,6 +138,15 @@ class SpaceStatements:
         if composed is None:
             composed = self._cache[key] = compose(self._statements[name], space.parts())
         return composed
+
+
+async def active_space(conn: AsyncConn) -> ModelSpace:
+    """The active space as the database has it now (for one-off commands)."""
+    cur = await conn.execute(QUERIES["spaces_in_use"])
+    for row in await cur.fetchall():
+        if row["state"] == "active":
+            return ModelSpace.from_row(row)
+    raise ConfigError("no active embedding model in embedding_models (migration 0013)")
 
 
 @dataclass(frozen=True)

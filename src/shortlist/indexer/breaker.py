@@ -54,8 +54,8 @@ class Breaker:
         self.probe_every = probe_every
         self._column_dim: int | None = None
         self.dim: int | None = None
-        """The active model space's dimension (set by the queue before each use); unset, the
-        dimension of the table's ``embedding`` column."""
+        """The active model space's dimension (set by the queue before each use); unset, read
+        from ``embedding_models``."""
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -97,10 +97,10 @@ class Breaker:
             return self.dim
         if self._column_dim is None:
             async with single_statement(self.pool) as conn:
-                cur = await conn.execute(_SQL["column_dim"], {"table": self.table})
+                cur = await conn.execute(_SQL["column_dim"])
                 row = await cur.fetchone()
             if row is None:
-                raise RuntimeError(f"{self.table} has no embedding column")
+                raise RuntimeError("no active embedding model")
             self._column_dim = int(row["dim"])
         return self._column_dim
 

@@ -26,8 +26,5 @@ WITH resumed AS (
 SELECT corpus, pg_notify(%(channel)s, corpus) FROM resumed ORDER BY corpus
 
 -- name: column_dim
--- The dimension of a corpus's vector column (pgvector keeps it as the type modifier).
-SELECT atttypmod AS dim
-  FROM pg_attribute
- WHERE attrelid = %(table)s::regclass
-   AND attname = 'embedding'
+-- The dimension of the active model space's vectors (shortlist.embedding.spaces).
+SELECT dim FROM embedding_models WHERE state = 'active'
