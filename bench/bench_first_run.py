@@ -140,7 +140,7 @@ def _sample_database(ctx: Context) -> str:
 def _encode_seconds(texts: list[str]) -> float:
     from shortlist.embedding.local import LocalEmbedder, _default_model_path, _load
 
-    model = _load(_default_model_path()).model
+    model = _load(_default_model_path(), "bulk").model
     model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
     started = time.perf_counter()
     model.encode(texts, batch_size=LocalEmbedder().batch_size, normalize_embeddings=True)
