@@ -23,12 +23,14 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding import migration
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.embedding.migration import ModelMigrationError, ModelRequest
-from shortlist.embedding.spaces import ModelSpace
+from shortlist.embedding.spaces import ModelInUse, ModelSpace
 from shortlist.listings.search import search_jobs
 from shortlist.reindex import reindex
 from shortlist.runtime import run_until_stopped
+from shortlist.talent import repository as repo
 from tests.fakes import FakeEmbedder, hash_embed
 from tests.helpers import wait_for
+from tests.integration.rows import insert_search
 
 NEW = ModelRequest(kind="openai", model="fake-256", dim=256)
 
@@ -479,3 +481,28 @@ async def test_a_rejected_row_fails_alone_and_a_broken_model_rejects_none(
     # The one text the new model rejects is the one row that failed, with the reason.
     assert rows[poisoned]["s"] == "failed" and "rejected" in rows[poisoned]["e"]
     assert all(r["s"] == "embedded" for i, r in rows.items() if i != poisoned)
+
+
+async def test_a_search_that_outlives_a_switch_is_scored_in_the_new_space(
+    db_url: str, pool: AsyncPool
+) -> None:
+    """A recruiter's search started under the old model: the backfill embeds its brief again
+    with the new model (once) before scoring anyone in the new space."""
+    async with pool.connection() as conn:
+        search_id = await insert_search(conn, query="rust developer")
+        await conn.execute("UPDATE searches SET embedding_model_id = 1 WHERE id = %s", (search_id,))
+    space = await migration.register(pool, db_url, NEW, Models())
+    new = FakeEmbedder(dim=256)
+    model = ModelInUse(space, new)
+    await repo.query_in_space(pool, search_id, model)
+    await repo.query_in_space(pool, search_id, model)  # already there: no second call
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT embedding_model_id, query_embedding::text AS v FROM searches WHERE id = %s",
+            (search_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None and row["embedding_model_id"] == space.id
+    stored = [float(x) for x in row["v"].strip("[]").split(",")]
+    assert stored == pytest.approx(hash_embed("rust developer", 256), abs=1e-6)
+    assert new.batches == [["rust developer"]]
