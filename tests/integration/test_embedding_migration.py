@@ -165,7 +165,7 @@ class Searcher:
             while not stop.is_set():
                 response = await client.get("/api/jobs/search", params={"q": QUERY})
                 hits = response.json()["hits"] if response.status_code == 200 else []
-                vector = any(h["why"]["via"] in ("vector", "both") for h in hits)
+                vector = any(h["why"]["via"] in ("meaning", "both") for h in hits)
                 self.results.append((response.status_code, len(hits), vector))
                 await asyncio.sleep(0.02)
 
@@ -400,7 +400,7 @@ async def test_first_start_takes_the_configured_dimension(db_url: str, pool: Asy
         result = await services.spaces.run(
             lambda m: search_jobs(services.pool, m.embedder, "python", space=m.space)
         )
-        assert result.hits and result.hits[0].why.via in ("vector", "both")
+        assert result.hits and result.hits[0].why.via in ("meaning", "both")
     assert (
         await scalar(
             pool,
