@@ -27,6 +27,7 @@ from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import CallRecord, Profile
 from shortlist.talent.brief import Brief, brief_text
+from shortlist.talent.evidence import TITLE_MATCH, query_terms
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
     CandidateStatus,
@@ -48,6 +49,9 @@ _COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
 _RUNNING_SEARCHES_WITHOUT_WORK = sql.SQL(QUERIES["running_searches_without_work"]).format(
     search_is_done=_SEARCH_IS_DONE
 )
+# One title_match feature (shortlist.talent.evidence) for an internal hit and a backfilled person.
+_SEARCH_CORPUS = sql.SQL(QUERIES["search_corpus"]).format(title_match=TITLE_MATCH)
+_RELEVANCE_EVIDENCE = sql.SQL(QUERIES["relevance_evidence"]).format(title_match=TITLE_MATCH)
 
 
 @dataclass(frozen=True)
@@ -158,12 +162,13 @@ async def search_corpus(
 ) -> list[CorpusHit]:
     # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
     # walking the graph until enough rows pass the filters.
+    terms = await query_terms(conn, text_terms(normalise_query(text)))
     rows = await _all(
         conn,
-        QUERIES["search_corpus"],
+        _SEARCH_CORPUS,
         {
             "embedding": Vector(list(embedding)),
-            "terms": text_terms(normalise_query(text)),
+            **terms.params(),
             "w_intercept": model.intercept,
             "w_cosine": model.cosine,
             "w_title_match": model.title_match,
@@ -629,11 +634,13 @@ async def backfill_score(
     (search_corpus), so one floor and one percentage serve every result."""
     search = await get_search(conn, search_id)
     assert search is not None, "searches are never deleted under their running backfill"
-    terms = text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
+    terms = await query_terms(
+        conn, text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
+    )
     row = await _one(
         conn,
-        QUERIES["relevance_evidence"],
-        {"search_id": search_id, "candidate_id": candidate_id, "terms": terms},
+        _RELEVANCE_EVIDENCE,
+        {"search_id": search_id, "candidate_id": candidate_id, **terms.params()},
     )
     assert row is not None
     return model.score(
