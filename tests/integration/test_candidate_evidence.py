@@ -3,16 +3,30 @@ weighted by their rarity in the corpus, matched against the title and skills onl
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from shortlist.db.types import AsyncPool
+from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.talent import repository as repo
 from shortlist.talent.evidence import query_terms
 from shortlist.talent.repository import CorpusFilters
 from tests.fakes import hash_embed
 from tests.integration.rows import insert_candidate
 
-NO_FILTERS = CorpusFilters(location=None, min_years=None, skills=[])
+
+async def scores(conn: AsyncConn, *, vector_of: str, text: str) -> dict[uuid.UUID, float]:
+    """Everyone the corpus search finds for ``text`` (embedded as ``vector_of``), with scores."""
+    hits = await repo.search_corpus(
+        conn,
+        embedding=hash_embed(vector_of),
+        text=text,
+        filters=CorpusFilters(location=None, min_years=None, skills=[]),
+        min_score=0.0,
+        limit=10,
+        pool_size=50,
+    )
+    return {h.candidate_id: h.score for h in hits}
 
 
 async def test_a_rare_query_word_weighs_more_than_one_everybody_has(pool: AsyncPool) -> None:
@@ -41,18 +55,10 @@ async def test_the_person_asked_for_outranks_people_sharing_only_a_common_word(
         recruiter = await insert_candidate(
             conn, "Eve", role_title="Technical Recruiter", skills=("recruiting",), text=query
         )
-        hits = await repo.search_corpus(
-            conn,
-            embedding=hash_embed(query),
-            text=query,
-            filters=NO_FILTERS,
-            min_score=0.0,
-            limit=10,
-            pool_size=50,
-        )
+        found = await scores(conn, vector_of=query, text=query)
     # Everyone's vector is equally close: the words decide.
-    assert hits[0].candidate_id == recruiter
-    assert {h.candidate_id for h in hits[1:]} == set(engineers)
+    assert set(found) == {recruiter, *engineers}
+    assert found[recruiter] > max(found[e] for e in engineers)
 
 
 async def test_the_employer_in_a_headline_is_not_the_persons_role(pool: AsyncPool) -> None:
@@ -67,15 +73,6 @@ async def test_the_employer_in_a_headline_is_not_the_persons_role(pool: AsyncPoo
             "UPDATE candidates SET headline = 'Backend Engineer at Ironbark Health' WHERE id = %s",
             (coder,),
         )
-        hits = await repo.search_corpus(
-            conn,
-            embedding=hash_embed("health"),
-            text="health",
-            filters=NO_FILTERS,
-            min_score=0.0,
-            limit=10,
-            pool_size=50,
-        )
-    scores = {h.candidate_id: h.score for h in hits}
+        found = await scores(conn, vector_of="health", text="health")
     # Full text finds both (a title, an employer in a headline); only one works in health.
-    assert scores[informatics] > 0.5 > scores[coder]
+    assert found[informatics] > 0.5 > found[coder]
