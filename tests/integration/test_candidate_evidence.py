@@ -36,11 +36,15 @@ async def test_a_rare_query_word_weighs_more_than_one_everybody_has(pool: AsyncP
         await insert_candidate(conn, "Di", role_title="Technical Recruiter", skills=("hiring",))
         terms = await query_terms(conn, "engineer recruiter")
         nothing = await query_terms(conn, "")
+        # Quotes, backslashes and tsquery operators in a brief are words, never syntax.
+        awkward = await query_terms(conn, "o'neil's c:\\tools & | !go 'fpga'")
     weights = dict(zip(terms.lexemes, terms.weights, strict=True))
     assert set(weights) == {"engin", "recruit"}
     assert sum(weights.values()) == pytest.approx(1.0)
     assert weights["recruit"] > 2 * weights["engin"]
     assert (nothing.lexemes, nothing.weights) == ([], [])
+    assert "fpga" in awkward.lexemes
+    assert sum(awkward.weights) == pytest.approx(1.0)
 
 
 async def test_the_person_asked_for_outranks_people_sharing_only_a_common_word(

@@ -160,9 +160,9 @@ async def search_corpus(
     pool_size: int,
     model: ScoreModel = CANDIDATE_SCORE,
 ) -> list[CorpusHit]:
+    terms = await query_terms(conn, text_terms(normalise_query(text)))
     # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
     # walking the graph until enough rows pass the filters.
-    terms = await query_terms(conn, text_terms(normalise_query(text)))
     rows = await _all(
         conn,
         _SEARCH_CORPUS,
