@@ -28,7 +28,9 @@ Metrics: precision@10, nDCG@10 (binary gains) and recall@50 (relevant in the top
 ``results/relevance-queries.csv``; means in ``latest.json``, with the targets of the issue:
 (d) ≥ (c) + 0.03 P@10 on the held-out half, and (d) no more than 0.1 below (a) or (b) in any
 query group. ``results/relevance-calibration.json``: for the product's scores, the share of
-hits at or above each score that are relevant, and the internal-corpus floor check.
+hits at or above each score that are relevant, the internal-corpus floor check, and the
+candidate score's weights fitted afresh on the tune half (``fit_candidate_score``; the
+product's ``CANDIDATE_SCORE`` is that fit).
 """
 
 from __future__ import annotations
@@ -337,6 +339,7 @@ async def product_candidates(
     queries: Sequence[Query],
     min_score: float = 0.0,
     model: Any = None,
+    limit: int = DEPTH,
 ) -> list[list[tuple[float, str]]]:
     from shortlist.db.pool import open_async_pool
     from shortlist.relevance import CANDIDATE_SCORE
@@ -360,7 +363,7 @@ async def product_candidates(
                     text=text,
                     filters=CorpusFilters(None, None, []),
                     min_score=min_score,
-                    limit=DEPTH,
+                    limit=limit,
                     pool_size=CORPUS_POOL_SIZE,
                     model=model or CANDIDATE_SCORE,
                 )
@@ -392,6 +395,85 @@ def outcomes(
         }
         out.append(Outcome(ranked, scored))
     return out
+
+
+# --- fitting the candidate score -------------------------------------------------------------
+
+FEATURES = ("cosine", "title_match", "title_similarity")
+FIT_L2 = 1.0
+"""Ridge penalty on the weights (not the intercept): keeps them finite when a feature separates
+the tune half perfectly."""
+
+
+def fit_logistic(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Intercept and weights of a ridge-penalised logistic regression (Newton steps)."""
+    design = np.column_stack([np.ones(len(x)), x])
+    penalty = FIT_L2 * np.diag([0.0] + [1.0] * x.shape[1])
+    w = np.zeros(design.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-design @ w))
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) + penalty
+        step = np.linalg.solve(hessian, design.T @ (p - y) + penalty @ w)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return w
+
+
+def candidate_evidence(
+    url: str, embedder: Any, queries: Sequence[Query]
+) -> list[tuple[list[str], np.ndarray[Any, Any]]]:
+    """Per query, everyone the corpus search finds (its whole pool) and their evidence.
+
+    Read through the product's own statement: with a model whose only weight is 1 on one
+    feature, the score is σ(feature), so the logit of the score is that feature."""
+    from shortlist.relevance import ScoreModel
+    from shortlist.talent.service import CORPUS_POOL_SIZE
+
+    columns = []
+    for i in range(len(FEATURES)):
+        unit = ScoreModel(0.0, *(1.0 if j == i else 0.0 for j in range(len(FEATURES))))
+        columns.append(
+            asyncio.run(
+                product_candidates(url, embedder, queries, model=unit, limit=2 * CORPUS_POOL_SIZE)
+            )
+        )
+    out = []
+    for per_feature in zip(*columns, strict=True):
+        keys = sorted(key for _, key in per_feature[0])
+        values = [dict((k, s) for s, k in hits) for hits in per_feature]
+        x = np.asarray([[values[f][k] for f in range(len(FEATURES))] for k in keys])
+        x = np.clip(x, 1e-12, 1 - 1e-12)
+        out.append((keys, np.log(x / (1 - x))))
+    return out
+
+
+def fit_candidate_score(
+    queries: Sequence[Query], evidence: Sequence[tuple[list[str], np.ndarray[Any, Any]]]
+) -> dict[str, float]:
+    """The candidate score's weights, fitted on the tune half's hits as the product shows them:
+    its top 50 per brief (the floor and the percentage apply there, not to the unseen tail of the
+    candidate pool). Starts from a fit on the whole pools; two refits on the top 50 of the
+    resulting order settle it."""
+    tune = [
+        (q, keys, x) for q, (keys, x) in zip(queries, evidence, strict=True) if q.half == "tune"
+    ]
+
+    def fit(top: int | None, w: np.ndarray[Any, Any] | None) -> np.ndarray[Any, Any]:
+        xs, ys = [], []
+        for q, keys, x in tune:
+            order = np.arange(len(keys))
+            if w is not None:
+                z = w[0] + x @ w[1:]
+                order = np.lexsort((np.asarray(keys), -z))[:top]
+            xs.append(x[order])
+            ys.append(np.asarray([q.is_relevant(keys[i]) for i in order], dtype=float))
+        return fit_logistic(np.concatenate(xs), np.concatenate(ys))
+
+    w = fit(None, None)
+    for _ in range(2):
+        w = fit(DEPTH, w)
+    return {"intercept": float(w[0])} | {f: float(v) for f, v in zip(FEATURES, w[1:], strict=True)}
 
 
 # --- reporting -------------------------------------------------------------------------------
@@ -626,7 +708,10 @@ def run(ctx: Context) -> list[Record]:
         print_table(ctx, corpus, halves)
         records += records_for(corpus, halves, groups)
     floor = floor_check(cand_url, embedder, cand_q)
+    fitted = fit_candidate_score(cand_q, candidate_evidence(cand_url, embedder, cand_q))
+    ctx.log(f"relevance: candidate score refitted on the tune half: {fitted}")
     detail = {
+        "candidate_score_fit": {k: round(v, 3) for k, v in fitted.items()},
         "jobs": {h: calibration(job_q, job_res, h) for h in HALVES},
         "candidates": {h: calibration(cand_q, cand_res, h) for h in HALVES},
         "candidate_floor": floor,

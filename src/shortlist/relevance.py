@@ -12,12 +12,15 @@ any title containing them above the role asked for.
 the hit's own evidence only: ``σ(w₀ + w_cos·cos + w_match·match + w_sim·sim)``, where ``cos`` is
 the cosine similarity of the query and hit vectors, ``match`` the share of the query's words
 (English lexemes) found in the title, and ``sim`` pg_trgm's ``word_similarity`` of the query and
-the title (typo tolerance: "acountant" still resembles "Accountant"). The weights are a logistic
+the title (typo tolerance: "acountant" still resembles "Accountant"). For a person, ``match``
+reads the role title and skills (not the headline, which names the employer) and weights each
+query word by its rarity in the corpus (shortlist.talent.evidence). The weights are a logistic
 regression fitted on the tune half of the relevance development set (bench/bench_relevance.py,
 bench/README.md); the same run checks on both halves that "score ≥ X" is relevant about as
-often as X says. Hits are ordered by it, so the order and the number agree without borrowing a
-neighbour's value. A listing still pending its embedding has no ``cos``: it is scored as an
-unrelated text would be (``PENDING_COSINE``), i.e. on its words alone, conservatively.
+often as X says, so "80% match" means the same for a listing and for a person. Hits are
+ordered by it, so the order and the number agree without borrowing a neighbour's value. A
+listing still pending its embedding has no ``cos``: it is scored as an unrelated text would be
+(``PENDING_COSINE``), i.e. on its words alone, conservatively.
 """
 
 from __future__ import annotations
@@ -127,8 +130,10 @@ class ScoreModel:
 PENDING_COSINE = 0.1
 """The cosine similarity of two unrelated texts under all-MiniLM-L6-v2, roughly."""
 
-# Fitted by `python -m bench --only relevance --fit` on the tune half (bench/README.md).
+# Fitted on the tune half of the relevance development set (bench/README.md, "relevance"):
+# `python -m bench --only relevance` prints the candidate fit and writes it to
+# bench/results/relevance-calibration.json.
 JOB_SCORE = ScoreModel(intercept=-3.817, cosine=6.004, title_match=-0.822, title_similarity=3.933)
 CANDIDATE_SCORE = ScoreModel(
-    intercept=-4.055, cosine=7.857, title_match=6.855, title_similarity=-1.108
+    intercept=-1.664, cosine=3.824, title_match=6.475, title_similarity=0.830
 )

@@ -126,17 +126,21 @@ def compose(statement: LiteralString, parts: Mapping[str, sql.Composable]) -> sq
 
 
 class SpaceStatements:
-    """Statements composed for one space, cached by (statement, space)."""
+    """Statements composed for one space, cached by (statement, space); ``parts`` fill the
+    statements' other placeholders, the same for every space."""
 
-    def __init__(self, statements: Mapping[str, LiteralString]) -> None:
+    def __init__(self, statements: Mapping[str, LiteralString], **parts: sql.Composable) -> None:
         self._statements = statements
+        self._parts = parts
         self._cache: dict[tuple[object, ...], sql.Composed] = {}
 
     def get(self, name: str, space: ModelSpace) -> sql.Composed:
         key = (name, space.id, space.vector_column, space.hash_column, space.dim)
         composed = self._cache.get(key)
         if composed is None:
-            composed = self._cache[key] = compose(self._statements[name], space.parts())
+            composed = self._cache[key] = compose(
+                self._statements[name], {**self._parts, **space.parts()}
+            )
         return composed
 
 

@@ -60,8 +60,9 @@ RETURNING id
 -- HNSW index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
 -- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
 -- both obeying the recruiter's filters. Each person found is scored on their own evidence
--- (shortlist.relevance: logistic weights w_* of cosine similarity, the share of the query's
--- lexemes in title, headline and skills, and trigram similarity of the query and the title),
+-- (shortlist.relevance: logistic weights w_* of cosine similarity, the idf-weighted share of the
+-- query's lexemes in the person's title and skills, and trigram similarity of the query and the
+-- title),
 -- ordered by it and kept only above min_score, so a niche brief gets few internal hits instead
 -- of "the 15 least-bad people we have".
 WITH vector_hits AS (
@@ -101,18 +102,11 @@ scored AS (
     SELECT c.id,
            (1 / (1 + exp(-(%(w_intercept)s::float8
                            + %(w_cosine)s::float8 * (1 - (c.{embedding} <=> %(embedding)s))
-                           + %(w_title_match)s::float8 * coalesce(
-                                 (SELECT count(*)
-                                    FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}')))
-                                         AS t (lexeme)
-                                   WHERE t.lexeme = ANY (lex.lexemes))::float8
-                                 / nullif(cardinality(lex.lexemes), 0), 0)
+                           + %(w_title_match)s::float8 * {title_match}
                            + %(w_title_similarity)s::float8
                              * word_similarity(%(terms)s, c.role_title)))))::real AS score
       FROM (SELECT id FROM vector_hits UNION SELECT id FROM text_hits) AS found
-      JOIN candidates c ON c.id = found.id,
-           (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s)))
-                   AS lexemes) AS lex
+      JOIN candidates c ON c.id = found.id
      -- One contactability rule everywhere: nobody without an e-mail is a result (a backfilled
      -- person without one ends failed_no_email; the same person is no internal hit later).
      WHERE c.email IS NOT NULL
@@ -639,18 +633,13 @@ SELECT tier, status::text AS status, next_page, found, attempts, last_error, not
 
 -- name: relevance_evidence
 -- What a backfilled person's score is computed from (shortlist.relevance), measured as
--- search_corpus measures it for an internal hit: cosine to the search's query vector, the share
--- of the query's lexemes among the person's title/headline/skills lexemes, and the trigram
--- similarity of the query terms and the title.
+-- search_corpus measures it for an internal hit: cosine to the search's query vector, the
+-- idf-weighted share of the query's lexemes in the person's title and skills (title_match),
+-- and the trigram similarity of the query terms and the title.
 SELECT 1 - (s.query_embedding <=> c.{embedding}) AS cosine,
-       coalesce((SELECT count(*)
-                   FROM unnest(tsvector_to_array(ts_filter(c.search_tsv, '{a}'))) AS t (lexeme)
-                  WHERE t.lexeme = ANY (lex.lexemes))::float8
-                / nullif(cardinality(lex.lexemes), 0), 0) AS title_match,
+       {title_match} AS title_match,
        word_similarity(%(terms)s, c.role_title) AS title_similarity
-  FROM searches s, candidates c,
-       (SELECT array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s)))
-               AS lexemes) AS lex
+  FROM searches s, candidates c
  WHERE s.id = %(search_id)s AND c.id = %(candidate_id)s
 
 -- name: record_provider_calls

@@ -28,6 +28,7 @@ from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import CallRecord, Profile
 from shortlist.talent.brief import Brief, brief_text
+from shortlist.talent.evidence import TITLE_MATCH, query_terms
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
     CandidateStatus,
@@ -41,8 +42,9 @@ from shortlist.talent.models import (
 QUERIES = load_queries("shortlist.talent")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.
 _CANDIDATE_TEXT = sql.SQL(QUERIES["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
-# The statements that read or write vectors, per embedding model space.
-_IN_SPACE = SpaceStatements(QUERIES)
+# The statements that read or write vectors, per embedding model space; with one title_match
+# feature (shortlist.talent.evidence) for an internal hit and a backfilled person alike.
+_IN_SPACE = SpaceStatements(QUERIES, title_match=TITLE_MATCH)
 # "Nothing is left to do for this search", stated once and spliced into both statements using it.
 _SEARCH_IS_DONE = sql.SQL(QUERIES["search_is_done"])
 _COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
@@ -162,6 +164,7 @@ async def search_corpus(
     pool_size: int,
     model: ScoreModel = CANDIDATE_SCORE,
 ) -> list[CorpusHit]:
+    terms = await query_terms(conn, text_terms(normalise_query(text)))
     # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
     # walking the graph until enough rows pass the filters.
     rows = await _all(
@@ -169,7 +172,7 @@ async def search_corpus(
         _IN_SPACE.get("search_corpus", space),
         {
             "embedding": Vector(list(embedding)),
-            "terms": text_terms(normalise_query(text)),
+            **terms.params(),
             "w_intercept": model.intercept,
             "w_cosine": model.cosine,
             "w_title_match": model.title_match,
@@ -651,11 +654,13 @@ async def backfill_score(
     (search_corpus), so one floor and one percentage serve every result."""
     search = await get_search(conn, search_id)
     assert search is not None, "searches are never deleted under their running backfill"
-    terms = text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
+    terms = await query_terms(
+        conn, text_terms(normalise_query(brief_text(search.query, search.role, search.skills)))
+    )
     row = await _one(
         conn,
         _IN_SPACE.get("relevance_evidence", space),
-        {"search_id": search_id, "candidate_id": candidate_id, "terms": terms},
+        {"search_id": search_id, "candidate_id": candidate_id, **terms.params()},
     )
     assert row is not None
     return model.score(
