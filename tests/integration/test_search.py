@@ -306,8 +306,8 @@ async def test_paging_is_consistent(
     assert len(paged) == len(set(paged)) == 50
     odd = [await search_jobs(pool, embedder, q, size=7, offset=o) for o in range(0, 49, 7)]
     assert [h.listing.id for p in odd for h in p.hits] == paged[:49]
-    # Deep pages: a window (320) whose candidate list is longer than the session's widens it
-    # for the request's own transaction; the same positions whatever the page size there too.
+    # Deep pages: a window (320) past the session's HNSW candidate list widens it for the
+    # request's own transaction; the same positions whatever the page size there too.
     deep = await search_jobs(pool, embedder, q, size=50, offset=240)
     deep_pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in (240, 250)]
     assert len(deep.hits) == 50

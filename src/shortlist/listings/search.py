@@ -57,7 +57,6 @@ from shortlist import metrics
 from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.db.vector_search import ef_search_for
 from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.errors import BadInput
 from shortlist.listings import facets as facet_counts
@@ -259,17 +258,17 @@ async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
 
 
 @asynccontextmanager
-async def _connection(pool: AsyncPool, *, ef_search: int | None) -> AsyncIterator[AsyncConn]:
+async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[AsyncConn]:
     """Two round trips per search: the candidate lists, then the page's listings, each one
-    autocommit statement on the session's HNSW settings. A search that needs a longer
-    candidate list (a filter, a deep page: shortlist.db.vector_search) widens it in a
-    transaction of its own."""
-    if ef_search is None or ef_search <= EF_SEARCH:
+    autocommit statement on the session's HNSW settings. A window longer than their
+    candidate list (deep pages) widens it in a transaction of its own."""
+    if not widen:
         async with single_statement(pool) as conn:
             yield conn
         return
     async with pool.connection() as conn, conn.transaction():
-        await conn.execute(QUERIES["widen_vector_scan"], {"ef_search": str(ef_search)})
+        # pgvector caps ef_search at 1000; past that the iterative scan carries on.
+        await conn.execute(QUERIES["widen_vector_scan"], {"ef_search": str(min(1000, k))})
         yield conn
 
 
@@ -307,9 +306,7 @@ async def search_jobs(
         "k": k,
         **facet_counts.FACET_PARAMS,
     }
-    filtered = any(f is not None for f in (loc, salary_min, work_mode, posted_within_days))
-    ef_search = None if vector is None else ef_search_for(k, filtered=filtered)
-    async with _connection(pool, ef_search=ef_search) as conn:
+    async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
