@@ -155,15 +155,20 @@ class Postgres:
 
 
 @contextlib.contextmanager
-def embedded_postgres() -> Iterator[Postgres]:
-    root = Path(tempfile.mkdtemp(prefix="shortlist-bench-pg-"))
+def embedded_postgres(keep: Path | None = None) -> Iterator[Postgres]:
+    """A scratch server, deleted afterwards; or, with ``keep``, one whose data stays in that
+    directory (stopped) after the run, so that its databases can be measured again
+    (``python -m bench.search_settings`` on a kept million-listing corpus)."""
+    root = keep or Path(tempfile.mkdtemp(prefix="shortlist-bench-pg-"))
+    root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
-    server = EmbeddedServer(root, delete_on_close=True)
+    server = EmbeddedServer(root, delete_on_close=keep is None)
     try:
         yield Postgres(server, root)
     finally:
         server.close()
-        shutil.rmtree(root, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @dataclass

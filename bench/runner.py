@@ -93,6 +93,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="relevance: job listings taken from the development set (default all ~9.1k)",
     )
     parser.add_argument(
+        "--keep-db",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run PostgreSQL in DIR and keep its data afterwards (default: a deleted scratch dir)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -118,13 +125,14 @@ def run_benchmarks(
     results_dir: Path = RESULTS_DIR,
     options: dict[str, str] | None = None,
     console: Console | None = None,
+    keep_db: Path | None = None,
 ) -> tuple[list[Record], list[str]]:
     """Run ``names`` against one embedded PostgreSQL; returns the records and the names of
     benchmarks that failed (their traceback is printed; the others still run)."""
     console = console or Console()
     records: list[Record] = []
     failed: list[str] = []
-    with embedded_postgres() as pg:
+    with embedded_postgres(keep_db) as pg:
         ctx = Context(
             pg,
             smoke=smoke,
@@ -171,7 +179,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.relevance_rows:
         options["relevance_rows"] = str(args.relevance_rows)
     records, failed = run_benchmarks(
-        names, smoke=args.smoke, rows=args.rows, reps=args.reps, options=options, console=console
+        names,
+        smoke=args.smoke,
+        rows=args.rows,
+        reps=args.reps,
+        options=options,
+        console=console,
+        keep_db=args.keep_db,
     )
     print_tables(console, records)
     out = args.out or RESULTS_DIR / ("smoke.json" if args.smoke else "latest.json")

@@ -13,6 +13,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from shortlist.db import vector_search
 from shortlist.db.types import AsyncConn, AsyncPool, Row, SyncConn
 
 log = logging.getLogger(__name__)
@@ -55,14 +56,12 @@ async def _check_if_idle(conn: AsyncConn) -> None:
 
 
 # Session defaults of every pooled connection, set once when it opens (no round trip per
-# query). pgvector's HNSW scans keep a candidate list of 200 (its default, 40, gives recall@10
-# of ~0.93 at 100k listings; see bench/bench_search.py) and scan iteratively, so a filtered
-# query still fills its LIMIT instead of filtering one candidate list and coming back short
-# (relaxed_order: rows may come slightly out of order; every query re-sorts by distance). A
-# query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session settings, like
-# LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
-HNSW_EF_SEARCH = 200
-HNSW_ITERATIVE_SCAN = "relaxed_order"
+# query): the HNSW candidate list and the iterative scan of shortlist.db.vector_search, so a
+# filtered query still fills its LIMIT instead of filtering one candidate list and coming back
+# short. A query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session
+# settings, like LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
+HNSW_EF_SEARCH = vector_search.EF_SEARCH
+HNSW_ITERATIVE_SCAN = vector_search.ITERATIVE_SCAN
 
 
 async def _configure_async(conn: AsyncConn) -> None:
