@@ -35,6 +35,7 @@ def test_killed_workers_candidates_go_back_to_work_within_45_s(db_url: str) -> N
     assert figures["kills"] == REDUCED.kill_count
     assert figures["release_max_s"] <= 45.0
     assert figures["not_running_with_work_samples"] == 0
+    assert figures["lost_worker_casualties"] == 0, figures
     # Every stub ended: a result, a person the provider could not give, or one not needed.
     assert set(figures["stubs"]) <= {
         "succeeded",
