@@ -85,14 +85,14 @@ async def open_services(
 
     The embedder of each model space comes from ``embedder_factory`` (default: the settings'
     kinds, ``make_space_embedder``); ``embedder`` is one embedder for every space (tests)."""
-    from shortlist.embedding.factory import configured_model, make_embedder, make_space_embedder
+    from shortlist.embedding.factory import check_embedder, configured_model, make_space_embedder
 
     if embedder_factory is None:
         if embedder is not None:
             fixed = embedder
             embedder_factory = lambda _space: fixed  # noqa: E731
         else:
-            make_embedder(settings)  # a configuration that cannot work fails here, first
+            check_embedder(settings)  # a configuration that cannot work fails here, first
             embedder_factory = lambda space: make_space_embedder(space, settings)  # noqa: E731
     if sources is None and with_sources:
         check_sources(settings)  # before anything is opened

@@ -8,31 +8,39 @@ from shortlist.embedding.spaces import ModelSpace
 from shortlist.errors import ConfigError
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """``local`` (default, all-MiniLM-L6-v2, 384-d) or ``openai`` (any compatible endpoint).
-
-    The model is not loaded here; call ``warm_up()`` on a ``LocalEmbedder`` to load it eagerly.
-    """
+def check_embedder(settings: Settings) -> None:
+    """Raise ``ConfigError`` if the settings' embedder cannot work (nothing is built)."""
     if settings.embedder == "local":
-        from shortlist.embedding.local import DIM, LocalEmbedder
+        from shortlist.embedding.local import DIM
 
         if settings.embedding_dim != DIM:
             raise ConfigError(
                 f"SHORTLIST_EMBEDDING_DIM={settings.embedding_dim}, but the local model "
                 f"produces {DIM}-dimensional vectors"
             )
-        return LocalEmbedder()
-    if settings.embedder == "openai":
-        from shortlist.embedding.openai import OpenAIEmbedder
+    elif settings.embedder != "openai":
+        raise ConfigError(f"unknown SHORTLIST_EMBEDDER {settings.embedder!r} (local | openai)")
 
-        return OpenAIEmbedder(
-            base_url=settings.embedder_url,
-            api_key=settings.embedder_api_key,
-            model=settings.embedder_model,
-            dim=settings.embedding_dim,
-            timeout=settings.embedder_timeout,
-        )
-    raise ConfigError(f"unknown SHORTLIST_EMBEDDER {settings.embedder!r} (local | openai)")
+
+def make_embedder(settings: Settings) -> Embedder:
+    """``local`` (default, all-MiniLM-L6-v2, 384-d) or ``openai`` (any compatible endpoint).
+
+    The model is not loaded here; call ``warm_up()`` on a ``LocalEmbedder`` to load it eagerly.
+    """
+    check_embedder(settings)
+    if settings.embedder == "local":
+        from shortlist.embedding.local import LocalEmbedder
+
+        return LocalEmbedder()
+    from shortlist.embedding.openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(
+        base_url=settings.embedder_url,
+        api_key=settings.embedder_api_key,
+        model=settings.embedder_model,
+        dim=settings.embedding_dim,
+        timeout=settings.embedder_timeout,
+    )
 
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"

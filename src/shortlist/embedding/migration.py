@@ -158,23 +158,20 @@ async def _autocommit(url: str, statements: list[sql.Composed]) -> None:
 async def probe(request: ModelRequest, factory: EmbedderFactory) -> None:
     """Embed one text with the requested model: the URL, key, model name and dimension are
     checked before anything is written."""
-    from shortlist.indexer.breaker import PROBE_TEXT
+    from shortlist.indexer.breaker import probe_embedder
 
     try:
         embedder = factory(request.as_space())
     except ConfigError as exc:
         raise ModelMigrationError(str(exc)) from exc
     try:
-        vectors = await embedder.embed([PROBE_TEXT])
+        reason = await probe_embedder(embedder, request.dim)
     except EmbeddingError as exc:
         raise ModelMigrationError(f"the model did not embed a probe text: {exc}") from exc
     finally:
         await embedder.aclose()
-    got = len(vectors[0]) if vectors else 0
-    if got != request.dim:
-        raise ModelMigrationError(
-            f"the model returns {got}-dimensional vectors, not --dim {request.dim}"
-        )
+    if reason is not None:
+        raise ModelMigrationError(f"the model did not embed a probe text: {reason}")
 
 
 async def register(

@@ -118,11 +118,5 @@ SELECT pg_try_advisory_lock(%(key)s) AS locked
 -- name: coordinator_unlock
 SELECT pg_advisory_unlock(%(key)s)
 
--- name: models_overview
-SELECT id, kind, model, url, dim, state, vector_column, hash_column, created_at, activated_at,
-       retired_at, dropped_at
-  FROM embedding_models
- ORDER BY id
-
 -- name: drop_vector_check
 ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {constraint}

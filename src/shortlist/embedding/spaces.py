@@ -265,15 +265,15 @@ class Spaces:
         """Name the first space after this process's settings if it is still unnamed; a fresh
         database takes the configured model's dimension. Settings that disagree with a named
         active model are the table's to decide: one warning, and the table wins."""
-        await self.refresh()
-        active = self.active().space
+        async with self.pool.connection() as conn:
+            active = await active_space(conn)
         if active.kind is None:
             if active.dim != dim:
-                await self._retype_first(dim, kind, model)
+                await self._retype_first(active.dim, dim, kind, model)
             async with self.pool.connection() as conn:
                 await conn.execute(QUERIES["adopt_first"], {"kind": kind, "model": model})
-            await self.refresh()
-            return
+        await self.refresh()
+        active = self.active().space
         if (active.kind, active.model, active.dim) != (kind, model, dim):
             log.warning(
                 "SHORTLIST_EMBEDDER=%s (model %s, %d-d) is not the active embedding model %s"
@@ -285,7 +285,7 @@ class Spaces:
                 active.dim,
             )
 
-    async def _retype_first(self, dim: int, kind: str, model: str) -> None:
+    async def _retype_first(self, stored_dim: int, dim: int, kind: str, model: str) -> None:
         if not 1 <= dim <= MAX_INDEXED_DIM:
             raise ConfigError(
                 f"SHORTLIST_EMBEDDING_DIM={dim}: vectors are indexed as halfvec, at most"
@@ -297,14 +297,13 @@ class Spaces:
             if row is not None and row["any"]:
                 raise ConfigError(
                     f"SHORTLIST_EMBEDDER={kind} ({model}) makes {dim}-d vectors, but the stored"
-                    f" ones are {self.active().space.dim}-d: change models with `shortlist"
-                    " embeddings migrate`"
+                    f" ones are {stored_dim}-d: change models with `shortlist embeddings migrate`"
                 )
             await conn.execute(compose(QUERIES["retype_first"], {"dim": sql.Literal(dim)}))
+            space = await active_space(conn)
         log.info(
             "first start: the embedding columns take the configured model's %d dimensions", dim
         )
-        await self.refresh()
         from shortlist.embedding.migration import ensure_space_indexes
 
-        await asyncio.to_thread(ensure_space_indexes, self.database_url, self.active().space)
+        await asyncio.to_thread(ensure_space_indexes, self.database_url, space)

@@ -38,6 +38,26 @@ PROBE_TEXT = "Software engineer at Example Corp, Berlin\nBuilds and tests Python
 MAX_REASON_CHARS = 1000
 
 
+def dimension_mismatch(embedder: Embedder, got: int, expected: int) -> str:
+    return (
+        f"embedder {embedder.name} returns {got}-dimensional vectors, but the embedding model"
+        f" holds {expected} (check SHORTLIST_EMBEDDER_MODEL and SHORTLIST_EMBEDDING_DIM, or"
+        " `shortlist embeddings status`)"
+    )
+
+
+async def probe_embedder(embedder: Embedder, dim: int) -> str | None:
+    """Embed :data:`PROBE_TEXT`: ``None`` if that works and gives ``dim`` dimensions, else why
+    not. A transient error propagates (nothing can be concluded from it)."""
+    try:
+        vectors = await embedder.embed([PROBE_TEXT])
+    except EmbeddingPermanentError as exc:
+        return str(exc)
+    if len(vectors) != 1 or len(vectors[0]) != dim:
+        return dimension_mismatch(embedder, len(vectors[0]) if vectors else 0, dim)
+    return None
+
+
 class EmbedderMisconfigured(Exception):
     """The embedder fails in a way no row's text explains; the message is the pause reason."""
 
@@ -75,22 +95,10 @@ class Breaker:
 
     async def probe(self) -> str | None:
         """Embed the probe text: ``None`` if that works, else why not."""
-        try:
-            vectors = await self.embedder.embed([PROBE_TEXT])
-        except EmbeddingPermanentError as exc:
-            return str(exc)
-        expected = await self.column_dim()
-        if len(vectors) != 1 or len(vectors[0]) != expected:
-            got = len(vectors[0]) if vectors else 0
-            return self._dimension_mismatch(got, expected)
-        return None
+        return await probe_embedder(self.embedder, await self.column_dim())
 
     def _dimension_mismatch(self, got: int, expected: int) -> str:
-        return (
-            f"embedder {self.embedder.name} returns {got}-dimensional vectors, but"
-            f" {self.table}.embedding holds {expected} (check SHORTLIST_EMBEDDER_MODEL and"
-            " SHORTLIST_EMBEDDING_DIM)"
-        )
+        return dimension_mismatch(self.embedder, got, expected)
 
     async def column_dim(self) -> int:
         if self.dim is not None:

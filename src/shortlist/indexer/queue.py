@@ -44,7 +44,7 @@ from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
 from shortlist.embedding.spaces import ModelInUse, Spaces, compose
 from shortlist.errors import TransientError
-from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured
+from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured, probe_embedder
 from shortlist.indexer.corpora import Corpus
 from shortlist.queue.lease import LeaseTable
 from shortlist.redact import redact_emails
@@ -358,9 +358,7 @@ class EmbeddingQueue:
         async def systematic(exc: EmbeddingPermanentError) -> None:
             # The breaker's test, for the new model: if it cannot embed a known-good text
             # either, it is misconfigured, and no row is recorded as rejected by it.
-            probe = Breaker(self.pool, building.embedder, self.target.table, probe_every=0)
-            probe.dim = building.space.dim
-            reason = await probe.probe()
+            reason = await probe_embedder(building.embedder, building.space.dim)
             if reason is not None:
                 raise TransientError(f"model {building.space.label} fails a probe: {reason}")
 
