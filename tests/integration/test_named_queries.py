@@ -5,6 +5,8 @@ rows it may move and leaves a row in the wrong state, or held by another worker,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import uuid
 from dataclasses import replace
 
@@ -18,7 +20,7 @@ from shortlist.sources.base import Profile
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief
 from shortlist.talent.ingest import CandidateCreate, insert_candidates
-from shortlist.talent.models import CandidateStatus, Tier, TierStatus
+from shortlist.talent.models import CandidateStatus, NewStub, Tier, TierStatus
 from shortlist.talent.repository import CandidateRecord, CorpusFilters, CorpusHit
 from shortlist.talent.sample import SAMPLE_SIZE, load_sample_candidates
 from tests.fakes import hash_embed
@@ -64,37 +66,66 @@ async def test_claim_tiers_takes_due_tiers_of_running_searches_short_of_target(
         assert (await status_of(conn, "search_tiers", held))["locked_by"] == WORKER
 
 
+HELD = (
+    NewStub("serp:held", "Held Person", None),
+    NewStub(
+        "pdl:ada",
+        "Ada",
+        Profile("pdl:ada", "ada", "Ada", "Engineer", "Engineer", "software", skills=["Rust"]),
+    ),
+)
+
+
 @pytest.mark.parametrize(
-    ("has_more", "consumed", "status", "next_page"),
+    ("has_more", "fetched", "held", "status", "next_page", "provider_done"),
     [
-        (True, True, TierStatus.queued, 2),
-        (False, True, TierStatus.exhausted, 2),
-        (False, False, TierStatus.queued, 1),  # same page again, the known set skips the taken
+        (True, True, (), TierStatus.queued, 2, False),
+        (False, True, (), TierStatus.exhausted, 2, True),
+        # the provider's last page, some of it held: queued until the held people are taken
+        (False, True, HELD, TierStatus.queued, 2, True),
+        # held people taken, the provider has more: same page number, the next one is asked
+        (True, False, (), TierStatus.queued, 1, False),
+        (False, False, (), TierStatus.exhausted, 1, True),
     ],
 )
 async def test_tier_page_done(
-    pool: AsyncPool, has_more: bool, consumed: bool, status: TierStatus, next_page: int
+    pool: AsyncPool,
+    has_more: bool,
+    fetched: bool,
+    held: tuple[NewStub, ...],
+    status: TierStatus,
+    next_page: int,
+    provider_done: bool,
 ) -> None:
     async with pool.connection() as conn:
         tier = await insert_tier(conn, await insert_search(conn), status="running", attempts=2)
-        assert (
-            await repo.tier_page_done(
-                conn, tier, OTHER_WORKER, found=3, has_more=has_more, consumed=consumed
-            )
-            is None
+        done = functools.partial(
+            repo.tier_page_done, conn, tier, found=3, has_more=has_more, fetched=fetched, held=held
         )
-        assert (
-            await repo.tier_page_done(
-                conn, tier, WORKER, found=3, has_more=has_more, consumed=consumed
-            )
-            == status
-        )
+        assert await done(OTHER_WORKER, cursor="next") is None
+        assert await done(WORKER, cursor="next") == status
         row = await one(
             conn,
-            "SELECT next_page, found, attempts, locked_by FROM search_tiers WHERE id = %s",
+            "SELECT next_page, found, attempts, locked_by, cursor, provider_done, held"
+            " FROM search_tiers WHERE id = %s",
             (tier,),
         )
-    assert row == {"next_page": next_page, "found": 3, "attempts": 0, "locked_by": None}
+    assert row == {
+        "next_page": next_page,
+        "found": 3,
+        "attempts": 0,
+        "locked_by": None,
+        "cursor": "next" if fetched else None,
+        "provider_done": provider_done,
+        "held": [
+            {"external_id": h.external_id, "display_name": h.display_name}
+            | {"profile": dataclasses.asdict(h.profile) if h.profile else None}
+            for h in held
+        ],
+    }
+    claimed = await repo.claim_tiers(pool, OTHER_WORKER, 10, 30.0)
+    if status is TierStatus.queued:
+        assert [(t.id, t.held, t.provider_done) for t in claimed] == [(tier, held, provider_done)]
 
 
 async def test_tier_deferred_requeues_for_later_only_for_the_holder(pool: AsyncPool) -> None:
@@ -470,7 +501,10 @@ async def test_insert_stubs_counts_only_new_people(pool: AsyncPool) -> None:
         search = await insert_search(conn)
         await insert_stub(conn, search, "talent:ada")
         new = await repo.insert_stubs(
-            conn, search, Tier.broad, [("talent:ada", "Ada", None), ("talent:bob", "Bob", None)]
+            conn,
+            search,
+            Tier.broad,
+            [NewStub("talent:ada", "Ada", None), NewStub("talent:bob", "Bob", None)],
         )
         cur = await conn.execute(
             "SELECT external_id, tier, status::text AS status FROM search_candidates ORDER BY id"

@@ -30,6 +30,15 @@ from tests.backfill_support import (
 from tests.backfill_support import simulator as simulator  # the fixture
 
 KEY = "simulator-key"
+# Vendors that never hang, fail or throttle: these tests are about what a page holds and what
+# the floor and the credits do with it, not about riding out errors (test_backfill, chaos).
+RELIABLE: dict[str, Any] = {
+    "discovery_hang_rate": 0,
+    "error_5xx_rate": 0,
+    "rate_limit_rate": 0,
+    "serp_error_5xx_rate": 0,
+    "serp_rate_limit_rate": 0,
+}
 
 
 def vendor_settings(db_url: str, sim_url: str, **overrides: Any) -> Settings:
@@ -90,14 +99,7 @@ def test_the_simulator_refuses_requests_without_the_key(simulator: SimulatorServ
 async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the_target(
     client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
 ) -> None:
-    await set_behaviour(
-        simulator,
-        discovery_hang_rate=0,
-        error_5xx_rate=0,
-        rate_limit_rate=0,
-        serp_error_5xx_rate=0,
-        serp_rate_limit_rate=0,
-    )
+    await set_behaviour(simulator, **RELIABLE)
     search_id = await start(client, recruiter, {"query": "Senior backend engineer in Berlin"})
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id)
@@ -134,7 +136,7 @@ async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the
 async def test_a_brief_nobody_matches_ends_with_no_strangers(
     client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
 ) -> None:
-    await set_behaviour(simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0)
+    await set_behaviour(simulator, **RELIABLE)
     search_id = await start(client, recruiter, {"query": "glass blower artisan"})
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id)
@@ -152,7 +154,7 @@ async def test_backfilled_people_below_the_floor_are_not_results(
     db_url: str,
 ) -> None:
     services.settings = vendor_settings(db_url, simulator.base_url, internal_min_score=1.01)
-    await set_behaviour(simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0)
+    await set_behaviour(simulator, **RELIABLE)
     search_id = await start(client, recruiter, {"query": "python developer"})
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id, within=60)
@@ -160,6 +162,17 @@ async def test_backfilled_people_below_the_floor_are_not_results(
     assert body["candidates"]["below_threshold"] > 0
     below = [a for a in body["attempts"] if a["status"] == "below_threshold"]
     assert below and "relevance floor" in below[0]["lastError"]
+    # Nobody passes, so every tier pages to its end, later pages a few people at a time: the
+    # rest of each page waits on the tier, and no page is asked for (and billed) twice.
+    tiers = (await detail(client, recruiter, search_id))["tiers"]
+    assert {t["tier"]: (t["status"], t["held"]) for t in tiers} == {
+        "strict": ("exhausted", 0),
+        "broad": ("exhausted", 0),
+        "serp": ("exhausted", 0),
+    }
+    async with httpx.AsyncClient() as http:
+        report = (await http.get(f"{simulator.base_url}/v1/admin/vendors")).json()
+    assert report["pages_answered_again"] == {"pdl": 0, "serpapi": 0}
 
 
 async def test_out_of_credit_ends_the_pdl_tiers_quota_exhausted_and_the_budget_stops_it(
@@ -169,9 +182,7 @@ async def test_out_of_credit_ends_the_pdl_tiers_quota_exhausted_and_the_budget_s
     simulator: SimulatorServer,
     db_url: str,
 ) -> None:
-    await set_behaviour(
-        simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0, pdl_credit_limit=1
-    )
+    await set_behaviour(simulator, **RELIABLE, pdl_credit_limit=1)
     search_id = await start(client, recruiter, {"query": "python developer"})
     async with running_workers(services):
         await wait_complete(client, recruiter, search_id, within=60)

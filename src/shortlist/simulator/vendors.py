@@ -91,6 +91,12 @@ class VendorState:
         self.unauthorized: Counter[str] = Counter()
         self.credits_spent = 0
         self.searches_used = 0
+        self.pages: dict[str, Counter[str]] = defaultdict(Counter)
+
+    def answered(self, vendor: str, page_key: str) -> None:
+        """A search page was answered (and billed): ``page_key`` names its query and offset."""
+        with self._lock:
+            self.pages[vendor][page_key] += 1
 
     def arrive(self, vendor: str, limit: int) -> float | None:
         """Count one request; the wall-clock reset time if it is over the minute's limit."""
@@ -127,6 +133,11 @@ class VendorState:
                 "unauthorized": dict(self.unauthorized),
                 "credits_spent": self.credits_spent,
                 "searches_used": self.searches_used,
+                # The same page answered (and billed) more than once: what a client that
+                # keeps what it was sent never causes.
+                "pages_answered_again": {
+                    v: sum(n - 1 for n in c.values()) for v, c in self.pages.items()
+                },
             }
 
 
@@ -276,6 +287,7 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
         nxt = offset + size
 
         def answer() -> dict[str, Any]:
+            vendors.answered(PDL, key)
             return {
                 "status": 200,
                 "data": [pdl_record(p, no_email=False, titlecase=titlecase) for p in page],
@@ -403,6 +415,7 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
 
         def answer() -> dict[str, Any]:
             vendors.searches_used += 1
+            vendors.answered(SERPAPI, key)
             ranked = index.relevant(text, state.config.serp_max_results)
             page = ranked[start : start + num]
             payload: dict[str, Any] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -142,6 +142,18 @@ class ClaimedTier:
     search: SearchBrief
     cursor: str | None = None
     """The provider's token for ``next_page`` (PDL's scroll_token)."""
+    held: tuple[NewStub, ...] = ()
+    """People an earlier page brought beyond the shortfall (migration 0014): taken first."""
+    provider_done: bool = False
+    """The provider said the last page fetched was its last."""
+
+
+class NewStub(NamedTuple):
+    """A discovered person about to become a stub: the row ``insert_stubs`` writes."""
+
+    external_id: str
+    display_name: str
+    profile: Profile | None
 
 
 @dataclass(frozen=True)

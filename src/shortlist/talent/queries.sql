@@ -230,7 +230,8 @@ UPDATE search_tiers AS t
        updated_at = now()
   FROM claimable, searches AS s
  WHERE t.id = claimable.id AND s.id = t.search_id
-RETURNING t.id, t.tier, t.next_page, t.cursor, t.attempts, s.id AS search_id, s.query, s.role,
+RETURNING t.id, t.tier, t.next_page, t.cursor, t.held, t.provider_done, t.attempts,
+          s.id AS search_id, s.query, s.role,
           s.location, s.min_years_experience, s.skills, s.brief
 
 -- name: known_external_ids
@@ -272,14 +273,17 @@ SELECT s.target_count - s.result_count
  WHERE s.id = %(search_id)s
 
 -- name: tier_page_done
--- consumed: every new person of the page became a stub, so the next claim asks for the next
--- page; otherwise the same page is asked again (the known set skips who was taken) once the
--- search needs more. has_more = false on a consumed page: nothing left, exhausted.
+-- fetched: the provider was asked for next_page (the next claim asks for the one after); else
+-- the page was the tier's held people. held: who this page brought beyond the search's
+-- shortfall, taken before any new page is asked for. The tier is exhausted once the provider
+-- has no more and nobody is held.
 UPDATE search_tiers
-   SET status = (CASE WHEN %(has_more)s OR NOT %(consumed)s THEN 'queued' ELSE 'exhausted' END)
-                ::tier_status,
-       next_page = next_page + (CASE WHEN %(consumed)s THEN 1 ELSE 0 END),
-       cursor = (CASE WHEN %(consumed)s THEN %(cursor)s::text ELSE cursor END),
+   SET status = (CASE WHEN %(has_more)s OR jsonb_array_length(%(held)s::jsonb) > 0
+                      THEN 'queued' ELSE 'exhausted' END)::tier_status,
+       next_page = next_page + (CASE WHEN %(fetched)s THEN 1 ELSE 0 END),
+       cursor = (CASE WHEN %(fetched)s THEN %(cursor)s::text ELSE cursor END),
+       held = %(held)s::jsonb,
+       provider_done = NOT %(has_more)s,
        found = found + %(found)s,
        attempts = 0,
        last_error = NULL,
@@ -621,8 +625,8 @@ SELECT id, external_id, display_name, tier, status::text AS status, last_error
  LIMIT %(limit)s
 
 -- name: tiers_of_search
-SELECT tier, status::text AS status, next_page, found, attempts, last_error, not_before,
-       updated_at, calls
+SELECT tier, status::text AS status, next_page, found, jsonb_array_length(held) AS held,
+       attempts, last_error, not_before, updated_at, calls
   FROM search_tiers
  WHERE search_id = %(search_id)s
  ORDER BY array_position(ARRAY['strict', 'broad', 'serp'], tier)

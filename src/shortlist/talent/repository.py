@@ -34,6 +34,7 @@ from shortlist.talent.models import (
     CandidateStatus,
     ClaimedStub,
     ClaimedTier,
+    NewStub,
     SearchBrief,
     Tier,
     TierStatus,
@@ -274,9 +275,36 @@ async def claim_tiers(
             attempts=int(r["attempts"]),
             search=_brief(r),
             cursor=r.get("cursor"),
+            held=tuple(_held(r["held"])),
+            provider_done=bool(r["provider_done"]),
         )
         for r in rows
     ]
+
+
+def _held(value: object) -> list[NewStub]:
+    """The stubs ``tier_page_done`` held, back from JSON (a profile that no longer fits
+    :class:`Profile` is dropped, so that person is enriched instead)."""
+    if not isinstance(value, list):
+        return []
+    return [
+        NewStub(str(h["external_id"]), str(h["display_name"]), _kept_profile(h.get("profile")))
+        for h in value
+        if isinstance(h, dict) and "external_id" in h and "display_name" in h
+    ]
+
+
+def _held_json(stubs: Sequence[NewStub]) -> Jsonb:
+    return Jsonb(
+        [
+            {
+                "external_id": s.external_id,
+                "display_name": s.display_name,
+                "profile": dataclasses.asdict(s.profile) if s.profile is not None else None,
+            }
+            for s in stubs
+        ]
+    )
 
 
 async def known_external_ids(pool: AsyncPool, search_id: uuid.UUID) -> set[str]:
@@ -289,7 +317,7 @@ async def insert_stubs(
     conn: AsyncConn,
     search_id: uuid.UUID,
     tier: Tier,
-    stubs: Sequence[tuple[str, str, Profile | None]],
+    stubs: Sequence[NewStub],
 ) -> int:
     """Insert ``(external_id, display_name, profile)`` stubs as queued (a profile the discovery
     answer already carried is kept on the stub, so it is never enriched); returns how many
@@ -302,10 +330,11 @@ async def insert_stubs(
         {
             "search_id": search_id,
             "tier": tier.value,
-            "external_ids": [s[0] for s in stubs],
-            "display_names": [s[1] for s in stubs],
+            "external_ids": [s.external_id for s in stubs],
+            "display_names": [s.display_name for s in stubs],
             "profiles": [
-                Jsonb(dataclasses.asdict(s[2])) if s[2] is not None else None for s in stubs
+                Jsonb(dataclasses.asdict(s.profile)) if s.profile is not None else None
+                for s in stubs
             ],
         },
     )
@@ -324,10 +353,13 @@ async def tier_page_done(
     *,
     found: int,
     has_more: bool,
-    consumed: bool,
+    fetched: bool,
+    held: Sequence[NewStub] = (),
     cursor: str | None = None,
 ) -> TierStatus | None:
-    """The tier's new status (queued/exhausted), or None if this worker lost its claim."""
+    """The tier's new status (queued/exhausted), or None if this worker lost its claim.
+    ``fetched``: the provider was asked for the tier's next page (else its held people were
+    the page); ``held``: who is left for the next claim."""
     row = await _one(
         conn,
         QUERIES["tier_page_done"],
@@ -336,7 +368,8 @@ async def tier_page_done(
             "worker_id": worker_id,
             "found": found,
             "has_more": has_more,
-            "consumed": consumed,
+            "fetched": fetched,
+            "held": _held_json(held),
             "cursor": cursor,
         },
     )

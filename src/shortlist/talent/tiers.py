@@ -7,7 +7,9 @@
 A page becomes ``queued`` stubs (written before any enrichment, deduplicated against everyone
 the search already attempted and then by the database) and the tier goes back to the queue for
 its next page, so the three tiers of a search — and the tiers of many searches — interleave
-page by page, and a worker that dies loses at most one page. A tier is only claimed while its
+page by page, and a worker that dies loses at most one page. People a later page brings beyond
+the search's shortfall are held on the tier and taken before another page is asked for: a page
+is paid for once (PDL bills search per record returned). A tier is only claimed while its
 search still falls short (results + candidates in flight < target), which is how paging stops
 once there is enough; it ends ``exhausted`` when the provider has no more, or ``failed`` when
 the provider fails it (after the adapter's one retry) — the other tiers go on regardless.
@@ -26,7 +28,6 @@ from shortlist.sources import ledger
 from shortlist.sources.base import (
     DiscoveryPage,
     DiscoveryQuery,
-    Profile,
     ProviderError,
     ProviderPaused,
     ProviderQuotaExhausted,
@@ -37,6 +38,7 @@ from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
     ClaimedTier,
+    NewStub,
     SearchBrief,
     SearchStatus,
     Tier,
@@ -114,6 +116,17 @@ class TierQueue:
         # Everyone the search already attempted, loaded BEFORE the call: the hot-path filter.
         # The unique constraint on (search_id, external_id) makes dedup correct under races.
         known = await repo.known_external_ids(self.pool, search_id)
+        if claimed.held:
+            # People an earlier page brought beyond the shortfall: taken before the provider
+            # is asked (and paid) for another page.
+            fresh = [s for s in claimed.held if s.external_id not in known]
+            status = await self._record_page(
+                worker_id, claimed, fresh, not claimed.provider_done, fetched=False
+            )
+            if status is TierStatus.exhausted:
+                async with self.pool.connection() as conn, conn.transaction():
+                    await repo.complete_search_if_done(conn, search_id)
+            return
         try:
             page = await self._discover(claimed)
         except (ProviderRateLimited, ProviderPaused) as exc:
@@ -158,20 +171,21 @@ class TierQueue:
             [s.external_id for s in page.stubs if s.external_id in known],
             self.spaces.active().space,
         )
-        status = await self._record_page(worker_id, claimed, stubs, has_more, page.cursor)
+        status = await self._record_page(
+            worker_id, claimed, stubs, has_more, fetched=True, cursor=page.cursor
+        )
         if status is TierStatus.exhausted:
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
 
     @staticmethod
-    def _fresh_stubs(
-        page: DiscoveryPage, known: set[str]
-    ) -> tuple[list[tuple[str, str, Profile | None]], bool]:
-        fresh: dict[str, tuple[str, str, Profile | None]] = {}
+    def _fresh_stubs(page: DiscoveryPage, known: set[str]) -> tuple[list[NewStub], bool]:
+        fresh: dict[str, NewStub] = {}
         for stub in page.stubs:
             if stub.external_id not in known:
                 fresh.setdefault(
-                    stub.external_id, (stub.external_id, stub.display_name[:200], stub.profile)
+                    stub.external_id,
+                    NewStub(stub.external_id, stub.display_name[:200], stub.profile),
                 )
         # A page of people all known still advances (the next page may have new ones); an
         # empty page ends the tier whatever has_more says, so a confused provider cannot keep
@@ -182,8 +196,10 @@ class TierQueue:
         self,
         worker_id: str,
         claimed: ClaimedTier,
-        stubs: list[tuple[str, str, Profile | None]],
+        stubs: list[NewStub],
         has_more: bool,
+        *,
+        fetched: bool,
         cursor: str | None = None,
     ) -> TierStatus | None:
         search_id = claimed.search.search_id
@@ -197,9 +213,9 @@ class TierQueue:
                     # Every tier's first page goes in whole: the three run in parallel and the
                     # strict tier's strongest matches must not lose the race to a faster
                     # broad page. Later pages only fill the shortfall, so nobody is enriched
-                    # (a paid, ~8 s call) beyond the target.
+                    # (a paid, ~8 s call) beyond the target; the rest are held on the tier.
                     take = stubs
-                    if claimed.next_page > 1:
+                    if claimed.next_page > 1 or not fetched:
                         shortfall = await repo.search_shortfall(conn, search_id)
                         take = stubs[: max(shortfall, 0)]
                     found = await repo.insert_stubs(conn, search_id, claimed.tier, take)
@@ -209,7 +225,8 @@ class TierQueue:
                         worker_id,
                         found=found,
                         has_more=has_more,
-                        consumed=len(take) == len(stubs),
+                        fetched=fetched,
+                        held=stubs[len(take) :],
                         cursor=cursor,
                     )
                     if status is None:
@@ -220,11 +237,12 @@ class TierQueue:
                 await self.leases.release(self.pool, worker_id, [claimed.id])
                 return None
         log.info(
-            "search %s tier %s page %d: %d new candidates (%s)",
+            "search %s tier %s %s: %d new candidates, %d held (%s)",
             search_id,
             claimed.tier,
-            claimed.next_page,
+            f"page {claimed.next_page}" if fetched else "held people",
             found,
+            len(stubs) - len(take),
             status,
         )
         return status

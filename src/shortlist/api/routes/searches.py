@@ -96,6 +96,8 @@ class TierOut(_Out):
     status: str
     next_page: int
     found: int
+    held: int = 0
+    """People a page brought beyond the shortfall, taken before another page is asked for."""
     attempts: int
     last_error: str | None
     not_before: datetime
