@@ -666,6 +666,44 @@ async def test_requeue_failed_tiers_takes_failures_and_lost_leases(pool: AsyncPo
     assert statuses == ["queued", "queued", "exhausted"]
 
 
+async def test_backfill_wake_ups_only_for_statements_that_change_a_status(
+    pool: AsyncPool, db_url: str
+) -> None:
+    """Claims that find nothing and lease renewals wake nobody (an empty claim used to wake
+    every backfill worker, whose empty claims woke them again: a busy loop on an idle server);
+    new rows, claims that take rows and status changes do."""
+
+    async def wake_ups(*statements: str, claims: bool = False) -> list[str]:
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener:
+            await listener.execute(f"LISTEN {channels.BACKFILL}")
+            async with pool.connection() as conn:
+                for statement in statements:
+                    await conn.execute(statement.encode())
+                    await conn.commit()
+            if claims:
+                assert await repo.claim_tiers(pool, WORKER, 10, 30.0) == []
+                assert await repo.claim_candidates(pool, WORKER, 10, 30.0) == []
+            return [n.payload async for n in listener.notifies(timeout=0.5)]
+
+    async with pool.connection() as conn:
+        search = await insert_search(conn)
+    assert await wake_ups() == []
+    assert await wake_ups(claims=True) == []
+    for table in ("search_tiers", "search_candidates"):
+        assert await wake_ups(f"UPDATE {table} SET status = 'running' WHERE false") == []
+    async with pool.connection() as conn:
+        tier = await insert_tier(conn, search, status="running", locked_by=WORKER)
+    renew = f"UPDATE search_tiers SET locked_until = now() + interval '1 min' WHERE id = {tier}"
+    assert await wake_ups(renew) == []
+    requeue = f"UPDATE search_tiers SET status = 'queued' WHERE id = {tier}"
+    assert await wake_ups(requeue) == ["search_tiers"]
+    stub = (
+        "INSERT INTO search_candidates (search_id, external_id, tier)"
+        f" VALUES ('{search}', 'talent:ada', 'broad')"
+    )
+    assert await wake_ups(stub) == ["search_candidates"]
+
+
 async def test_resume_search_reopens_and_wakes_the_workers(pool: AsyncPool, db_url: str) -> None:
     async with pool.connection() as conn:
         stale = await insert_search(conn, status="stale")
