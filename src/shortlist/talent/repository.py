@@ -282,16 +282,14 @@ async def claim_tiers(
     ]
 
 
-def _held(value: object) -> list[NewStub]:
+def _held(rows: list[dict[str, Any]]) -> list[NewStub]:
     """The stubs ``tier_page_done`` held, back from JSON (a profile that no longer fits
     :class:`Profile` is dropped, so that person is enriched instead)."""
-    if not isinstance(value, list):
-        return []
-    return [
-        NewStub(str(h["external_id"]), str(h["display_name"]), _kept_profile(h.get("profile")))
-        for h in value
-        if isinstance(h, dict) and "external_id" in h and "display_name" in h
-    ]
+    return [NewStub(h["external_id"], h["display_name"], _kept_profile(h["profile"])) for h in rows]
+
+
+def _profile_json(profile: Profile | None) -> dict[str, Any] | None:
+    return None if profile is None else dataclasses.asdict(profile)
 
 
 def _held_json(stubs: Sequence[NewStub]) -> Jsonb:
@@ -300,7 +298,7 @@ def _held_json(stubs: Sequence[NewStub]) -> Jsonb:
             {
                 "external_id": s.external_id,
                 "display_name": s.display_name,
-                "profile": dataclasses.asdict(s.profile) if s.profile is not None else None,
+                "profile": _profile_json(s.profile),
             }
             for s in stubs
         ]
@@ -333,8 +331,7 @@ async def insert_stubs(
             "external_ids": [s.external_id for s in stubs],
             "display_names": [s.display_name for s in stubs],
             "profiles": [
-                Jsonb(dataclasses.asdict(s.profile)) if s.profile is not None else None
-                for s in stubs
+                None if s.profile is None else Jsonb(_profile_json(s.profile)) for s in stubs
             ],
         },
     )

@@ -120,12 +120,9 @@ class TierQueue:
             # People an earlier page brought beyond the shortfall: taken before the provider
             # is asked (and paid) for another page.
             fresh = [s for s in claimed.held if s.external_id not in known]
-            status = await self._record_page(
+            await self._record_page(
                 worker_id, claimed, fresh, not claimed.provider_done, fetched=False
             )
-            if status is TierStatus.exhausted:
-                async with self.pool.connection() as conn, conn.transaction():
-                    await repo.complete_search_if_done(conn, search_id)
             return
         try:
             page = await self._discover(claimed)
@@ -171,12 +168,9 @@ class TierQueue:
             [s.external_id for s in page.stubs if s.external_id in known],
             self.spaces.active().space,
         )
-        status = await self._record_page(
+        await self._record_page(
             worker_id, claimed, stubs, has_more, fetched=True, cursor=page.cursor
         )
-        if status is TierStatus.exhausted:
-            async with self.pool.connection() as conn, conn.transaction():
-                await repo.complete_search_if_done(conn, search_id)
 
     @staticmethod
     def _fresh_stubs(page: DiscoveryPage, known: set[str]) -> tuple[list[NewStub], bool]:
@@ -245,6 +239,9 @@ class TierQueue:
             len(stubs) - len(take),
             status,
         )
+        if status is TierStatus.exhausted:
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.complete_search_if_done(conn, search_id)
         return status
 
 
