@@ -2,23 +2,25 @@
 1000000`` for the million-listing figures).
 
 The corpus is generated, not embedded (see :mod:`bench.corpus`): 100k clustered unit vectors
-loaded with a binary COPY, then the product's HNSW index is built as ``shortlist migrate``
-builds it (``shortlist.db.vector_index.build_hnsw``: half precision, CONCURRENTLY, settings
-sized from the table); its build time, size and peak build memory are reported. Queries are
-fresh draws from the same distribution. A query embedder stands in for the model: it maps the
-query text (``"qv17x"``) to the 17th query vector, and that text matches no listing's full
-text, so the fused order is the vector order and recall measures retrieval.
+loaded with a binary COPY, then the product's vector index is built as ``shortlist migrate``
+builds it (``shortlist.db.vector_index.build_index``: half precision, CONCURRENTLY, HNSW or
+IVFFlat and their settings sized from the table); its build time, size and peak build memory
+are reported. Queries are fresh draws from the same distribution. A query embedder stands in
+for the model: it maps the query text (``"qv17x"``) to the 17th query vector, and that text
+matches no listing's full text, so the fused order is the vector order and recall measures
+retrieval.
 
 Three cases: no filter, a location filter matching 10 % of listings and one matching 1 %.
 
 * recall@10: ``search_jobs`` hits vs the exact top 10 (numpy brute force over the same rows,
-  filter applied); the bare HNSW query's recall is reported next to it.
+  filter applied); the bare statement's recall is reported next to it.
 * latency: wall time of one ``search_jobs`` call (everything the API handler awaits: pool
   checkout, the vector and full-text candidate queries, fusion, fetching the page's listings)
   vs the bare pgvector statement ``SELECT id … ORDER BY <index expression> <=> q LIMIT 10`` (the
   product's filter predicate verbatim, so the planner has the same indexes to choose from —
-  the HNSW graph or, for a selective town, the trigram index and an exact scan; the product's
-  ``hnsw.ef_search`` and iterative scan, ``shortlist.db.vector_search``) on one connection.
+  the vector index or, for a selective town, the trigram index and an exact scan; the product's
+  ``hnsw.ef_search``, ``ivfflat.probes`` and iterative scans, ``shortlist.db.vector_search``)
+  on one connection.
   Median over repetitions of the per-repetition p50; calls alternate between the two.
 """
 
@@ -140,7 +142,7 @@ def ensure_fixture(ctx: Context) -> SearchFixture:
     load_seconds, build, build_memory = load_corpus(url, corpus)
     build_load = os.getloadavg()[1]
     ctx.log(
-        f"search: COPY {load_seconds:.1f}s, HNSW build {build.seconds:.1f}s"
+        f"search: COPY {load_seconds:.1f}s, {build.plan.method} build {build.seconds:.1f}s"
         f" ({build.plan.describe()}), index {build.index_bytes / 2**20:.0f} MB,"
         f" build memory {build_memory / 2**20:.0f} MB, load average {build_load:.1f}"
     )
@@ -150,8 +152,9 @@ def ensure_fixture(ctx: Context) -> SearchFixture:
 
 
 def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, float]:
-    """COPY the corpus (binary) without the HNSW index, then build it as ``shortlist migrate``
-    does (CONCURRENTLY, settings sized from the table, ``SHORTLIST_HNSW_*`` overrides); returns
+    """COPY the corpus (binary) without the vector index, then build it as ``shortlist migrate``
+    does (CONCURRENTLY, settings sized from the table, ``SHORTLIST_HNSW_*`` /
+    ``SHORTLIST_VECTOR_INDEX`` / ``SHORTLIST_IVFFLAT_LISTS`` overrides); returns
     the load time, the build and its peak server memory (proportional set size, bytes)."""
     from shortlist.config import index_build_overrides, load_settings
     from shortlist.db.vector_index import SEARCH_INDEXES, build_index, drop_index
@@ -159,7 +162,8 @@ def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, flo
     index = SEARCH_INDEXES[0]
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
-        drop_index(conn, index.name)
+        for name in index.physical_names():
+            drop_index(conn, name)
         started = time.perf_counter()
         with conn.transaction(), conn.cursor() as cur:
             embedded_at = datetime.now(UTC)
@@ -199,7 +203,7 @@ def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, flo
         with ServerMemory(conn) as memory:
             report = build_index(conn, index, index_build_overrides(load_settings()))
         if report is None:
-            raise RuntimeError(f"{index.name} was not dropped before the build")
+            raise RuntimeError(f"the indexes of {index.name} were not dropped before the build")
     return load_seconds, report, memory.peak
 
 
@@ -239,14 +243,12 @@ class ServerMemory:
         self._thread.join()
 
 
-def relation_bytes(url: str) -> tuple[int, int]:
-    """Bytes of the listings table (heap and TOAST) and of its HNSW index."""
-    from shortlist.db.vector_index import SEARCH_INDEXES
-
+def relation_bytes(url: str, index_name: str) -> tuple[int, int]:
+    """Bytes of the listings table (heap and TOAST) and of its vector index."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "SELECT pg_table_size('job_listings'), pg_relation_size(to_regclass(%s))",
-            (SEARCH_INDEXES[0].name,),
+            (index_name,),
         ).fetchone()
     assert row is not None
     return int(row[0]), int(row[1])
@@ -277,21 +279,29 @@ class CaseResult:
     """The machine's 1-minute load average after the case's timed repetitions."""
 
 
+def search_settings(method: str) -> str:
+    from shortlist.db.vector_search import IVFFLAT_PROBES
+
+    if method == "ivfflat":
+        return f"ivfflat.probes {IVFFLAT_PROBES}"
+    return f"hnsw.ef_search {EF_SEARCH}"
+
+
 def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) -> float:
     hits = sum(len(set(g[:K]) & set(t[:K])) for g, t in zip(got, truth, strict=True))
     return hits / sum(min(K, len(t)) for t in truth)
 
 
 async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
-    from shortlist.db.vector_search import ITERATIVE_SCAN
+    from shortlist.db.pool import SESSION_SETTINGS, session_values
 
     # prepare_threshold=None: custom plans, as the product's queries (prepare=False). The
-    # product's own candidate list and iterative scan: both statements have the same recall,
+    # product's own search settings (HNSW candidate list, IVFFlat probes, iterative scans):
+    # both statements have the same recall,
     # so the ratio is the cost of everything around the vector scan.
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None)
     await register_vector_async(conn)
-    await conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-    await conn.execute(f"SET hnsw.iterative_scan = {ITERATIVE_SCAN}")
+    await conn.execute(SESSION_SETTINGS, session_values())
     return conn
 
 
@@ -351,7 +361,7 @@ async def _measure(ctx: Context, fixture: SearchFixture) -> dict[str, CaseResult
                 res.bare_p99.append(percentile(lat_bare, 99))
             res.load = os.getloadavg()[0]
             ctx.log(
-                f"search: {case}: recall {res.recall:.4f} (bare HNSW {res.bare_recall:.4f}),"
+                f"search: {case}: recall {res.recall:.4f} (bare SQL {res.bare_recall:.4f}),"
                 f" p50 {Stat.of(res.p50).median:.2f} ms vs bare {Stat.of(res.bare_p50).median:.2f}"
             )
             results[case] = res
@@ -427,7 +437,8 @@ def run(ctx: Context) -> list[Record]:
                 target=0.98,
                 unit="%",
                 baseline_name="exact",
-                note=f"{note}; hnsw.ef_search {EF_SEARCH}; bare HNSW SQL {res.bare_recall:.2%}",
+                note=f"{note}; {search_settings(fixture.build.plan.method)};"
+                f" bare SQL {res.bare_recall:.2%}",
             )
         )
     for case, _ in CASES:
@@ -462,11 +473,11 @@ def run(ctx: Context) -> list[Record]:
             )
         )
     build = fixture.build
-    table_bytes, index_bytes = relation_bytes(fixture.url)
+    table_bytes, index_bytes = relation_bytes(fixture.url, build.name)
     records.append(
         Record(
             NAME,
-            "HNSW index build (CONCURRENTLY)",
+            "vector index build (CONCURRENTLY)",
             Stat.one(build.seconds),
             Stat.one(BUILD_BUDGET_SECONDS),
             target=1.0,
@@ -484,7 +495,7 @@ def run(ctx: Context) -> list[Record]:
     records.append(
         report(
             NAME,
-            "HNSW index bytes per listing",
+            "vector index bytes per listing",
             index_bytes / per,
             unit="B",
             note=f"{index_bytes / 2**20:.0f} MB in all",

@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     hnsw_build_memory_mb: int | None = Field(None, ge=64)
     hnsw_build_workers: int | None = Field(None, ge=0, le=64)
     hnsw_ef_construction: int | None = Field(None, ge=16, le=1000)
+    vector_index: Literal["auto", "hnsw", "ivfflat"] = "auto"
+    """The index method: auto (HNSW up to 500k rows, IVFFlat above), or one for every size."""
+    ivfflat_lists: int | None = Field(None, ge=1, le=32768)
 
     # --- HTTP ------------------------------------------------------------------------------
     host: str = "127.0.0.1"
@@ -172,11 +175,13 @@ class Settings(BaseSettings):
 
 
 def index_build_overrides(settings: Settings) -> BuildOverrides:
-    """The operator's overrides of the size-based HNSW build settings."""
+    """The operator's overrides of the size-based vector index build settings."""
     return BuildOverrides(
         memory_mb=settings.hnsw_build_memory_mb,
         workers=settings.hnsw_build_workers,
         ef_construction=settings.hnsw_ef_construction,
+        method=None if settings.vector_index == "auto" else settings.vector_index,
+        ivfflat_lists=settings.ivfflat_lists,
     )
 
 

@@ -82,13 +82,14 @@ def open_database(settings: Settings) -> Database:
 
 
 @contextlib.contextmanager
-def prepared_database(settings: Settings) -> Iterator[Database]:
-    """The process's database, migrated; released on exit (the last process using the
-    embedded server stops it). Start-up failures raise :class:`StartupError`."""
+def prepared_database(settings: Settings, *, retune: bool = False) -> Iterator[Database]:
+    """The process's database, migrated (``retune``: vector indexes that no longer fit their
+    table rebuilt, see ``shortlist.db.vector_index``); released on exit (the last process using
+    the embedded server stops it). Start-up failures raise :class:`StartupError`."""
     db = open_database(settings)
     try:
         try:
-            migrate(db.url, index_build=index_build_overrides(settings))
+            migrate(db.url, index_build=index_build_overrides(settings), retune=retune)
         except psycopg.OperationalError as exc:
             raise StartupError(f"database unreachable: {_first_line(exc)}") from exc
         except psycopg.Error as exc:

@@ -62,12 +62,16 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
       "running_searches": [             # oldest first; never an owner or e-mail address
         {"id", "query", "result_count", "target_count", "created_at", "last_progress_at"}
       ],
+      "vector_indexes": [               # the active model space's (shortlist.db.vector_index)
+        {"table", "name", "method", "lists", "valid", "rows", "bytes", "fits", "planned"}
+      ],
       "embedding_models": {             # as `shortlist embeddings status --json`
         "active": {"id", "kind", "model", "url", "dim"},
         "building": None | {"id", "kind", "model", "url", "dim", "coverage": {corpus: 0..1}}
       }
     }
     """
+    from shortlist.db.vector_index import index_report
     from shortlist.embedding.migration import status as models_status
 
     depths: dict[str, list[Row]] = {}
@@ -115,5 +119,6 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
         "search_candidates": {r["status"]: int(r["n"]) for r in depths["search_candidates"]},
         "searches": {r["status"]: int(r["n"]) for r in depths["searches"]},
         "running_searches": running,
+        "vector_indexes": await index_report(conn),
         "embedding_models": await models_status(conn),
     }

@@ -713,8 +713,15 @@ async def test_status_and_reindex_commands(pool: AsyncPool) -> None:
 
     report = json.loads(await asyncio.to_thread(invoke, "status", "--json"))
     assert report["corpora"]["job_listings"]["by_status"]["failed"] == 2
+    assert {(i["table"], i["method"], i["fits"]) for i in report["vector_indexes"]} == {
+        ("job_listings", "hnsw", True),
+        ("candidates", "hnsw", True),
+    }
     table = await asyncio.to_thread(invoke, "status")
     assert "Embedding queues" in table and "Latest embedding failures" in table
+    assert "Vector indexes" in table
+    out = await asyncio.to_thread(invoke, "migrate", "--retune")
+    assert "vector indexes checked against their tables" in out
 
     out = await asyncio.to_thread(invoke, "reindex", "--failed", "--corpus", "candidates")
     assert "marked 0 failed rows (candidates)" in out

@@ -1,25 +1,51 @@
-"""HNSW builds (shortlist.db.vector_index): settings sized from the table, CONCURRENTLY,
-idempotent, an interrupted build's invalid index replaced, superseded indexes dropped."""
+"""Vector index builds (shortlist.db.vector_index): HNSW or IVFFlat and their settings sized
+from the table, CONCURRENTLY, idempotent, an interrupted build's invalid index replaced,
+superseded indexes dropped, an index that no longer fits its table retuned while searches go
+on, and searches served by IVFFlat that still fill a filtered page."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import uuid
+from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 
+from shortlist.db.pool import SESSION_SETTINGS, open_async_pool, session_values
+from shortlist.db.sql import like_pattern
+from shortlist.db.types import AsyncPool
 from shortlist.db.vector_index import (
     EF_CONSTRUCTION_LARGE,
     EF_CONSTRUCTION_SMALL,
+    HNSW,
+    IVFFLAT,
+    IVFFLAT_MIN_ROWS,
     MIN_BUILD_MEMORY_MB,
+    NEXT_SUFFIX,
     SEARCH_INDEXES,
     BuildOverrides,
+    PhysicalIndex,
     build_hnsw,
     ensure_vector_indexes,
     graph_bytes,
     index_is_valid,
+    index_report,
+    ivfflat_build_bytes,
+    ivfflat_lists,
+    needs_retune,
+    physical_indexes,
     plan_build,
+    planned_method,
 )
+from shortlist.listings.repository import copy_listings
+from shortlist.listings.sample import iter_sample_listings
+from shortlist.listings.search import search_jobs
+from tests.api_fixtures import EmbedPending
+from tests.fakes import FakeEmbedder
 
 
 def test_small_tables_build_with_the_defaults_and_no_workers() -> None:
@@ -29,11 +55,48 @@ def test_small_tables_build_with_the_defaults_and_no_workers() -> None:
     assert plan.workers == 0
 
 
-def test_a_million_rows_get_the_whole_graph_in_memory_and_the_cheaper_graph() -> None:
-    plan = plan_build(1_000_000, 384, memory_cap_mb=8192, cores=2)
+def test_a_million_rows_asked_as_hnsw_get_the_whole_graph_in_memory_and_the_cheaper_graph() -> None:
+    plan = plan_build(1_000_000, 384, BuildOverrides(method=HNSW), memory_cap_mb=8192, cores=2)
+    assert plan.method == HNSW
     assert plan.memory_mb * 2**20 >= graph_bytes(1_000_000, 384)
     assert plan.ef_construction == EF_CONSTRUCTION_LARGE
     assert plan.workers == 1
+
+
+def test_a_million_rows_get_ivfflat_with_a_thousand_lists_and_its_build_in_memory() -> None:
+    plan = plan_build(1_000_000, 384, memory_cap_mb=8192, cores=2)
+    assert (plan.method, plan.lists, plan.workers) == (IVFFLAT, 1000, 1)
+    assert plan.memory_mb * 2**20 >= ivfflat_build_bytes(1_000_000, 1000, 384)
+    assert "ivfflat lists=1000" in plan.describe()
+
+
+def test_the_method_follows_the_size_with_a_margin_before_going_back() -> None:
+    assert planned_method(1_000) == HNSW
+    assert planned_method(IVFFLAT_MIN_ROWS) == HNSW
+    assert planned_method(IVFFLAT_MIN_ROWS + 1) == IVFFLAT
+    # An IVFFlat index stays until the table has shrunk below half the line.
+    assert planned_method(IVFFLAT_MIN_ROWS * 3 // 4, current=IVFFLAT) == IVFFLAT
+    assert planned_method(IVFFLAT_MIN_ROWS * 3 // 4, current=HNSW) == HNSW
+    assert planned_method(IVFFLAT_MIN_ROWS // 2 - 1, current=IVFFLAT) == HNSW
+
+
+def test_lists_follow_pgvectors_advice() -> None:
+    assert ivfflat_lists(10) == 1
+    assert ivfflat_lists(600_000) == 600
+    assert ivfflat_lists(1_000_000) == 1000
+    assert ivfflat_lists(4_000_000) == 2000  # sqrt(rows) above a million
+    assert ivfflat_lists(10**10) == 32768  # pgvector's maximum
+
+
+def test_an_index_needs_retuning_for_another_method_or_lists_twice_off() -> None:
+    big = plan_build(1_000_000, 384, memory_cap_mb=8192, cores=2)
+    assert needs_retune(big, PhysicalIndex("x", HNSW, True, 0))
+    assert not needs_retune(big, PhysicalIndex("x", IVFFLAT, True, 1000))
+    assert not needs_retune(big, PhysicalIndex("x", IVFFLAT, True, 600))
+    assert needs_retune(big, PhysicalIndex("x", IVFFLAT, True, 500))
+    assert needs_retune(big, PhysicalIndex("x", IVFFLAT, True, 2000))
+    small = plan_build(2_000, 384, memory_cap_mb=8192, cores=2)
+    assert not needs_retune(small, PhysicalIndex("x", HNSW, True, 0))
 
 
 def test_build_memory_is_capped_and_overrides_win() -> None:
@@ -74,7 +137,7 @@ def test_an_interrupted_build_is_replaced_and_the_settings_logged(
         assert report.plan.m == 16
         assert index_is_valid(conn, index.name) is True
         assert build_hnsw(conn, index.table, index.column_expr, index.dim, name=index.name) is None
-    logged = [r.getMessage() for r in caplog.records if "building HNSW index" in r.getMessage()]
+    logged = [r.getMessage() for r in caplog.records if "building hnsw index" in r.getMessage()]
     assert len(logged) == 1
     assert "ef_construction=128" in logged[0]
 
@@ -83,3 +146,210 @@ def test_a_build_needs_an_autocommit_connection(db_url: str) -> None:
     index = SEARCH_INDEXES[0]
     with psycopg.connect(db_url) as conn, pytest.raises(ValueError, match="autocommit"):
         build_hnsw(conn, index.table, index.column_expr, index.dim, name="another_idx")
+
+
+# --- retuning, and searches on IVFFlat ---------------------------------------------------------
+
+LISTINGS = SEARCH_INDEXES[0]
+BARE = "SELECT id FROM job_listings ORDER BY embedding::halfvec(384) <=> %s::halfvec LIMIT 10"
+IVFFLAT_4 = BuildOverrides(method=IVFFLAT, ivfflat_lists=4)
+
+
+def add_embedded(conn: psycopg.Connection[Any], vectors: np.ndarray[Any, Any]) -> list[Any]:
+    """Embedded listings with these vectors (ids in the same order)."""
+    ids = [uuid.uuid4() for _ in vectors]
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO job_listings (id, company_name, job_title, city_location, description,"
+            " detail_page_slug, embedding_status, embedding, embedded_at)"
+            " VALUES (%s, 'Acme', 'Engineer', 'Berlin', 'Builds things.', %s, 'embedded', %s,"
+            " now())",
+            [(i, f"slug-{i}", v) for i, v in zip(ids, vectors, strict=True)],
+        )
+    return ids
+
+
+def unit_vectors(n: int, seed: int) -> np.ndarray[Any, Any]:
+    x = np.random.default_rng(seed).standard_normal((n, 384)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def exact_top10(vectors: np.ndarray[Any, Any], q: np.ndarray[Any, Any]) -> list[int]:
+    return [int(i) for i in np.argsort(-(vectors @ q))[:10]]
+
+
+def test_an_index_that_no_longer_fits_is_rebuilt_while_searches_and_writes_go_on(
+    db_url: str,
+) -> None:
+    vectors = unit_vectors(600, seed=1)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_vector(conn)
+        ids = add_embedded(conn, vectors)
+        conn.execute("ANALYZE job_listings")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    done = {"searches": 0, "writes": 0}
+    written: list[Any] = []
+
+    def searches() -> None:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            register_vector(conn)
+            while not stop.is_set() or done["searches"] == 0:
+                try:
+                    assert len(conn.execute(BARE, (vectors[0],)).fetchall()) == 10
+                    done["searches"] += 1
+                except BaseException as exc:
+                    errors.append(exc)
+                    return
+
+    def writes() -> None:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            register_vector(conn)
+            seed = 100
+            while not stop.is_set() or done["writes"] == 0:
+                try:
+                    written.extend(add_embedded(conn, unit_vectors(1, seed)))
+                    seed += 1
+                    done["writes"] += 1
+                except BaseException as exc:
+                    errors.append(exc)
+                    return
+
+    threads = [threading.Thread(target=searches), threading.Thread(target=writes)]
+    for t in threads:
+        t.start()
+    try:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            built = ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4, retune=True)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    assert errors == []
+    assert done["searches"] > 0 and done["writes"] > 0
+    assert [(b.name, b.plan.method, b.plan.lists) for b in built] == [
+        (LISTINGS.name_for(IVFFLAT), IVFFLAT, 4)
+    ]
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_vector(conn)
+        assert physical_indexes(conn, LISTINGS) == {
+            LISTINGS.name_for(IVFFLAT): PhysicalIndex(LISTINGS.name_for(IVFFLAT), IVFFLAT, True, 4)
+        }
+        # The search statement now reads the IVFFlat lists, with the product's probes (all 4
+        # lists here, so the answer is exact).
+        conn.execute(SESSION_SETTINGS, session_values())
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + BARE, (vectors[7],)))
+        assert LISTINGS.name_for(IVFFLAT) in plan, plan
+        got = [r[0] for r in conn.execute(BARE, (vectors[7],))]
+        assert got[:1] == [ids[7]]
+        # A row written while the index was built is in it too.
+        first_written = [r[0] for r in conn.execute(BARE, (unit_vectors(1, 100)[0],))]
+        assert first_written[:1] == written[:1]
+        assert ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4, retune=True) == []
+
+
+def test_without_retune_a_misfit_is_only_logged(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        with caplog.at_level(logging.WARNING, logger="shortlist.db.vector_index"):
+            assert ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4) == []
+        assert [p.method for p in physical_indexes(conn, LISTINGS).values()] == [HNSW]
+    assert any("shortlist migrate --retune" in r.getMessage() for r in caplog.records)
+
+
+def test_ivfflat_lists_are_rebuilt_when_the_table_outgrows_them(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_vector(conn)
+        add_embedded(conn, unit_vectors(400, seed=2))
+        conn.execute("ANALYZE job_listings")
+        ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4, retune=True)
+        more = BuildOverrides(method=IVFFLAT, ivfflat_lists=16)
+        [report] = ensure_vector_indexes(conn, [LISTINGS], more, retune=True)
+        name = LISTINGS.name_for(IVFFLAT)
+        # Built as name_next beside the old one, which was dropped; then renamed.
+        assert report.name == name
+        assert physical_indexes(conn, LISTINGS) == {name: PhysicalIndex(name, IVFFLAT, True, 16)}
+        # 10 lists: within a factor of 2 of 16, nothing to do.
+        near = BuildOverrides(method=IVFFLAT, ivfflat_lists=10)
+        assert ensure_vector_indexes(conn, [LISTINGS], near, retune=True) == []
+
+
+def test_an_interrupted_rebuild_is_finished_by_the_next_migrate(db_url: str) -> None:
+    name = LISTINGS.name_for(IVFFLAT)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        # What a process killed between the new index's build and the old one's drop leaves.
+        conn.execute(
+            f"CREATE INDEX {name}{NEXT_SUFFIX} ON job_listings"
+            " USING ivfflat ((embedding::halfvec(384)) halfvec_cosine_ops) WITH (lists = 2)"
+        )
+        ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4)
+        assert list(physical_indexes(conn, LISTINGS)) == [name]
+
+
+async def test_status_reports_each_index_and_whether_it_fits(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        ensure_vector_indexes(conn, [LISTINGS], IVFFLAT_4, retune=True)
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        report = {r["table"]: r for r in await index_report(conn)}
+    assert report["candidates"]["method"] == HNSW
+    assert report["candidates"]["fits"] is True
+    listings = report["job_listings"]
+    assert (listings["method"], listings["lists"], listings["valid"]) == (IVFFLAT, 4, True)
+    # A near-empty table is planned as HNSW: this IVFFlat index does not fit it.
+    assert listings["fits"] is False
+    assert "hnsw" in listings["planned"]
+
+
+async def test_an_ivfflat_search_still_fills_a_filtered_page(
+    db_url: str,
+    pool: AsyncPool,
+    embedder: FakeEmbedder,
+    embed_pending: EmbedPending,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2,000 listings, 1 % in one town, 20 lists, 1 probe: the nearest list holds ~1 of the
+    town's rows; pgvector's iterative scan (set on every pooled connection) reads further lists
+    until the page is full."""
+    rare = "Nowhere Springs"
+    items = [
+        item.model_copy(update={"city_location": rare}) if i % 100 == 0 else item
+        for i, item in enumerate(iter_sample_listings(2000))
+    ]
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(conn, items, source="import")
+    assert await embed_pending() == 2000
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("ANALYZE job_listings")
+        lists_20 = BuildOverrides(method=IVFFLAT, ivfflat_lists=20)
+        ensure_vector_indexes(conn, [LISTINGS], lists_20, retune=True)
+        # At 2,000 rows the planner rightly prefers an exact scan; forbid it, so this test
+        # covers the index scan that a large table takes.
+        for setting in ("enable_seqscan", "enable_bitmapscan"):
+            conn.execute(f"ALTER DATABASE {conn.info.dbname} SET {setting} = off")
+    monkeypatch.setattr("shortlist.db.pool.IVFFLAT_PROBES", 1)
+    monkeypatch.setattr("shortlist.db.pool.IVFFLAT_MAX_PROBES", 20)
+    query = "zebra xylophone quasar"  # words no listing contains: every hit is a vector hit
+    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
+    try:
+        result = await search_jobs(index_pool, embedder, query, size=10, location=rare)
+        async with index_pool.connection() as conn:
+            qvec = np.asarray((await embedder.embed([query]))[0], dtype=np.float32)
+            params = {"q": qvec, "loc": like_pattern(rare)}
+            filtered = (
+                "SELECT id FROM job_listings WHERE city_location ILIKE %(loc)s"
+                " ORDER BY embedding::halfvec(384) <=> %(q)s::halfvec LIMIT 10"
+            )
+            cur = await conn.execute("EXPLAIN " + filtered, params)
+            plan = "\n".join(r["QUERY PLAN"] for r in await cur.fetchall())
+            # The control: the same scan without the iterative scan reads one list only.
+            await conn.execute("SET ivfflat.iterative_scan = off")
+            cur = await conn.execute(filtered, params)
+            without_iterative = len(await cur.fetchall())
+    finally:
+        await index_pool.close()
+    assert LISTINGS.name_for(IVFFLAT) in plan, plan
+    assert without_iterative < 10
+    assert len(result.hits) == 10
+    assert {h.listing.city_location for h in result.hits} == {rare}

@@ -117,6 +117,23 @@ def print_status(report: dict[str, Any], console: Console) -> None:
         )
     console.print(queues)
 
+    indexes = Table(title="Vector indexes")
+    for column in ("corpus", "index", "method", "rows", "size", "fits"):
+        indexes.add_column(column, justify="right" if column in ("rows", "size") else "left")
+    for i in report["vector_indexes"]:
+        method = i["method"] + (f" ({i['lists']} lists)" if i["lists"] else "")
+        fits = (
+            "yes"
+            if i["fits"]
+            else "building"
+            if not i["valid"]
+            else f"no: `shortlist migrate --retune`, {i['planned']}"
+        )
+        indexes.add_row(
+            i["table"], i["name"], method, f"{i['rows']:,}", f"{i['bytes'] / 2**20:.0f} MB", fits
+        )
+    console.print(indexes)
+
     failures = Table(title="Latest embedding failures")
     for column in ("corpus", "id", "row", "attempts", "failed at", "error"):
         failures.add_column(column, overflow="fold")

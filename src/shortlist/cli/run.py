@@ -191,12 +191,22 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
             simulator.stop()
 
 
-def migrate() -> None:
-    """Apply schema migrations (idempotent; safe when several processes start at once)."""
+def migrate(
+    retune: Annotated[
+        bool,
+        typer.Option(
+            help="Also rebuild (CONCURRENTLY) each vector index that no longer fits its table's"
+            " size: HNSW past 500k rows becomes IVFFlat, IVFFlat lists follow the row count"
+        ),
+    ] = False,
+) -> None:
+    """Apply schema migrations and build missing vector indexes (idempotent; safe when several
+    processes start at once)."""
     settings = load_settings()
-    with prepared_database(settings):
+    with prepared_database(settings, retune=retune):
         pass
-    typer.echo("migrations applied")
+    checked = ", vector indexes checked against their tables" if retune else ""
+    typer.echo("migrations applied" + checked)
 
 
 def simulator(

@@ -97,9 +97,12 @@ def _wait_for_lock(conn: psycopg.Connection[Any]) -> None:
         time.sleep(_LOCK_RETRY)
 
 
-def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migration]:
-    """Apply every migration not yet applied, then build any missing vector index; returns
-    the migrations this call applied."""
+def migrate(
+    url: str, *, index_build: BuildOverrides | None = None, retune: bool = False
+) -> list[Migration]:
+    """Apply every migration not yet applied, then build any missing vector index (``retune``:
+    and rebuild those that no longer fit their table); returns the migrations this call
+    applied."""
     applied: list[Migration] = []
     with psycopg.connect(url, autocommit=True) as conn:
         _wait_for_lock(conn)
@@ -120,7 +123,10 @@ def migrate(url: str, *, index_build: BuildOverrides | None = None) -> list[Migr
                     )
                 applied.append(mig)
             ensure_vector_indexes(
-                conn, active_space_indexes(conn), overrides=index_build or BuildOverrides()
+                conn,
+                active_space_indexes(conn),
+                overrides=index_build or BuildOverrides(),
+                retune=retune,
             )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))

@@ -56,21 +56,37 @@ async def _check_if_idle(conn: AsyncConn) -> None:
 
 
 # Session defaults of every pooled connection, set once when it opens (no round trip per
-# query): the HNSW candidate list and the iterative scan of shortlist.db.vector_search, so a
+# query): the HNSW candidate list, the IVFFlat probes and the iterative scans of
+# shortlist.db.vector_search, so a
 # filtered query still fills its LIMIT instead of filtering one candidate list and coming back
 # short. A query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session
 # settings, like LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
 HNSW_EF_SEARCH = vector_search.EF_SEARCH
-HNSW_ITERATIVE_SCAN = vector_search.ITERATIVE_SCAN
+IVFFLAT_PROBES = vector_search.IVFFLAT_PROBES
+IVFFLAT_MAX_PROBES = vector_search.IVFFLAT_MAX_PROBES
+SESSION_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, false),"
+    " set_config('hnsw.iterative_scan', %s, false),"
+    " set_config('ivfflat.probes', %s, false),"
+    " set_config('ivfflat.max_probes', %s, false),"
+    " set_config('ivfflat.iterative_scan', %s, false)"
+)
+
+
+def session_values() -> tuple[str, ...]:
+    """The values of :data:`SESSION_SETTINGS` (read when a connection opens)."""
+    return (
+        str(HNSW_EF_SEARCH),
+        vector_search.ITERATIVE_SCAN,
+        str(IVFFLAT_PROBES),
+        str(IVFFLAT_MAX_PROBES),
+        vector_search.ITERATIVE_SCAN,
+    )
 
 
 async def _configure_async(conn: AsyncConn) -> None:
     await register_vector_async(conn)
-    await conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, false),"
-        " set_config('hnsw.iterative_scan', %s, false)",
-        (str(HNSW_EF_SEARCH), HNSW_ITERATIVE_SCAN),
-    )
+    await conn.execute(SESSION_SETTINGS, session_values())
     # register_vector_async runs a query; leave the connection idle, not in a transaction.
     await conn.commit()
 

@@ -1,57 +1,94 @@
-"""HNSW indexes on embedding columns: half-precision, built CONCURRENTLY, sized from the table.
+"""Vector indexes on embedding columns: half-precision, HNSW or IVFFlat by the table's size,
+built CONCURRENTLY, sized from the table, retuned when the table outgrows them.
 
-**Why halfvec, and only in the index.** The columns stay ``vector(384)`` (float4); the HNSW
-graph indexes the expression ``embedding::halfvec(384)``. The graph is what an index build
-holds in memory and what a search walks, and at half precision both are about half the size
-(1M listings: ~0.75 GB of vectors in the graph instead of ~1.5 GB), while the float4 column
-keeps every distance that is shown or scored exact (search.sql computes ``distance`` on the
-column). Converting the column would rewrite the table under an exclusive lock: minutes of
-blocked writes at a million rows. bench/bench_search.py measures the recall this costs.
+**Why halfvec, and only in the index.** The columns stay ``vector(384)`` (float4); the index
+covers the expression ``embedding::halfvec(384)``. The index is what a build holds in memory and
+what a search reads, and at half precision both are about half the size (1M listings: ~0.75 GB
+of vectors instead of ~1.5 GB), while the float4 column keeps every distance that is shown or
+scored exact (search.sql computes ``distance`` on the column). Converting the column would
+rewrite the table under an exclusive lock: minutes of blocked writes at a million rows.
+bench/bench_search.py measures the recall this costs (none that re-ranking would win back).
 
-**Why CONCURRENTLY.** A plain CREATE INDEX blocks every write to the table for the whole build
-(minutes at 1M rows); CONCURRENTLY lets searches and writes go on, for two table scans instead
-of one. It cannot run inside a transaction, so builds run here, on an autocommit connection,
-and not in a numbered migration (each of those is one transaction).
+**Why two methods.** pgvector has two indexes (github.com/pgvector/pgvector, README, sections
+"HNSW" and "IVFFlat"), and on this project's benchmark each wins at one end of the size range
+(bench/README.md has the measurements, 2-core machine):
+
+* **HNSW** up to :data:`IVFFLAT_MIN_ROWS`: the fastest searches (a 100k-row search walks the
+  graph in a few milliseconds at recall@10 ≥ 0.998), no training, and it is good from the
+  first row, so an empty table that fills up is served well all along. But its build grows
+  faster than the table (each insert searches a larger graph) and so does the search effort
+  for a given recall: at a million rows the graph that builds in 10 minutes here (``m`` 16,
+  ``ef_construction`` 64: 570 s) reaches recall@10 0.963 at pgvector's longest candidate list,
+  and ``m`` 24 (1,111 s) 0.979.
+* **IVFFlat** above it: k-means on a sample picks :func:`ivfflat_lists` centres, every row goes
+  to the list of its nearest centre, and a search reads the rows of the
+  ``shortlist.db.vector_search.IVFFLAT_PROBES`` lists nearest the query. At a million rows it
+  builds in 40 s and reaches recall@10 0.99+ in 35 ms; with about 1,000 rows per list a search
+  reads the same number of rows at any size, and recall does not fall as the table grows. Its
+  weakness is that the centres are fixed at the build: a table that has since grown (or
+  shrunk) several times over is :func:`retune`-d.
+
+**Why CONCURRENTLY.** A plain CREATE INDEX blocks every write to the table for the whole build;
+CONCURRENTLY lets searches and writes go on, for two table scans instead of one. It cannot run
+inside a transaction, so builds run here, on an autocommit connection, and not in a numbered
+migration (each of those is one transaction).
 
 **Settings from the table size** (:func:`plan_build`, logged once per build, each overridable
 by an environment variable, see :class:`BuildOverrides`):
 
-* ``maintenance_work_mem``: enough for the whole graph, so the build stays on pgvector's fast
-  in-memory path (past it, the build goes on disk and takes many times longer), capped at a
-  quarter of this machine's memory;
+* the method, above;
+* ``maintenance_work_mem``: enough for the whole HNSW graph, or for IVFFlat's k-means sample and
+  the sort that writes its lists, so the build stays in memory (an HNSW graph past it goes on
+  disk and takes many times longer), capped at a quarter of this machine's memory;
 * parallel workers: one per core beyond the leader's, none for small tables;
-* ``ef_construction``: 128 up to :data:`LARGE_TABLE_ROWS`, 64 above it, where build time
-  grows faster than recall (bench/README.md has the measurements).
-
-``m`` stays 16 at every size: at a million rows ``m`` 24 took the build from 570 s to 1,111 s
-on this project's 2-core machine (twice its 10-minute budget) for recall@10 0.979 instead of
-0.963 at ``hnsw.ef_search`` 1000 (``shortlist.db.vector_search``), still short of 0.98.
+* HNSW ``ef_construction``: 128 up to :data:`LARGE_TABLE_ROWS`, 64 above (where HNSW is asked
+  for by name: build time grows faster than recall); ``m`` 16 at every size;
+* IVFFlat lists: :func:`ivfflat_lists`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, LiteralString
+from dataclasses import dataclass, replace
+from typing import Any, Literal, LiteralString
 
 import psutil
 from psycopg import Connection, sql
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 
 from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn
 
 log = logging.getLogger(__name__)
 
 QUERIES = load_queries("shortlist.db", "vector_index.sql")
 
+Method = Literal["hnsw", "ivfflat"]
+HNSW: Method = "hnsw"
+IVFFLAT: Method = "ivfflat"
+METHODS: tuple[Method, ...] = (HNSW, IVFFLAT)
+
 HNSW_M = 16
 EF_CONSTRUCTION_SMALL = 128
 EF_CONSTRUCTION_LARGE = 64
 LARGE_TABLE_ROWS = 500_000
-"""Tables above this many rows are built with :data:`EF_CONSTRUCTION_LARGE`."""
+"""HNSW builds of tables above this many rows use :data:`EF_CONSTRUCTION_LARGE`."""
+IVFFLAT_MIN_ROWS = 500_000
+"""Tables above this many rows get an IVFFlat index, smaller ones HNSW. An IVFFlat index stays
+IVFFlat until the table is below half of this (so a table near the line does not flip)."""
+IVFFLAT_ROWS_PER_LIST = 1000
+"""pgvector's advice: ``rows / 1000`` lists up to a million rows, ``sqrt(rows)`` above."""
+IVFFLAT_MAX_LISTS = 32768
+"""pgvector's maximum."""
+IVFFLAT_SAMPLES_PER_LIST = 50
+"""k-means sample rows per list (pgvector's ivfbuild.c), for the build memory."""
+RETUNE_FACTOR = 2.0
+"""An IVFFlat index whose list count is this far (either way) from the table's plan is
+rebuilt by :func:`retune`: its lists hold twice (or half) the rows the searches were tuned for."""
 PARALLEL_MIN_ROWS = 50_000
 """Below this the build takes seconds and parallel workers are not worth their start-up."""
 MIN_BUILD_MEMORY_MB = 64
@@ -60,7 +97,11 @@ MEMORY_SHARE = 0.25
 ELEMENT_OVERHEAD_BYTES = 720
 """Graph memory per element besides its vector (neighbour lists at m = 16, element header,
 heap pointers); fitted to pgvector's "graph no longer fits" notice at 100k rows."""
+SORT_OVERHEAD_BYTES = 64
+"""IVFFlat build sort memory per row besides its vector (tuple header, list number, TID)."""
 MEMORY_HEADROOM = 1.2
+NEXT_SUFFIX = "_next"
+"""A rebuild's new index is built under its final name plus this, while the old one serves."""
 
 
 @dataclass(frozen=True)
@@ -70,26 +111,37 @@ class BuildOverrides:
     memory_mb: int | None = None
     workers: int | None = None
     ef_construction: int | None = None
+    method: Method | None = None
+    ivfflat_lists: int | None = None
 
 
 @dataclass(frozen=True)
 class BuildPlan:
     rows: int
-    m: int
-    ef_construction: int
+    method: Method
     memory_mb: int
     workers: int
+    m: int = HNSW_M
+    ef_construction: int = EF_CONSTRUCTION_SMALL
+    lists: int = 0
+    """IVFFlat lists (0 for HNSW)."""
 
     def describe(self) -> str:
+        shape = (
+            f"lists={self.lists}"
+            if self.method == IVFFLAT
+            else f"m={self.m} ef_construction={self.ef_construction}"
+        )
         return (
-            f"{self.rows:,} rows: m={self.m} ef_construction={self.ef_construction}"
+            f"{self.rows:,} rows: {self.method} {shape}"
             f" maintenance_work_mem={self.memory_mb}MB parallel workers={self.workers}"
         )
 
 
 @dataclass(frozen=True)
 class VectorIndex:
-    """An HNSW index on an embedding expression, cosine distance."""
+    """A vector index on an embedding expression, cosine distance: HNSW under :attr:`name`,
+    IVFFlat under :attr:`ivfflat_name` (one of the two exists once built)."""
 
     table: str
     name: str
@@ -101,6 +153,28 @@ class VectorIndex:
     """An index this one supersedes: dropped (CONCURRENTLY) once this one is valid."""
     bytes_per_value: int = 2
     """2 for halfvec, 4 for vector."""
+    ivfflat_name: str | None = None
+    """Default: :attr:`name` with ``_ivfflat`` appended."""
+
+    def name_for(self, method: Method) -> str:
+        if method == HNSW:
+            return self.name
+        return self.ivfflat_name or f"{self.name}_ivfflat"
+
+    def physical_names(self) -> list[str]:
+        """Every name an index of this one may have: each method's, and each rebuild's."""
+        names = [self.name_for(m) for m in METHODS]
+        return names + [n + NEXT_SUFFIX for n in names]
+
+
+@dataclass(frozen=True)
+class PhysicalIndex:
+    """An index of a :class:`VectorIndex` as the catalog has it."""
+
+    name: str
+    method: Method
+    valid: bool
+    lists: int
 
 
 @dataclass(frozen=True)
@@ -109,10 +183,12 @@ class BuildReport:
     plan: BuildPlan
     seconds: float
     index_bytes: int
+    name: str = ""
+    """The index built (its final name)."""
 
 
 def halfvec_expr(column: str, dim: int) -> str:
-    """The half-precision expression of an embedding column (the typmod is required: an HNSW
+    """The half-precision expression of an embedding column (the typmod is required: a vector
     index needs the dimension)."""
     return f"{column}::halfvec({dim})"
 
@@ -120,6 +196,11 @@ def halfvec_expr(column: str, dim: int) -> str:
 def index_name(table: str, column: str) -> str:
     """The HNSW index of an embedding column (one per model space and corpus)."""
     return f"{table}_{column}_halfvec_idx"
+
+
+def ivfflat_index_name(table: str, column: str) -> str:
+    """The IVFFlat index of an embedding column (in place of its HNSW index on large tables)."""
+    return f"{table}_{column}_ivfflat_idx"
 
 
 CORPUS_TABLES = ("job_listings", "candidates")
@@ -136,6 +217,7 @@ def space_indexes(column: str, dim: int) -> tuple[VectorIndex, ...]:
             halfvec_expr(column, dim),
             dim,
             replaces=f"{table}_embedding_hnsw_idx" if column == "embedding" else None,
+            ivfflat_name=ivfflat_index_name(table, column),
         )
         for table in CORPUS_TABLES
     )
@@ -159,31 +241,76 @@ def graph_bytes(rows: int, dim: int, bytes_per_value: int = 2) -> int:
     return rows * (dim * bytes_per_value + 8 + ELEMENT_OVERHEAD_BYTES)
 
 
+def ivfflat_lists(rows: int) -> int:
+    """pgvector's advice for the number of lists: ``rows / 1000`` up to a million rows,
+    ``sqrt(rows)`` above (the build compares every row with every centre)."""
+    lists = rows // IVFFLAT_ROWS_PER_LIST if rows <= 1_000_000 else math.isqrt(rows)
+    return max(1, min(IVFFLAT_MAX_LISTS, lists))
+
+
+def ivfflat_build_bytes(rows: int, lists: int, dim: int, bytes_per_value: int = 2) -> int:
+    """Estimated memory of an IVFFlat build: the k-means sample (float4), the centres, and the
+    sort of every row by list."""
+    samples = min(rows, lists * IVFFLAT_SAMPLES_PER_LIST)
+    kmeans = samples * dim * 4 + 3 * lists * dim * 4 + lists * lists * 4
+    return kmeans + rows * (dim * bytes_per_value + SORT_OVERHEAD_BYTES)
+
+
+def planned_method(rows: int, current: Method | None = None) -> Method:
+    """HNSW up to :data:`IVFFLAT_MIN_ROWS`, IVFFlat above; an IVFFlat index stays until the
+    table is below half of that."""
+    if rows > IVFFLAT_MIN_ROWS:
+        return IVFFLAT
+    if current == IVFFLAT and rows > IVFFLAT_MIN_ROWS // 2:
+        return IVFFLAT
+    return HNSW
+
+
 def plan_build(
     rows: int,
     dim: int,
     overrides: BuildOverrides = BuildOverrides(),
     *,
+    current: Method | None = None,
     bytes_per_value: int = 2,
     memory_cap_mb: int | None = None,
     cores: int | None = None,
 ) -> BuildPlan:
-    """Build settings for a table of ``rows`` embedded rows (see the module docstring)."""
+    """Build settings for a table of ``rows`` embedded rows (see the module docstring);
+    ``current``: the method of the index there is now, if any."""
     if memory_cap_mb is None:
         memory_cap_mb = int(psutil.virtual_memory().total * MEMORY_SHARE) >> 20
     if cores is None:
         cores = os.cpu_count() or 1
-    needed_mb = int(graph_bytes(rows, dim, bytes_per_value) * MEMORY_HEADROOM) >> 20
-    memory_mb = max(MIN_BUILD_MEMORY_MB, min(memory_cap_mb, needed_mb))
+    method = overrides.method or planned_method(rows, current)
+    lists = 0
+    if method == IVFFLAT:
+        lists = overrides.ivfflat_lists or ivfflat_lists(rows)
+        needed = ivfflat_build_bytes(rows, lists, dim, bytes_per_value)
+    else:
+        needed = graph_bytes(rows, dim, bytes_per_value)
+    memory_mb = max(MIN_BUILD_MEMORY_MB, min(memory_cap_mb, int(needed * MEMORY_HEADROOM) >> 20))
     workers = 0 if rows < PARALLEL_MIN_ROWS else max(0, min(cores - 1, 7))
     ef = EF_CONSTRUCTION_SMALL if rows <= LARGE_TABLE_ROWS else EF_CONSTRUCTION_LARGE
     return BuildPlan(
         rows=rows,
-        m=HNSW_M,
-        ef_construction=overrides.ef_construction or ef,
+        method=method,
         memory_mb=overrides.memory_mb or memory_mb,
         workers=overrides.workers if overrides.workers is not None else workers,
+        ef_construction=overrides.ef_construction or ef,
+        lists=lists,
     )
+
+
+def needs_retune(plan: BuildPlan, current: PhysicalIndex) -> bool:
+    """Whether the index there is now no longer fits the table's plan: another method, or
+    IVFFlat lists :data:`RETUNE_FACTOR` times too many or too few."""
+    if plan.method != current.method:
+        return True
+    if plan.method == IVFFLAT and current.lists > 0:
+        ratio = plan.lists / current.lists
+        return ratio >= RETUNE_FACTOR or ratio <= 1 / RETUNE_FACTOR
+    return False
 
 
 Conn = Connection[Any]
@@ -202,6 +329,18 @@ def index_is_valid(conn: Conn, name: str) -> bool | None:
     return None if valid is None else bool(valid)
 
 
+def physical_indexes(conn: Conn, index: VectorIndex) -> dict[str, PhysicalIndex]:
+    """The indexes of ``index`` that exist, by name (valid or not)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            QUERIES["physical_indexes"], {"names": index.physical_names()}
+        ).fetchall()
+    return {
+        r["name"]: PhysicalIndex(r["name"], r["method"], bool(r["valid"]), int(r["lists"] or 0))
+        for r in rows
+    }
+
+
 def table_rows(conn: Conn, table: str) -> int:
     """The planner's estimate when there is one, else an exact count."""
     estimate = _one(conn, QUERIES["estimated_rows"], {"table": table})
@@ -215,6 +354,115 @@ def drop_index(conn: Conn, name: str) -> None:
     conn.execute(sql.SQL(QUERIES["drop_index"]).format(index=sql.Identifier(name)))
 
 
+def _create(conn: Conn, index: VectorIndex, plan: BuildPlan, name: str) -> float:
+    query = "create_hnsw" if plan.method == HNSW else "create_ivfflat"
+    create = sql.SQL(QUERIES[query]).format(
+        index=sql.Identifier(name),
+        table=sql.Identifier(index.table),
+        # Constants of this package's callers, never user input.
+        expr=sql.SQL(index.column_expr),
+        opclass=sql.SQL(index.opclass),
+        m=sql.Literal(plan.m),
+        ef_construction=sql.Literal(plan.ef_construction),
+        lists=sql.Literal(plan.lists),
+    )
+    conn.execute(
+        QUERIES["set_build_memory"],
+        {"memory": f"{plan.memory_mb}MB", "workers": str(plan.workers)},
+    )
+    started = time.perf_counter()
+    try:
+        conn.execute(create)
+    finally:
+        conn.execute(QUERIES["reset_build_settings"])
+    return time.perf_counter() - started
+
+
+def _finish_rebuild(conn: Conn, index: VectorIndex, built: str) -> str:
+    """Make ``built`` (valid) the one index of ``index``: drop every other, then give a rebuild
+    its final name. Idempotent, so an interrupted rebuild is finished by the next call."""
+    final = built.removesuffix(NEXT_SUFFIX)
+    for name in physical_indexes(conn, index):
+        if name != built:
+            log.info("dropping %s, superseded by %s", name, final)
+            drop_index(conn, name)
+    if built != final:
+        conn.execute(
+            sql.SQL(QUERIES["rename_index"]).format(
+                index=sql.Identifier(built), name=sql.Identifier(final)
+            )
+        )
+    return final
+
+
+def build_index(
+    conn: Conn,
+    index: VectorIndex,
+    overrides: BuildOverrides = BuildOverrides(),
+    *,
+    retune: bool = True,
+) -> BuildReport | None:
+    """Make sure ``index`` has one valid index that fits the table, building it CONCURRENTLY
+    with settings sized from the table; returns the build made, None when there was nothing
+    to do. ``conn`` must be in autocommit mode.
+
+    * An invalid leftover of an interrupted build is dropped; a valid one of an interrupted
+      rebuild is finished (the old index dropped, the new one renamed).
+    * No valid index: one is built with :func:`plan_build`'s method.
+    * ``retune`` and a valid index that no longer fits (:func:`needs_retune`): the planned one
+      is built beside it (searches go on using the old one meanwhile), then the old one is
+      dropped. Without ``retune`` a misfit is only logged.
+    """
+    if not conn.autocommit:
+        raise ValueError("CREATE INDEX CONCURRENTLY needs an autocommit connection")
+    existing = physical_indexes(conn, index)
+    for leftover in [p for p in existing.values() if not p.valid]:
+        log.warning("dropping invalid index %s (an interrupted build)", leftover.name)
+        drop_index(conn, leftover.name)
+        del existing[leftover.name]
+    rebuilt = [name for name in existing if name.endswith(NEXT_SUFFIX)]
+    if rebuilt:
+        log.info("finishing the interrupted rebuild of %s", rebuilt[0])
+        _finish_rebuild(conn, index, rebuilt[0])
+        existing = physical_indexes(conn, index)
+    current = next(iter(existing.values()), None)
+    rows = table_rows(conn, index.table)
+    plan = plan_build(
+        rows,
+        index.dim,
+        overrides,
+        current=None if current is None else current.method,
+        bytes_per_value=index.bytes_per_value,
+    )
+    if current is not None:
+        if not needs_retune(plan, current):
+            return None
+        if not retune:
+            log.warning(
+                "index %s (%s%s) does not fit %s rows any more: `shortlist migrate --retune`"
+                " rebuilds it as %s",
+                current.name,
+                current.method,
+                f", {current.lists} lists" if current.lists else "",
+                f"{rows:,}",
+                plan.describe(),
+            )
+            return None
+    final = index.name_for(plan.method)
+    name = final if final not in existing else final + NEXT_SUFFIX
+    verb = "building" if current is None else f"rebuilding {current.name} as"
+    log.info("%s %s index %s on %s, %s", verb, plan.method, final, index.table, plan.describe())
+    seconds = _create(conn, index, plan, name)
+    _finish_rebuild(conn, index, name)
+    size = _index_bytes(conn, final)
+    log.info("built %s index %s in %.1f s (%.0f MB)", plan.method, final, seconds, size / 2**20)
+    return BuildReport(index, plan, seconds, size, final)
+
+
+def _index_bytes(conn: Conn, name: str) -> int:
+    return int(_one(conn, QUERIES["index_bytes"], {"index": name}) or 0)
+
+
 def build_hnsw(
     conn: Conn,
     table: str,
@@ -226,77 +474,63 @@ def build_hnsw(
     overrides: BuildOverrides = BuildOverrides(),
     bytes_per_value: int = 2,
 ) -> BuildReport | None:
-    """Build the HNSW index ``name`` on ``table (column_expr)`` CONCURRENTLY, with settings
-    sized from the table; None when a valid index of that name exists already. ``conn`` must
-    be in autocommit mode. An invalid leftover of an interrupted build is dropped first."""
+    """:func:`build_index` of an HNSW index ``name`` on ``table (column_expr)``, whatever the
+    table's size; None when a valid index of that name exists already."""
     index = VectorIndex(table, name, column_expr, dim, opclass, bytes_per_value=bytes_per_value)
-    if not conn.autocommit:
-        raise ValueError("CREATE INDEX CONCURRENTLY needs an autocommit connection")
-    state = index_is_valid(conn, name)
-    if state is False:
-        log.warning("dropping invalid index %s (an interrupted build)", name)
-        drop_index(conn, name)
-    elif state:
-        return None
-    plan = plan_build(table_rows(conn, table), dim, overrides, bytes_per_value=bytes_per_value)
-    log.info("building HNSW index %s on %s, %s", name, table, plan.describe())
-    create = sql.SQL(QUERIES["create_index"]).format(
-        index=sql.Identifier(name),
-        table=sql.Identifier(table),
-        # Constants of this package's callers, never user input.
-        expr=sql.SQL(column_expr),
-        opclass=sql.SQL(opclass),
-        m=sql.Literal(plan.m),
-        ef_construction=sql.Literal(plan.ef_construction),
-    )
-    conn.execute(
-        QUERIES["set_build_memory"],
-        {"memory": f"{plan.memory_mb}MB", "workers": str(plan.workers)},
-    )
-    started = time.perf_counter()
-    try:
-        conn.execute(create)
-    finally:
-        conn.execute(QUERIES["reset_build_settings"])
-    seconds = time.perf_counter() - started
-    size = _index_bytes(conn, name)
-    log.info("built HNSW index %s in %.1f s (%.0f MB)", name, seconds, size / 2**20)
-    return BuildReport(index, plan, seconds, size)
-
-
-def _index_bytes(conn: Conn, name: str) -> int:
-    return int(_one(conn, QUERIES["index_bytes"], {"index": name}) or 0)
-
-
-def build_index(
-    conn: Conn, index: VectorIndex, overrides: BuildOverrides = BuildOverrides()
-) -> BuildReport | None:
-    """:func:`build_hnsw` of a declared index."""
-    return build_hnsw(
-        conn,
-        index.table,
-        index.column_expr,
-        index.dim,
-        name=index.name,
-        opclass=index.opclass,
-        overrides=overrides,
-        bytes_per_value=index.bytes_per_value,
-    )
+    return build_index(conn, index, replace(overrides, method=HNSW), retune=False)
 
 
 def ensure_vector_indexes(
     conn: Conn,
     indexes: Sequence[VectorIndex] = SEARCH_INDEXES,
     overrides: BuildOverrides = BuildOverrides(),
+    *,
+    retune: bool = False,
 ) -> list[BuildReport]:
-    """Build every index of ``indexes`` that is missing or invalid, then drop what each one
-    replaces; returns the builds made. Idempotent: a second call finds nothing to do."""
+    """:func:`build_index` of every index of ``indexes``, then drop what each one replaces;
+    returns the builds made. Idempotent: a second call finds nothing to do."""
     built: list[BuildReport] = []
     for index in indexes:
-        report = build_index(conn, index, overrides)
+        report = build_index(conn, index, overrides, retune=retune)
         if report is not None:
             built.append(report)
         if index.replaces and index_is_valid(conn, index.replaces) is not None:
             log.info("dropping %s, superseded by %s", index.replaces, index.name)
             drop_index(conn, index.replaces)
     return built
+
+
+async def index_report(conn: AsyncConn) -> list[dict[str, Any]]:
+    """The active model space's vector indexes for ``shortlist status``: method, lists, size,
+    and whether each still fits its table (``fits`` false: ``shortlist migrate --retune``)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(QUERIES["active_space"])
+        space = await cur.fetchone()
+        indexes = (
+            SEARCH_INDEXES if space is None else space_indexes(space["vector_column"], space["dim"])
+        )
+        out: list[dict[str, Any]] = []
+        for index in indexes:
+            await cur.execute(QUERIES["estimated_rows"], {"table": index.table})
+            row = await cur.fetchone()
+            rows = max(0, int(row["n"])) if row is not None and row["n"] is not None else 0
+            await cur.execute(QUERIES["physical_indexes"], {"names": index.physical_names()})
+            for r in await cur.fetchall():
+                p = PhysicalIndex(r["name"], r["method"], bool(r["valid"]), int(r["lists"] or 0))
+                plan = plan_build(rows, index.dim, current=p.method)
+                await cur.execute(QUERIES["index_bytes"], {"index": p.name})
+                size = await cur.fetchone()
+                out.append(
+                    {
+                        "table": index.table,
+                        "name": p.name,
+                        "method": p.method,
+                        "lists": p.lists or None,
+                        "valid": p.valid,
+                        "rows": rows,
+                        "bytes": int(size["n"] or 0) if size is not None else 0,
+                        "fits": p.valid and not needs_retune(plan, p),
+                        "planned": plan.describe(),
+                    }
+                )
+    return out

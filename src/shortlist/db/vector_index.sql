@@ -1,4 +1,4 @@
--- HNSW indexes on embedding columns (shortlist.db.vector_index). {table}, {index} and {expr}
+-- Vector indexes on embedding columns (shortlist.db.vector_index). {table}, {index} and {expr}
 -- are composed with psycopg.sql (identifiers; the expression is the module's own constant).
 
 -- name: index_state
@@ -9,6 +9,20 @@ SELECT i.indisvalid AS valid
   JOIN pg_class AS c ON c.oid = i.indexrelid
  WHERE c.relname = %(index)s
    AND c.relnamespace = 'public'::regnamespace
+
+-- name: physical_indexes
+-- The indexes of these names: their access method (hnsw or ivfflat), validity and IVFFlat lists.
+SELECT c.relname AS name,
+       am.amname AS method,
+       i.indisvalid AS valid,
+       (SELECT o.option_value FROM pg_options_to_table(c.reloptions) AS o
+         WHERE o.option_name = 'lists')::int AS lists
+  FROM pg_index AS i
+  JOIN pg_class AS c ON c.oid = i.indexrelid
+  JOIN pg_am AS am ON am.oid = c.relam
+ WHERE c.relname = ANY(%(names)s)
+   AND c.relnamespace = 'public'::regnamespace
+ ORDER BY c.relname
 
 -- name: estimated_rows
 -- The planner's row estimate (-1 before the first ANALYZE or VACUUM).
@@ -29,9 +43,17 @@ SELECT set_config('maintenance_work_mem', %(memory)s, false),
 RESET maintenance_work_mem;
 RESET max_parallel_maintenance_workers
 
--- name: create_index
+-- name: create_hnsw
 CREATE INDEX CONCURRENTLY {index} ON {table}
     USING hnsw (({expr}) {opclass}) WITH (m = {m}, ef_construction = {ef_construction})
+
+-- name: create_ivfflat
+CREATE INDEX CONCURRENTLY {index} ON {table}
+    USING ivfflat (({expr}) {opclass}) WITH (lists = {lists})
+
+-- name: rename_index
+-- A finished rebuild takes its final name (ShareUpdateExclusiveLock: reads and writes go on).
+ALTER INDEX {index} RENAME TO {name}
 
 -- name: drop_index
 DROP INDEX CONCURRENTLY IF EXISTS {index}
