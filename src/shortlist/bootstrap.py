@@ -240,8 +240,19 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         from shortlist.embedding.migration import coordinate
 
         runners.extend(w.run for w in indexer_workers(services))
+        from shortlist.config import index_build_overrides
+        from shortlist.indexer.retune import keep_indexes_fitting
+
+        overrides = index_build_overrides(services.settings)
         runners.append(
-            lambda stop: coordinate(services.pool, services.database_url, services.spaces, stop)
+            lambda stop: coordinate(
+                services.pool, services.database_url, services.spaces, stop, overrides=overrides
+            )
+        )
+        runners.append(
+            lambda stop: keep_indexes_fitting(
+                services.database_url, overrides, services.settings.index_retune_interval, stop
+            )
         )
     if "backfill" in kinds:
         runners.extend(w.run for w in backfill_workers(services))

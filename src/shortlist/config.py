@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     vector_index: Literal["auto", "hnsw", "ivfflat"] = "auto"
     """The index method: auto (HNSW up to 500k rows, IVFFlat above), or one for every size."""
     ivfflat_lists: int | None = Field(None, ge=1, le=32768)
+    index_retune_interval: float = Field(600.0, ge=0)
+    """Seconds between an indexer's checks that each vector index still fits its table (a
+    misfit is rebuilt CONCURRENTLY); 0: only ``shortlist migrate --retune``."""
 
     # --- HTTP ------------------------------------------------------------------------------
     host: str = "127.0.0.1"

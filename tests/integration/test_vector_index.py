@@ -5,6 +5,7 @@ on, and searches served by IVFFlat that still fill a filtered page."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import uuid
@@ -15,6 +16,8 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from shortlist.db.migrate import _ADVISORY_LOCK_KEY as MIGRATE_LOCK
+from shortlist.db.migrate import retune_indexes
 from shortlist.db.pool import SESSION_SETTINGS, open_async_pool, session_values
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncPool
@@ -40,7 +43,9 @@ from shortlist.db.vector_index import (
     physical_indexes,
     plan_build,
     planned_method,
+    vector_rows,
 )
+from shortlist.indexer.retune import keep_indexes_fitting
 from shortlist.listings.repository import copy_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import search_jobs
@@ -353,3 +358,49 @@ async def test_an_ivfflat_search_still_fills_a_filtered_page(
     assert without_iterative < 10
     assert len(result.hits) == 10
     assert {h.listing.city_location for h in result.hits} == {rare}
+
+
+def test_a_build_is_sized_from_the_rows_that_have_a_vector(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_vector(conn)
+        add_embedded(conn, unit_vectors(300, seed=3))
+        conn.execute(
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug) SELECT 'Acme', 'Pending', 'Berlin', 'Not embedded yet.',"
+            " 'pending-' || i FROM generate_series(1, 200) AS i"
+        )
+        assert vector_rows(conn, LISTINGS) == 300  # no statistics yet: counted
+        conn.execute("ANALYZE job_listings")
+        assert vector_rows(conn, LISTINGS) == 300  # the planner's estimate: 500 × (1 − 0.4)
+        [report] = ensure_vector_indexes(
+            conn, [LISTINGS], BuildOverrides(method=IVFFLAT), retune=True
+        )
+        assert report.plan.rows == 300
+
+
+async def test_an_indexer_rebuilds_a_misfit_in_the_background_one_process_at_a_time(
+    db_url: str,
+) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        register_vector(conn)
+        add_embedded(conn, unit_vectors(300, seed=4))
+        conn.execute("ANALYZE job_listings")
+    # While a migrator holds the lock, a retune round is skipped, never waits.
+    with psycopg.connect(db_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATE_LOCK,))
+        assert retune_indexes(db_url, IVFFLAT_4) is None
+    stop = asyncio.Event()
+    keeper = asyncio.create_task(keep_indexes_fitting(db_url, IVFFLAT_4, 0.05, stop))
+    try:
+        async with asyncio.timeout(30):
+            while True:
+                with psycopg.connect(db_url, autocommit=True) as conn:
+                    methods = [p.method for p in physical_indexes(conn, LISTINGS).values()]
+                if methods == [IVFFLAT]:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await keeper
+    # Once they fit, a round has nothing to do.
+    assert retune_indexes(db_url, IVFFLAT_4) == []

@@ -407,6 +407,8 @@ async def test_status_page_is_public_without_queries_and_complete_for_admins(
     assert public.status_code == 200
     assert "Embedding queues" in public.text and "Running searches" in public.text
     assert 'data-searches="running">1<' in public.text
+    assert 'data-vector-index="job_listings_embedding_halfvec_idx"' in public.text
+    assert 'data-fits="true"' in public.text and 'data-fits="false"' not in public.text
     assert "Rust firmware" not in public.text and search_id not in public.text
     assert "shown to admins only" in public.text
 

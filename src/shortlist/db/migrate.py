@@ -18,7 +18,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-from shortlist.db.vector_index import BuildOverrides, active_space_indexes, ensure_vector_indexes
+from shortlist.db.vector_index import (
+    NO_OVERRIDES,
+    BuildOverrides,
+    active_space_indexes,
+    ensure_vector_indexes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +100,23 @@ def _wait_for_lock(conn: psycopg.Connection[Any]) -> None:
         if row is not None and row[0]:
             return
         time.sleep(_LOCK_RETRY)
+
+
+def retune_indexes(url: str, overrides: BuildOverrides = NO_OVERRIDES) -> list[str] | None:
+    """Rebuild (CONCURRENTLY) each vector index of the active model space that no longer fits
+    its table; returns the indexes built, or None when a migrator holds the lock (this round
+    is skipped: it will do the same, or the next round will). Never waits for the lock."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,)).fetchone()
+        if row is None or not row[0]:
+            return None
+        try:
+            built = ensure_vector_indexes(
+                conn, active_space_indexes(conn), overrides=overrides, retune=True
+            )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK_KEY,))
+    return [b.name for b in built]
 
 
 def migrate(

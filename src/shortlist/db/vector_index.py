@@ -115,6 +115,9 @@ class BuildOverrides:
     ivfflat_lists: int | None = None
 
 
+NO_OVERRIDES = BuildOverrides()
+
+
 @dataclass(frozen=True)
 class BuildPlan:
     rows: int
@@ -155,6 +158,9 @@ class VectorIndex:
     """2 for halfvec, 4 for vector."""
     ivfflat_name: str | None = None
     """Default: :attr:`name` with ``_ivfflat`` appended."""
+    column: str | None = None
+    """The embedding column: the build is sized from the rows that have a vector in it (a
+    table still being embedded has many without). None: from every row."""
 
     def name_for(self, method: Method) -> str:
         if method == HNSW:
@@ -218,6 +224,7 @@ def space_indexes(column: str, dim: int) -> tuple[VectorIndex, ...]:
             dim,
             replaces=f"{table}_embedding_hnsw_idx" if column == "embedding" else None,
             ivfflat_name=ivfflat_index_name(table, column),
+            column=column,
         )
         for table in CORPUS_TABLES
     )
@@ -350,6 +357,21 @@ def table_rows(conn: Conn, table: str) -> int:
     return int(_one(conn, count, {}) or 0)
 
 
+def vector_rows(conn: Conn, index: VectorIndex) -> int:
+    """The rows ``index`` will hold: those with a vector in its column (the planner's estimate
+    when there is one, else a count), or :func:`table_rows` when it names no column."""
+    if index.column is None:
+        return table_rows(conn, index.table)
+    params: dict[str, object] = {"table": index.table, "column": index.column}
+    estimate = _one(conn, QUERIES["estimated_vectors"], params)
+    if isinstance(estimate, int) and estimate >= 0:
+        return estimate
+    count = sql.SQL(QUERIES["count_vectors"]).format(
+        table=sql.Identifier(index.table), column=sql.Identifier(index.column)
+    )
+    return int(_one(conn, count, {}) or 0)
+
+
 def drop_index(conn: Conn, name: str) -> None:
     conn.execute(sql.SQL(QUERIES["drop_index"]).format(index=sql.Identifier(name)))
 
@@ -426,7 +448,7 @@ def build_index(
         _finish_rebuild(conn, index, rebuilt[0])
         existing = physical_indexes(conn, index)
     current = next(iter(existing.values()), None)
-    rows = table_rows(conn, index.table)
+    rows = vector_rows(conn, index)
     plan = plan_build(
         rows,
         index.dim,
@@ -439,8 +461,9 @@ def build_index(
             return None
         if not retune:
             log.warning(
-                "index %s (%s%s) does not fit %s rows any more: `shortlist migrate --retune`"
-                " rebuilds it as %s",
+                "index %s (%s%s) does not fit %s rows any more: an indexer's next check"
+                " (SHORTLIST_INDEX_RETUNE_INTERVAL) or `shortlist migrate --retune` rebuilds"
+                " it as %s",
                 current.name,
                 current.method,
                 f", {current.lists} lists" if current.lists else "",
@@ -511,8 +534,12 @@ async def index_report(conn: AsyncConn) -> list[dict[str, Any]]:
         )
         out: list[dict[str, Any]] = []
         for index in indexes:
-            await cur.execute(QUERIES["estimated_rows"], {"table": index.table})
+            params = {"table": index.table, "column": index.column}
+            await cur.execute(QUERIES["estimated_vectors"], params)
             row = await cur.fetchone()
+            if row is None:  # before the first ANALYZE: every row
+                await cur.execute(QUERIES["estimated_rows"], params)
+                row = await cur.fetchone()
             rows = max(0, int(row["n"])) if row is not None and row["n"] is not None else 0
             await cur.execute(QUERIES["physical_indexes"], {"names": index.physical_names()})
             for r in await cur.fetchall():

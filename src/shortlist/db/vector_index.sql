@@ -28,6 +28,19 @@ SELECT c.relname AS name,
 -- The planner's row estimate (-1 before the first ANALYZE or VACUUM).
 SELECT reltuples::bigint AS n FROM pg_class WHERE oid = to_regclass(%(table)s)
 
+-- name: estimated_vectors
+-- The planner's estimate of the rows with a vector in the column: rows × (1 − null_frac); no
+-- row before the first ANALYZE of the table.
+SELECT (c.reltuples * (1 - s.null_frac))::bigint AS n
+  FROM pg_class AS c
+  JOIN pg_stats AS s
+    ON s.schemaname = 'public' AND s.tablename = c.relname AND s.attname = %(column)s
+ WHERE c.oid = to_regclass(%(table)s)
+   AND c.reltuples >= 0
+
+-- name: count_vectors
+SELECT count({column}) AS n FROM {table}
+
 -- name: count_rows
 SELECT count(*) AS n FROM {table}
 

@@ -10,7 +10,8 @@
         rows get both models' vectors, the rest are claimed for the new space alone
         (``shortlist.indexer.queue``). Searches go on with the active model meanwhile.
     the coordinator (:func:`coordinate`, in every indexer process; one at a time by advisory lock)
-        once the space covers every row of both corpora: its HNSW indexes, built CONCURRENTLY;
+        once the space covers every row of both corpora: its vector indexes (HNSW, or IVFFlat
+        for a large table: shortlist.db.vector_index), built CONCURRENTLY;
         then the switch, in ONE transaction (rows the new model rejected are marked failed, the
         old model retired, the new one active, the corpus's "embedded means a vector" check
         moved to the new column). NOTIFY reloads every process: from then on queries are
@@ -40,6 +41,7 @@ from psycopg.rows import dict_row
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides
 from shortlist.embedding.base import EmbeddingError
 from shortlist.embedding.spaces import MAX_INDEXED_DIM, EmbedderFactory, ModelSpace, Spaces, compose
 from shortlist.errors import ConfigError, ShortlistError
@@ -291,14 +293,16 @@ def _describe(space: ModelSpace) -> dict[str, Any]:
 # -- the coordinator --------------------------------------------------------------------------
 
 
-def ensure_space_indexes(url: str, space: ModelSpace) -> None:
-    """The space's HNSW index on each corpus, built CONCURRENTLY if missing (sync: run it in a
-    thread)."""
+def ensure_space_indexes(
+    url: str, space: ModelSpace, overrides: BuildOverrides = NO_OVERRIDES
+) -> None:
+    """The space's vector index on each corpus, built CONCURRENTLY if missing (sync: run it in
+    a thread)."""
     from shortlist.db.pool import connect as connect_sync
     from shortlist.db.vector_index import ensure_vector_indexes
 
     with connect_sync(url, autocommit=True) as conn:
-        ensure_vector_indexes(conn, space.indexes())
+        ensure_vector_indexes(conn, space.indexes(), overrides)
 
 
 async def _covers_everything(pool: AsyncPool, space: ModelSpace) -> bool:
@@ -352,7 +356,9 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
     return switched[0]
 
 
-async def coordinate_once(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
+async def coordinate_once(
+    pool: AsyncPool, url: str, spaces: Spaces, overrides: BuildOverrides = NO_OVERRIDES
+) -> str | None:
     """One round of the coordinator; returns what it did (for logs and tests)."""
     if not await _work_to_do(pool, spaces):
         return None
@@ -364,7 +370,7 @@ async def coordinate_once(pool: AsyncPool, url: str, spaces: Spaces) -> str | No
         if row is None or not row["locked"]:
             return None
         try:
-            return await _coordinate(pool, url, spaces)
+            return await _coordinate(pool, url, spaces, overrides)
         finally:
             await lock.execute(QUERIES["coordinator_unlock"], {"key": COORDINATOR_LOCK_KEY})
 
@@ -380,12 +386,14 @@ async def _work_to_do(pool: AsyncPool, spaces: Spaces) -> bool:
         return await cur.fetchone() is not None
 
 
-async def _coordinate(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
+async def _coordinate(
+    pool: AsyncPool, url: str, spaces: Spaces, overrides: BuildOverrides
+) -> str | None:
     await spaces.refresh()
     done: str | None = None
     building = spaces.building()
     if building is not None and await _covers_everything(pool, building.space):
-        await asyncio.to_thread(ensure_space_indexes, url, building.space)
+        await asyncio.to_thread(ensure_space_indexes, url, building.space, overrides)
         if await switch(url, building.space, spaces.active().space):
             done = f"switched to space {building.space.id}"
             await spaces.refresh()
@@ -398,13 +406,21 @@ async def _coordinate(pool: AsyncPool, url: str, spaces: Spaces) -> str | None:
     return done
 
 
-async def coordinate(pool: AsyncPool, url: str, spaces: Spaces, stop: asyncio.Event) -> None:
-    """The coordinator loop of an indexer process (see the module docstring)."""
+async def coordinate(
+    pool: AsyncPool,
+    url: str,
+    spaces: Spaces,
+    stop: asyncio.Event,
+    *,
+    overrides: BuildOverrides = NO_OVERRIDES,
+) -> None:
+    """The coordinator loop of an indexer process (see the module docstring); ``overrides``:
+    the operator's index build settings."""
     from shortlist.queue.worker import wait_any
 
     while not stop.is_set():
         try:
-            await coordinate_once(pool, url, spaces)
+            await coordinate_once(pool, url, spaces, overrides)
         except ModelMigrationError as exc:
             log.warning("embedding model migration: %s", exc)
         except (psycopg.Error, OSError) as exc:
