@@ -6,7 +6,7 @@ The first space uses the original columns ``embedding`` / ``embedded_hash``; a s
 by ``shortlist embeddings migrate`` gets ``embedding_m<id>`` / ``embedded_hash_m<id>``.
 
 Exactly one space is *active*: queries are embedded by its model and searched against its
-column and HNSW index. While another is *building*, the indexer embeds every row into it as
+column and vector index. While another is *building*, the indexer embeds every row into it as
 well (``shortlist.indexer.queue``); when it covers every row it becomes active in one
 transaction (``shortlist.embedding.migration``).
 
@@ -49,7 +49,7 @@ RELOAD_INTERVAL = 5.0
 """Longest a process goes without reading ``embedding_models`` (the NOTIFY is the fast path)."""
 
 MAX_INDEXED_DIM = 4000
-"""pgvector indexes halfvec up to 4,000 dimensions (HNSW); the index is on halfvec."""
+"""pgvector indexes halfvec up to 4,000 dimensions (HNSW and IVFFlat); the index is on halfvec."""
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ class ModelSpace:
         return f"{self.kind or '?'}:{self.model or '?'}"
 
     def indexes(self) -> tuple[VectorIndex, ...]:
-        """The space's HNSW index on each corpus; queries order by exactly its expression."""
+        """The space's vector index on each corpus; queries order by exactly its expression."""
         return space_indexes(self.vector_column, self.dim)
 
     def parts(self) -> dict[str, sql.Composable]:

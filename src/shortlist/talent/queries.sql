@@ -57,7 +57,7 @@ RETURNING id
 -- {embedding} and {halfvec}: the active model space's column and index type
 -- (shortlist.embedding.spaces); the query vector is of the same model.
 -- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (the
--- HNSW index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
+-- vector index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
 -- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
 -- both obeying the recruiter's filters. Each person found is scored on their own evidence
 -- (shortlist.relevance: logistic weights w_* of cosine similarity, the idf-weighted share of the

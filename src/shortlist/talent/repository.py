@@ -166,8 +166,8 @@ async def search_corpus(
     model: ScoreModel = CANDIDATE_SCORE,
 ) -> list[CorpusHit]:
     terms = await query_terms(conn, text_terms(normalise_query(text)))
-    # The HNSW scan is iterative (shortlist.db.pool sets it on every connection): it keeps
-    # walking the graph until enough rows pass the filters.
+    # The vector index scan is iterative (shortlist.db.pool sets it on every connection): it
+    # keeps walking the HNSW graph, or reading IVFFlat lists, until enough rows pass the filters.
     rows = await _all(
         conn,
         _IN_SPACE.get("search_corpus", space),
