@@ -11,6 +11,7 @@ from typing import Any
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
+from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides
 from shortlist.redact import redact_emails
 
 QUERIES = load_queries("shortlist", "status.sql")
@@ -38,7 +39,9 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-async def collect_status(conn: AsyncConn) -> dict[str, Any]:
+async def collect_status(
+    conn: AsyncConn, index_build: BuildOverrides = NO_OVERRIDES
+) -> dict[str, Any]:
     """A JSON-ready snapshot of every queue (plain values: ids and timestamps as strings)::
 
     {
@@ -119,6 +122,6 @@ async def collect_status(conn: AsyncConn) -> dict[str, Any]:
         "search_candidates": {r["status"]: int(r["n"]) for r in depths["search_candidates"]},
         "searches": {r["status"]: int(r["n"]) for r in depths["searches"]},
         "running_searches": running,
-        "vector_indexes": await index_report(conn),
+        "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
     }

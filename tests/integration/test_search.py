@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psycopg
 import pytest
 from prometheus_client import REGISTRY
 from psycopg import sql
@@ -21,7 +22,12 @@ from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.db.vector_index import SEARCH_INDEXES
+from shortlist.db.vector_index import (
+    IVFFLAT,
+    SEARCH_INDEXES,
+    BuildOverrides,
+    ensure_vector_indexes,
+)
 from shortlist.embedding.spaces import Spaces, compose, first_space
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
@@ -233,6 +239,35 @@ async def test_filters_location_and_salary(
         assert found.hits == [], wildcard
 
 
+RARE = "Nowhere Springs"
+NO_WORDS = "zebra xylophone quasar"  # words no listing contains: every hit is a vector hit
+
+
+async def rare_town_corpus(
+    pool: AsyncPool, embed_pending: EmbedPending, index: Callable[[], None] | None = None
+) -> None:
+    """2,000 embedded listings, 1 % of them in :data:`RARE`; then ``index`` (a vector index
+    build), and the exact scans forbidden. At 2,000 rows the planner rightly prefers an exact
+    scan (of the table, or of the town's rows through the trigram index); forbidding both makes
+    a test cover the index scan that a large table and a broad filter take. The settings apply
+    to connections opened from then on."""
+    items = [
+        item.model_copy(update={"city_location": RARE}) if i % 100 == 0 else item
+        for i, item in enumerate(iter_sample_listings(2000))
+    ]
+    await insert(pool, items)
+    assert await embed_pending() == 2000
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE job_listings")
+        await conn.commit()
+    if index is not None:
+        await asyncio.to_thread(index)
+    async with pool.connection() as conn:
+        for setting in ("enable_seqscan", "enable_bitmapscan"):
+            await conn.execute(f"ALTER DATABASE {conn.info.dbname} SET {setting} = off")
+        await conn.commit()
+
+
 async def test_filtered_search_still_fills_the_page(
     db_url: str,
     pool: AsyncPool,
@@ -243,43 +278,67 @@ async def test_filtered_search_still_fills_the_page(
     """2,000 embedded listings, 1% in one town, size 10 → 10 hits. The HNSW index alone
     returns its ef_search nearest rows and the filter then keeps ~1% of them; pgvector's
     iterative scan (set by search_jobs) keeps walking the graph until the page is full."""
-    rare = "Nowhere Springs"
-    items = [
-        item.model_copy(update={"city_location": rare}) if i % 100 == 0 else item
-        for i, item in enumerate(iter_sample_listings(2000))
-    ]
-    await insert(pool, items)
-    assert await embed_pending() == 2000
-    # At 2,000 rows the planner rightly prefers an exact scan (of the table, or of the town's
-    # rows through the trigram index); forbid both, so this test covers the graph walk that a
-    # large table and a broad filter take. The settings apply to connections opened from now.
-    async with pool.connection() as conn:
-        await conn.execute("ANALYZE job_listings")
-        for setting in ("enable_seqscan", "enable_bitmapscan"):
-            await conn.execute(f"ALTER DATABASE {conn.info.dbname} SET {setting} = off")
-        await conn.commit()
-    query = "zebra xylophone quasar"  # words no listing contains: every hit is a vector hit
+    await rare_town_corpus(pool, embed_pending)
+    query = NO_WORDS
     # The product's candidate list (1000) is half of this table; at the sizes it is meant for
     # it is a sliver of the table, as 100 is of 2,000 rows.
     monkeypatch.setattr("shortlist.db.pool.HNSW_EF_SEARCH", 100)
     index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
     try:
-        result = await search_jobs(index_pool, embedder, query, size=10, location=rare)
+        result = await search_jobs(index_pool, embedder, query, size=10, location=RARE)
         async with index_pool.connection() as conn:
             qvec = np.asarray((await embedder.embed([query]))[0], dtype=np.float32)
-            plan = await explain_vector_candidates(conn, qvec, rare)
+            plan = await explain_vector_candidates(conn, qvec, RARE)
             # The control: the same index scan without iterative scan misses most rows.
             await conn.execute("SET hnsw.iterative_scan = off")
-            cur = await conn.execute(CANDIDATES, candidate_params(query, qvec, rare))
+            cur = await conn.execute(CANDIDATES, candidate_params(query, qvec, RARE))
             without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
     finally:
         await index_pool.close()
     assert SEARCH_INDEXES[0].name in plan, plan
     assert without_iterative < 10
     assert len(result.hits) == 10
-    assert {h.listing.city_location for h in result.hits} == {rare}
+    assert {h.listing.city_location for h in result.hits} == {RARE}
     scores = [h.score for h in result.hits]
     assert scores == sorted(scores, reverse=True)
+
+
+async def test_an_ivfflat_search_still_fills_the_page(
+    db_url: str,
+    pool: AsyncPool,
+    embedder: FakeEmbedder,
+    embed_pending: EmbedPending,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same with an IVFFlat index (a table past 500k rows): 20 lists, 1 probe, so the
+    nearest list holds ~1 of the town's rows; pgvector's iterative scan (set on every pooled
+    connection) reads further lists until the page is full."""
+    listings = SEARCH_INDEXES[0]
+
+    def build_ivfflat() -> None:
+        lists_20 = BuildOverrides(method=IVFFLAT, ivfflat_lists=20)
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            ensure_vector_indexes(conn, [listings], lists_20, retune=True)
+
+    await rare_town_corpus(pool, embed_pending, build_ivfflat)
+    monkeypatch.setattr("shortlist.db.pool.IVFFLAT_PROBES", 1)
+    monkeypatch.setattr("shortlist.db.pool.IVFFLAT_MAX_PROBES", 20)
+    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
+    try:
+        result = await search_jobs(index_pool, embedder, NO_WORDS, size=10, location=RARE)
+        async with index_pool.connection() as conn:
+            qvec = np.asarray((await embedder.embed([NO_WORDS]))[0], dtype=np.float32)
+            plan = await explain_vector_candidates(conn, qvec, RARE)
+            # The control: the same scan without the iterative scan reads one list only.
+            await conn.execute("SET ivfflat.iterative_scan = off")
+            cur = await conn.execute(CANDIDATES, candidate_params(NO_WORDS, qvec, RARE))
+            without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
+    finally:
+        await index_pool.close()
+    assert listings.name_for(IVFFLAT) in plan, plan
+    assert without_iterative < 10
+    assert len(result.hits) == 10
+    assert {h.listing.city_location for h in result.hits} == {RARE}
 
 
 def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:

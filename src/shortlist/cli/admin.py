@@ -13,6 +13,7 @@ from rich.table import Table
 
 from shortlist.auth import Role, create_token
 from shortlist.cli.common import connect, load_settings
+from shortlist.config import index_build_overrides
 from shortlist.db.pool import connect as connect_sync
 from shortlist.reindex import reindex, resume_paused
 from shortlist.runtime import prepared_database
@@ -43,11 +44,13 @@ def status_command(
 ) -> None:
     """Queue depths by status, the latest failures with their errors, running searches."""
 
+    settings = load_settings()
+
     async def run(url: str) -> dict[str, Any]:
         async with await connect(url) as conn:
-            return await collect_status(conn)
+            return await collect_status(conn, index_build_overrides(settings))
 
-    with prepared_database(load_settings()) as db:
+    with prepared_database(settings) as db:
         report = asyncio.run(run(db.url))
     if as_json:
         typer.echo(json.dumps(report, indent=2))

@@ -526,9 +526,12 @@ def ensure_vector_indexes(
     return built
 
 
-async def index_report(conn: AsyncConn) -> list[dict[str, Any]]:
+async def index_report(
+    conn: AsyncConn, overrides: BuildOverrides = NO_OVERRIDES
+) -> list[dict[str, Any]]:
     """The active model space's vector indexes for ``shortlist status``: method, lists, size,
-    and whether each still fits its table (``fits`` false: ``shortlist migrate --retune``)."""
+    and whether each still fits its table under the operator's ``overrides`` (``fits`` false:
+    an indexer's next check, or ``shortlist migrate --retune``, rebuilds it)."""
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(QUERIES["active_space"])
         space = await cur.fetchone()
@@ -547,7 +550,7 @@ async def index_report(conn: AsyncConn) -> list[dict[str, Any]]:
             await cur.execute(QUERIES["physical_indexes"], {"names": index.physical_names()})
             for r in await cur.fetchall():
                 p = PhysicalIndex(r["name"], r["method"], bool(r["valid"]), int(r["lists"] or 0))
-                plan = plan_build(rows, index.dim, current=p.method)
+                plan = plan_build(rows, index.dim, overrides, current=p.method)
                 await cur.execute(QUERIES["index_bytes"], {"index": p.name})
                 size = await cur.fetchone()
                 out.append(

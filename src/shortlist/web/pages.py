@@ -39,6 +39,7 @@ from markupsafe import Markup
 
 from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
+from shortlist.config import index_build_overrides
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
@@ -566,7 +567,9 @@ async def status_page(
     status_code = 200
     try:
         async with services.pool.connection() as conn:
-            report: dict[str, Any] | None = await collect_status(conn)
+            report: dict[str, Any] | None = await collect_status(
+                conn, index_build_overrides(services.settings)
+            )
     except UNAVAILABLE:
         log.exception("status page: database unavailable")
         report, status_code = None, 503
