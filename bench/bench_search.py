@@ -255,8 +255,9 @@ def relation_bytes(url: str, index_name: str) -> tuple[int, int]:
 
 
 # Facet cost: search p50 with facets vs without, on the same queries. "words" adds text that
-# matches ~1% of the corpus ("Engineer 17" of the generated titles), so the facets count real
-# full-text matches as well as the vector candidates.
+# matches: "17" ~1% of the generated titles, "engineer" all of them (a broad word: its newest
+# matches only, shortlist.listings.search.BROAD_WINDOW), so the facets count real full-text
+# matches as well as the vector candidates.
 FACET_CASES: tuple[tuple[str, str], ...] = (
     ("vector only", ""),
     ("words, ~1% match", " or engineer 17"),

@@ -28,15 +28,15 @@ from shortlist.db.vector_index import (
     BuildOverrides,
     ensure_vector_indexes,
 )
-from shortlist.embedding.spaces import Spaces, compose, first_space
+from shortlist.embedding.spaces import Spaces, first_space
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings
 from shortlist.listings.sample import iter_sample_listings
 from shortlist.listings.search import (
-    CANDIDATES as SEARCH_CANDIDATES,
-)
-from shortlist.listings.search import (
+    BROAD_MATCHES,
+    BROAD_WINDOW,
+    candidates_statement,
     fuse,
     fusion_windows,
     search_jobs,
@@ -46,7 +46,7 @@ from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
 # The statement in the first model space, the one these tests' vectors are in.
-CANDIDATES = compose(SEARCH_CANDIDATES, first_space(384).parts())
+CANDIDATES = candidates_statement(first_space(384))
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -350,6 +350,8 @@ def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
         "work_mode": None,
         "posted_within_days": None,
         "k": 10,
+        "broad_matches": BROAD_MATCHES,
+        "broad_window": BROAD_WINDOW,
     }
 
 
@@ -596,3 +598,48 @@ async def test_search_jobs_refuses_bad_parameters_itself(
         await search_jobs(pool, embedder, **kwargs)
     assert caught.value.field == field
     assert embedder.calls == 0
+
+
+async def test_a_broad_word_ranks_only_its_newest_matches(
+    pool: AsyncPool, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 listings say "engineer" (a broad word once more than BROAD_MATCHES listings have
+    it), the 5 oldest say "FPGA" too. Every match of the narrow word is ranked; of the broad
+    one only the BROAD_WINDOW newest: the facets, counted over what the text list read, show
+    how many."""
+    items = [
+        listing(
+            f"{'FPGA ' if i < 5 else ''}Platform Engineer {i}",
+            "Cedar Labs",
+            "Berlin",
+            "Operate our platform.",
+            work_mode="remote",
+        )
+        for i in range(300)
+    ]
+    await insert(pool, items)
+    async with pool.connection() as conn:
+        # Listing i is i minutes younger than listing 0: the FPGA ones are the oldest.
+        await conn.execute(
+            "UPDATE job_listings SET created_at = now() - interval '1 day'"
+            " + make_interval(mins => substring(job_title from '[0-9]+$')::int)"
+        )
+        await conn.execute("ANALYZE job_listings")
+        await conn.commit()
+
+    async def remote_count() -> tuple[list[str], int]:
+        # The listings are pending: no vector list, every hit comes from full text.
+        result = await search_jobs(pool, embedder, "fpga engineer", size=10)
+        titles = [h.listing.job_title for h in result.hits]
+        return titles, {f.value: f.count for f in result.facets.work_mode}["remote"]
+
+    titles, counted = await remote_count()
+    assert counted == 300  # 300 listings are far below BROAD_MATCHES: every match is read
+    monkeypatch.setattr("shortlist.listings.search.BROAD_MATCHES", 100)
+    monkeypatch.setattr("shortlist.listings.search.BROAD_WINDOW", 50)
+    broad_titles, counted = await remote_count()
+    assert counted == 55  # the 5 FPGA listings (narrow word) and the 50 newest of the rest
+    # The oldest listings, found for their narrow word; the others among the newest.
+    fpga = {f"FPGA Platform Engineer {i}" for i in range(5)}
+    assert fpga <= set(titles) and fpga <= set(broad_titles)
+    assert set(broad_titles) - fpga <= {f"Platform Engineer {i}" for i in range(250, 300)}

@@ -1,5 +1,6 @@
-"""Numbered ``.sql`` migrations, applied in order, each in its own transaction; then the
-vector indexes, built CONCURRENTLY outside any transaction (shortlist.db.vector_index).
+"""Numbered ``.sql`` migrations, applied in order, each in its own transaction; then the plain
+indexes of ``indexes.sql`` and the vector indexes (shortlist.db.vector_index), built
+CONCURRENTLY outside any transaction.
 
 Safe under concurrent starts: every migrator takes one session-level advisory lock first, so
 a second process waits and then finds nothing left to do.
@@ -18,11 +19,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
+from shortlist.db.sql import load_queries
 from shortlist.db.vector_index import (
     NO_OVERRIDES,
     BuildOverrides,
     active_space_indexes,
+    drop_index,
     ensure_vector_indexes,
+    index_is_valid,
 )
 
 log = logging.getLogger(__name__)
@@ -102,6 +106,27 @@ def _wait_for_lock(conn: psycopg.Connection[Any]) -> None:
         time.sleep(_LOCK_RETRY)
 
 
+PLAIN_INDEXES = load_queries("shortlist.db", "indexes.sql")
+"""Plain indexes built CONCURRENTLY after the numbered migrations, by name."""
+
+
+def ensure_plain_indexes(conn: psycopg.Connection[Any]) -> list[str]:
+    """Build each of :data:`PLAIN_INDEXES` that is missing, CONCURRENTLY (an invalid leftover
+    of an interrupted build is dropped first); returns the names built. ``conn``: autocommit."""
+    built: list[str] = []
+    for name, create in PLAIN_INDEXES.items():
+        state = index_is_valid(conn, name)
+        if state:
+            continue
+        if state is False:
+            log.warning("dropping invalid index %s (an interrupted build)", name)
+            drop_index(conn, name)
+        log.info("building index %s", name)
+        conn.execute(create)
+        built.append(name)
+    return built
+
+
 def retune_indexes(url: str, overrides: BuildOverrides = NO_OVERRIDES) -> list[str] | None:
     """Rebuild (CONCURRENTLY) each vector index of the active model space that no longer fits
     its table; returns the indexes built, or None when a migrator holds the lock (this round
@@ -144,6 +169,7 @@ def migrate(
                         (mig.version, mig.name),
                     )
                 applied.append(mig)
+            ensure_plain_indexes(conn)
             ensure_vector_indexes(
                 conn,
                 active_space_indexes(conn),

@@ -1,7 +1,8 @@
 """Facet counts of a job search: work mode, freshness, salary bands, top cities.
 
-Counted over the query's matches — its full-text matches plus the vector candidates the search
-ranked — under the request's filters, so every count says how many listings a click on it
+Counted over the query's matches — its full-text matches (of a broad word, only its newest:
+``shortlist.listings.search.BROAD_WINDOW``) plus the vector candidates the search ranked —
+under the request's filters, so every count says how many listings a click on it
 would leave. Counted by the search's own candidates statement (search.sql), on the rows its
 full-text list reads anyway; the cost against search p50 is measured by bench/bench_search.py.
 """

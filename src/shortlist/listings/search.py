@@ -1,13 +1,17 @@
 """Job search: vector retrieval, full-text retrieval, rerank by fusion.
 
 1. **Vector candidates** — the query's embedding against ``job_listings.embedding`` through
-   the HNSW index on cosine distance (``<=>``), with pgvector's iterative scan so that the
+   the vector index (HNSW, or IVFFlat on a large table: ``shortlist.db.vector_index``) on
+   cosine distance (``<=>``), with pgvector's iterative scan so that the
    location / salary filters still yield a full candidate list. A selective location filter
    is served by the trigram index and an exact scan instead: the planner's choice, which is
    why the statement is never prepared (see search.sql and ``search_jobs``).
-2. **Full-text candidates** — ``websearch_to_tsquery`` against ``search_tsv``, ranked by
+2. **Full-text candidates** — any of the query's words against ``search_tsv``, ranked by
    ``ts_rank_cd``. This also finds listings whose embedding is still pending, so a listing is
-   searchable the moment it is written, before the indexer gets to it.
+   searchable the moment it is written, before the indexer gets to it. A *broad* word (in more
+   than :data:`BROAD_MATCHES` listings by the planner's statistics) has only its
+   :data:`BROAD_WINDOW` newest matches ranked, so a word every listing has does not make a
+   search read every listing (at a million, "engineer" took seconds).
    Both lists come from one statement, and the page's listings from a second: two round
    trips per search. The first also counts the facets (``shortlist.listings.facets``) on
    the full-text matches it reads anyway; the second carries each hit's ``why``
@@ -51,6 +55,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+from psycopg import sql
 from pydantic import BaseModel
 
 from shortlist import metrics
@@ -87,9 +92,23 @@ CANDIDATES_WITH_FACETS = (
 
 # ... composed for each embedding model space.
 _IN_SPACE = SpaceStatements(
-    {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS}
+    {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},
+    listing_filters=sql.SQL(QUERIES["listing_filters"]),
 )
 
+
+def candidates_statement(space: ModelSpace, *, with_facets: bool = False) -> sql.Composed:
+    """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it."""
+    return _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
+
+
+BROAD_MATCHES = 20_000
+"""A query word more listings than this contain (by the planner's statistics) is *broad*: the
+text list ranks only its :data:`BROAD_WINDOW` newest matches (search.sql). Below it every match
+is ranked, so a corpus of fewer listings is searched exactly as before."""
+BROAD_WINDOW = 2_000
+"""The newest matches of the query's broad words that are ranked (never fewer than the
+fusion window)."""
 FIRST_WINDOW = 10
 EF_SEARCH = HNSW_EF_SEARCH
 """The HNSW candidate list every connection scans with (shortlist.db.pool); a search whose
@@ -314,13 +333,15 @@ async def search_jobs(
         "work_mode": work_mode,
         "posted_within_days": posted_within_days,
         "k": k,
+        "broad_matches": BROAD_MATCHES,
+        "broad_window": max(BROAD_WINDOW, k),
         **facet_counts.FACET_PARAMS,
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        statement = _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
+        statement = candidates_statement(space, with_facets=with_facets)
         cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]

@@ -1,5 +1,5 @@
 -- Job search (shortlist.listings.search): two candidate lists, fused in Python.
--- Both apply the same filters, written so that NULL means "no filter":
+-- Both apply the same filters (listing_filters), written so that NULL means "no filter":
 --   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
 --              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
 --              strpos) so the trigram index of migration 0006 can serve it: with a selective
@@ -14,60 +14,100 @@
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
+-- name: listing_filters
+-- The request's filters as listing l must pass them, spliced ({listing_filters}) into each
+-- scan of candidate_ctes: both lists and the facets obey the same ones.
+(%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
+       AND (%(salary_min)s::int IS NULL
+            OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
+       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
+       AND (%(posted_within_days)s::int IS NULL
+            OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
+
 -- name: candidate_ctes
 -- {embedding} and {halfvec}: the active model space's column and index type
 -- (shortlist.embedding.spaces); the query vector is of the same model.
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
---   vector  the k nearest embedded listings by cosine distance, through the HNSW index on the
---           half-precision vectors (shortlist.db.vector_index; its expression verbatim), then
---           numbered by the exact float4 distance (or, when
---           the location filter is selective, an exact scan of the rows the trigram index
---           finds: the planner's choice); skipped when the query has no vector (%(vector)s
---           NULL: the embedder failed, search degrades to full text)
+--   vector  the k nearest embedded listings by cosine distance, through the vector index on
+--           the half-precision vectors (shortlist.db.vector_index; its expression verbatim),
+--           then numbered by the exact float4 distance (or, when the location filter is
+--           selective, an exact scan of the rows the trigram index finds: the planner's
+--           choice); skipped when the query has no vector (%(vector)s NULL: the embedder
+--           failed, search degrades to full text)
 --   text    the k best full-text matches of any of the query's words (%(terms)s), the title
 --           weighted far above agency, place and description; also finds listings still
---           pending their first embedding. Only the order of ts_rank_cd is used.
+--           pending their first embedding. Only the order of ts_rank_cd is used. Every match
+--           of a *narrow* word is ranked; of a *broad* word (one that, by the planner's
+--           statistics, more than %(broad_matches)s listings contain: "engineer" on a tech
+--           board) only the %(broad_window)s newest matches are, read through the created_at
+--           index. Ranking every listing of a million that says "engineer" took seconds, and
+--           such a word barely tells one of them from another: the vector list does.
 --   facets  (candidates with facets only) one row whose jsonb holds the facet counts
---           (shortlist.listings.facets) over the query's matches: every full-text match plus the
---           k nearest. They reuse the text list's scan, which ranks every match anyway to find
---           its top k: all_matching is then read twice, so PostgreSQL materialises it; read
+--           (shortlist.listings.facets) over the query's matches: every full-text match (of a
+--           broad word, its newest %(broad_window)s) plus the k nearest. They reuse the text
+--           list's rows: all_matching is then read twice, so PostgreSQL materialises it; read
 --           once (no facets), it is inlined into a top-k sort.
 -- shortlist.listings.search puts the statement together from the four blocks below:
 --   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
-WITH query AS MATERIALIZED (
+WITH words AS MATERIALIZED (
+    -- Each query lexeme, quoted as tsquery input wants it (quotes and backslashes doubled, so
+    -- no word is read as an operator), and whether it is broad: its share of listings among
+    -- the most common lexemes ANALYZE keeps for search_tsv, times the table's rows. A lexeme
+    -- that is not among them, or a table not yet analysed, is narrow.
+    SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
+           coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
+      FROM unnest(to_tsvector('english', %(terms)s)) AS t
+     CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
+      LEFT JOIN LATERAL (
+           SELECT e.freq
+             FROM pg_stats AS st,
+                  unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs)
+                      AS e (lexeme, freq)
+            WHERE st.schemaname = 'public'
+              AND st.tablename = 'job_listings'
+              AND st.attname = 'search_tsv'
+              AND e.lexeme = t.lexeme
+           ) AS f ON true
+),
+query AS MATERIALIZED (
     SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery AS any_word,
-           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes
+           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes,
+           (SELECT string_agg(quoted, ' | ') FROM words WHERE NOT broad)::tsquery AS narrow,
+           (SELECT string_agg(quoted, ' | ') FROM words WHERE broad)::tsquery AS broad
 ),
 nearest AS MATERIALIZED (
-    SELECT id, {embedding} <=> %(vector)s::vector AS distance,
-           work_mode, city_location, currency_code, created_at,
-           coalesce(salary_max_ks, salary_min_ks) AS top_ks
-      FROM job_listings
+    SELECT l.id, l.{embedding} <=> %(vector)s::vector AS distance,
+           l.work_mode, l.city_location, l.currency_code, l.created_at,
+           coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
+      FROM job_listings AS l
      WHERE %(vector)s::vector IS NOT NULL
-       AND {embedding} IS NOT NULL
-       AND (%(location)s::text IS NULL OR city_location ILIKE %(location)s::text)
-       AND (%(salary_min)s::int IS NULL
-            OR coalesce(salary_max_ks, salary_min_ks) >= %(salary_min)s::int)
-       AND (%(work_mode)s::text IS NULL OR work_mode = %(work_mode)s::text)
-       AND (%(posted_within_days)s::int IS NULL
-            OR created_at >= now() - make_interval(days => %(posted_within_days)s::int))
-     ORDER BY {embedding}::{halfvec} <=> %(vector)s::vector::halfvec
+       AND l.{embedding} IS NOT NULL
+       AND {listing_filters}
+     ORDER BY l.{embedding}::{halfvec} <=> %(vector)s::vector::halfvec
      LIMIT %(k)s
+),
+text_hits AS (
+    SELECT l.id
+      FROM job_listings AS l, query
+     WHERE l.search_tsv @@ query.narrow
+       AND {listing_filters}
+    UNION
+    (SELECT l.id
+       FROM job_listings AS l, query
+      WHERE l.search_tsv @@ query.broad
+        AND {listing_filters}
+      ORDER BY l.created_at DESC
+      LIMIT %(broad_window)s)
 ),
 all_matching AS (
     SELECT l.id, l.created_at,
            ts_rank_cd('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
            l.work_mode, l.city_location, l.currency_code,
            coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
-      FROM job_listings AS l, query
-     WHERE l.search_tsv @@ query.any_word
-       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
-       AND (%(salary_min)s::int IS NULL
-            OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
-       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
-       AND (%(posted_within_days)s::int IS NULL
-            OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
+      FROM text_hits AS h
+      JOIN job_listings AS l ON l.id = h.id
+     CROSS JOIN query
 ),
 matching AS (
     SELECT id, created_at, text_rank
