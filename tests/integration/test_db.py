@@ -5,9 +5,16 @@ import threading
 import psycopg
 import pytest
 
-from shortlist.db.migrate import available_migrations, migrate, pending_migrations
+from shortlist.db.migrate import (
+    PLAIN_INDEXES,
+    available_migrations,
+    ensure_plain_indexes,
+    migrate,
+    pending_migrations,
+)
 from shortlist.db.pool import connect, single_statement
 from shortlist.db.types import AsyncPool
+from shortlist.db.vector_index import index_is_valid
 
 
 def test_migrations_are_idempotent_and_recorded(db_url: str) -> None:
@@ -43,6 +50,21 @@ def test_concurrent_migrators_apply_each_migration_once(pg_server: object) -> No
     assert sorted(results) == [0, 0, 0, len(available_migrations())]
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("DROP DATABASE concurrent_mig WITH (FORCE)")
+
+
+def test_plain_indexes_are_built_concurrently_and_an_interrupted_one_again(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        assert PLAIN_INDEXES  # job_listings_created_at_idx, at least
+        for name in PLAIN_INDEXES:
+            assert index_is_valid(conn, name) is True
+        assert ensure_plain_indexes(conn) == []  # nothing left to do
+        # What a killed CREATE INDEX CONCURRENTLY leaves: an index marked invalid.
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false"
+            " WHERE indexrelid = 'job_listings_created_at_idx'::regclass"
+        )
+        assert ensure_plain_indexes(conn) == ["job_listings_created_at_idx"]
+        assert index_is_valid(conn, "job_listings_created_at_idx") is True
 
 
 def test_listing_constraints_live_in_the_schema(db_url: str) -> None:
