@@ -12,8 +12,9 @@
    than :data:`BROAD_MATCHES` listings by the planner's statistics) has only its
    :data:`BROAD_WINDOW` newest matches ranked, so a word every listing has does not make a
    search read every listing (at a million, "engineer" took seconds).
-   Both lists come from one statement, and the page's listings from a second: two round
-   trips per search. The first also counts the facets (``shortlist.listings.facets``) on
+   Both lists come from one statement, and the page's listings from a second; before them,
+   a small one tells the query's narrow words from its broad ones: three round trips per
+   search. The first also counts the facets (``shortlist.listings.facets``) on
    the full-text matches it reads anyway; the second carries each hit's ``why``
    (``shortlist.listings.why``).
 3. **Rerank** — every listing either list found is scored on its own evidence (cosine
@@ -100,6 +101,16 @@ _IN_SPACE = SpaceStatements(
 def candidates_statement(space: ModelSpace, *, with_facets: bool = False) -> sql.Composed:
     """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it."""
     return _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
+
+
+async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
+    """``{"narrow": tsquery text, "broad": tsquery text}`` of ``terms`` (None: no such word),
+    for the candidates statement (search.sql, ``query_words``)."""
+    cur = await conn.execute(
+        QUERIES["query_words"], {"terms": terms, "broad_matches": BROAD_MATCHES}, prepare=False
+    )
+    row = await cur.fetchone()
+    return {"narrow": None, "broad": None} if row is None else dict(row)
 
 
 BROAD_MATCHES = 20_000
@@ -284,9 +295,9 @@ async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
 
 @asynccontextmanager
 async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[AsyncConn]:
-    """Two round trips per search: the candidate lists, then the page's listings, each one
-    autocommit statement on the session's HNSW settings. A window longer than their
-    candidate list (deep pages) widens it in a transaction of its own."""
+    """Three round trips per search: the query's words, the candidate lists, then the page's
+    listings, each one autocommit statement on the session's vector search settings. A window
+    longer than their candidate list (deep pages) widens it in a transaction of its own."""
     if not widen:
         async with single_statement(pool) as conn:
             yield conn
@@ -333,7 +344,6 @@ async def search_jobs(
         "work_mode": work_mode,
         "posted_within_days": posted_within_days,
         "k": k,
-        "broad_matches": BROAD_MATCHES,
         "broad_window": max(BROAD_WINDOW, k),
         **facet_counts.FACET_PARAMS,
     }
@@ -341,6 +351,7 @@ async def search_jobs(
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
+        params.update(await query_words(conn, params["terms"]))
         statement = candidates_statement(space, with_facets=with_facets)
         cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()

@@ -14,6 +14,33 @@
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
+-- name: query_words
+-- The query's words (%(terms)s) as two tsqueries of any of them: the narrow ones and the broad
+-- ones, those that by the statistics ANALYZE keeps of search_tsv (the share of listings that
+-- have each of its most common lexemes) more than %(broad_matches)s listings contain. A word
+-- not among those lexemes, or a table not yet analysed, is narrow. NULL: no word of that kind.
+-- Each lexeme is quoted as tsquery input wants it (quotes and backslashes doubled), so no word
+-- of a query is read as an operator.
+WITH words AS (
+    SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
+           coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
+      FROM unnest(to_tsvector('english', %(terms)s)) AS t
+     CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
+      LEFT JOIN LATERAL (
+           SELECT e.freq
+             FROM pg_stats AS st,
+                  unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs)
+                      AS e (lexeme, freq)
+            WHERE st.schemaname = 'public'
+              AND st.tablename = 'job_listings'
+              AND st.attname = 'search_tsv'
+              AND e.lexeme = t.lexeme
+           ) AS f ON true
+)
+SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
+       string_agg(quoted, ' | ') FILTER (WHERE broad) AS broad
+  FROM words
+
 -- name: listing_filters
 -- The request's filters as listing l must pass them, spliced ({listing_filters}) into each
 -- scan of candidate_ctes: both lists and the facets obey the same ones.
@@ -38,10 +65,10 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --   text    the k best full-text matches of any of the query's words (%(terms)s), the title
 --           weighted far above agency, place and description; also finds listings still
 --           pending their first embedding. Only the order of ts_rank_cd is used. Every match
---           of a *narrow* word is ranked; of a *broad* word (one that, by the planner's
---           statistics, more than %(broad_matches)s listings contain: "engineer" on a tech
---           board) only the %(broad_window)s newest matches are, read through the created_at
---           index. Ranking every listing of a million that says "engineer" took seconds, and
+--           of a *narrow* word (%(narrow)s, from query_words) is ranked; of a *broad* word
+--           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
+--           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
+--           read through the created_at index. Ranking every listing of a million that says "engineer" took seconds, and
 --           such a word barely tells one of them from another: the vector list does.
 --   facets  (candidates with facets only) one row whose jsonb holds the facet counts
 --           (shortlist.listings.facets) over the query's matches: every full-text match (of a
@@ -50,31 +77,9 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 --           once (no facets), it is inlined into a top-k sort.
 -- shortlist.listings.search puts the statement together from the four blocks below:
 --   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
-WITH words AS MATERIALIZED (
-    -- Each query lexeme, quoted as tsquery input wants it (quotes and backslashes doubled, so
-    -- no word is read as an operator), and whether it is broad: its share of listings among
-    -- the most common lexemes ANALYZE keeps for search_tsv, times the table's rows. A lexeme
-    -- that is not among them, or a table not yet analysed, is narrow.
-    SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
-           coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
-      FROM unnest(to_tsvector('english', %(terms)s)) AS t
-     CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
-      LEFT JOIN LATERAL (
-           SELECT e.freq
-             FROM pg_stats AS st,
-                  unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs)
-                      AS e (lexeme, freq)
-            WHERE st.schemaname = 'public'
-              AND st.tablename = 'job_listings'
-              AND st.attname = 'search_tsv'
-              AND e.lexeme = t.lexeme
-           ) AS f ON true
-),
-query AS MATERIALIZED (
+WITH query AS MATERIALIZED (
     SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery AS any_word,
-           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes,
-           (SELECT string_agg(quoted, ' | ') FROM words WHERE NOT broad)::tsquery AS narrow,
-           (SELECT string_agg(quoted, ' | ') FROM words WHERE broad)::tsquery AS broad
+           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes
 ),
 nearest AS MATERIALIZED (
     SELECT l.id, l.{embedding} <=> %(vector)s::vector AS distance,
@@ -88,14 +93,17 @@ nearest AS MATERIALIZED (
      LIMIT %(k)s
 ),
 text_hits AS (
+    -- The words as constants (query_words), not the query CTE's columns: the planner then
+    -- knows how many listings a word matches and reads a broad word's newest matches
+    -- through the created_at index instead of all of them.
     SELECT l.id
-      FROM job_listings AS l, query
-     WHERE l.search_tsv @@ query.narrow
+      FROM job_listings AS l
+     WHERE l.search_tsv @@ %(narrow)s::tsquery
        AND {listing_filters}
     UNION
     (SELECT l.id
-       FROM job_listings AS l, query
-      WHERE l.search_tsv @@ query.broad
+       FROM job_listings AS l
+      WHERE l.search_tsv @@ %(broad)s::tsquery
         AND {listing_filters}
       ORDER BY l.created_at DESC
       LIMIT %(broad_window)s)
