@@ -263,10 +263,6 @@ FACET_CASES: tuple[tuple[str, str], ...] = (
     ("words, ~1% match", " or engineer 17"),
 )
 FACET_TARGET = 1.2
-FACET_MAX_ROWS = 100_000
-"""The facet cost is measured up to this corpus size: at 1M the words case matches ~11,000
-listings and one search takes seconds under load, ~1,600 of them an hour."""
-
 
 @dataclass
 class CaseResult:
@@ -458,7 +454,7 @@ def run(ctx: Context) -> list[Record]:
                 f" load average {res.load:.1f}",
             )
         )
-    facets = asyncio.run(_measure_facets(ctx, fixture)) if fixture.rows <= FACET_MAX_ROWS else {}
+    facets = asyncio.run(_measure_facets(ctx, fixture))
     for case, (with_facets, without) in facets.items():
         records.append(
             Record(

@@ -13,10 +13,10 @@
    :data:`BROAD_WINDOW` newest matches ranked, so a word every listing has does not make a
    search read every listing (at a million, "engineer" took seconds).
    Both lists come from one statement, and the page's listings from a second; before them,
-   a small one tells the query's narrow words from its broad ones: three round trips per
-   search. The first also counts the facets (``shortlist.listings.facets``) on
-   the full-text matches it reads anyway; the second carries each hit's ``why``
-   (``shortlist.listings.why``).
+   a small one tells the query's narrow words from its broad ones (its answer reused for
+   :data:`WORDS_TTL` seconds): two or three round trips per search. The candidates
+   statement also counts the facets (``shortlist.listings.facets``) on the full-text matches
+   it reads anyway; the page's carries each hit's ``why`` (``shortlist.listings.why``).
 3. **Rerank** — every listing either list found is scored on its own evidence (cosine
    similarity, title words, title trigram similarity; see ``shortlist.relevance``): the
    estimated probability that it is relevant, fitted and checked on labelled postings
@@ -56,6 +56,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+from cachetools import TTLCache
 from psycopg import sql
 from pydantic import BaseModel
 
@@ -103,14 +104,31 @@ def candidates_statement(space: ModelSpace, *, with_facets: bool = False) -> sql
     return _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
 
 
+WORDS_TTL = 60.0
+"""Seconds a query's narrow / broad split is reused: it follows the table's statistics, which
+ANALYZE refreshes far less often, and a popular query is then one statement shorter."""
+_words: TTLCache[tuple[object, ...], dict[str, str | None]] = TTLCache(
+    maxsize=4096, ttl=WORDS_TTL, timer=time.monotonic
+)
+"""By database (host, port, name), terms and :data:`BROAD_MATCHES`."""
+
+
 async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
     """``{"narrow": tsquery text, "broad": tsquery text}`` of ``terms`` (None: no such word),
     for the candidates statement (search.sql, ``query_words``)."""
+    key = (conn.info.host, conn.info.port, conn.info.dbname, terms, BROAD_MATCHES)
+    cached = _words.get(key)
+    if cached is not None:
+        return cached
     cur = await conn.execute(
         QUERIES["query_words"], {"terms": terms, "broad_matches": BROAD_MATCHES}, prepare=False
     )
     row = await cur.fetchone()
-    return {"narrow": None, "broad": None} if row is None else dict(row)
+    words: dict[str, str | None] = {"narrow": None, "broad": None}
+    if row is not None:
+        words = {"narrow": row["narrow"], "broad": row["broad"]}
+    _words[key] = words
+    return words
 
 
 BROAD_MATCHES = 20_000
@@ -295,8 +313,8 @@ async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
 
 @asynccontextmanager
 async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[AsyncConn]:
-    """Three round trips per search: the query's words, the candidate lists, then the page's
-    listings, each one autocommit statement on the session's vector search settings. A window
+    """Up to three round trips per search: the query's words, the candidate lists, then the
+    page's listings, each one autocommit statement on the session's vector search settings. A window
     longer than their candidate list (deep pages) widens it in a transaction of its own."""
     if not widen:
         async with single_statement(pool) as conn:

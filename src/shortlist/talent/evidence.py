@@ -11,10 +11,10 @@ it asks for.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import TTLCache
 from psycopg import sql
 
 from shortlist.db.sql import load_queries
@@ -42,18 +42,18 @@ GIN scan of every row that has it, and the backfill scores each person of a sear
 the same query. A corpus's word frequencies move slowly; five minutes old is exact enough."""
 WEIGHTS_CACHED = 1024
 
-_weights: OrderedDict[tuple[str, int, str, str], tuple[float, QueryTerms]] = OrderedDict()
+_weights: TTLCache[tuple[str, int, str, str], QueryTerms] = TTLCache(
+    maxsize=WEIGHTS_CACHED, ttl=WEIGHTS_TTL, timer=time.monotonic
+)
 """By database (host, port, name) and terms."""
 
 
 async def query_terms(conn: AsyncConn, terms: str) -> QueryTerms:
     """``terms`` (the normalised query minus seniority words) with its lexeme weights."""
-    now = time.monotonic()
     key = (conn.info.host, conn.info.port, conn.info.dbname, terms)
     cached = _weights.get(key)
-    if cached is not None and now - cached[0] < WEIGHTS_TTL:
-        _weights.move_to_end(key)
-        return cached[1]
+    if cached is not None:
+        return cached
     cur = await conn.execute(QUERIES["query_lexeme_idf"], {"terms": terms})
     rows = await cur.fetchall()
     total = sum(float(r["idf"]) for r in rows)
@@ -62,8 +62,5 @@ async def query_terms(conn: AsyncConn, terms: str) -> QueryTerms:
         [str(r["lexeme"]) for r in rows],
         [float(r["idf"]) / total for r in rows] if total > 0 else [],
     )
-    _weights[key] = (now, weighted)
-    _weights.move_to_end(key)
-    while len(_weights) > WEIGHTS_CACHED:
-        _weights.popitem(last=False)
+    _weights[key] = weighted
     return weighted
