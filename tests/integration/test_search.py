@@ -23,6 +23,7 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.sql import like_pattern
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import (
+    HNSW,
     IVFFLAT,
     SEARCH_INDEXES,
     BuildOverrides,
@@ -267,51 +268,40 @@ async def rare_town_corpus(
         await conn.commit()
 
 
+async def search_the_rare_town(
+    db_url: str, embedder: FakeEmbedder, method: str
+) -> tuple[Any, str, int]:
+    """``search_jobs`` for :data:`NO_WORDS` in :data:`RARE` on a pool opened now (the session
+    settings as patched), the vector list's plan, and how many rows the same statement's vector
+    list brings without ``method``'s iterative scan (the control)."""
+    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
+    try:
+        result = await search_jobs(index_pool, embedder, NO_WORDS, size=10, location=RARE)
+        async with index_pool.connection() as conn:
+            qvec = np.asarray((await embedder.embed([NO_WORDS]))[0], dtype=np.float32)
+            plan = await explain_vector_candidates(conn, qvec, RARE)
+            await conn.execute(f"SET {method}.iterative_scan = off")
+            cur = await conn.execute(CANDIDATES, candidate_params(NO_WORDS, qvec, RARE))
+            without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
+    finally:
+        await index_pool.close()
+    return result, plan, without_iterative
+
+
+@pytest.mark.parametrize("method", ["hnsw", "ivfflat"])
 async def test_filtered_search_still_fills_the_page(
     db_url: str,
     pool: AsyncPool,
     embedder: FakeEmbedder,
     embed_pending: EmbedPending,
     monkeypatch: pytest.MonkeyPatch,
+    method: str,
 ) -> None:
-    """2,000 embedded listings, 1% in one town, size 10 → 10 hits. The HNSW index alone
-    returns its ef_search nearest rows and the filter then keeps ~1% of them; pgvector's
-    iterative scan (set by search_jobs) keeps walking the graph until the page is full."""
-    await rare_town_corpus(pool, embed_pending)
-    query = NO_WORDS
-    # The product's candidate list (1000) is half of this table; at the sizes it is meant for
-    # it is a sliver of the table, as 100 is of 2,000 rows.
-    monkeypatch.setattr("shortlist.db.pool.HNSW_EF_SEARCH", 100)
-    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
-    try:
-        result = await search_jobs(index_pool, embedder, query, size=10, location=RARE)
-        async with index_pool.connection() as conn:
-            qvec = np.asarray((await embedder.embed([query]))[0], dtype=np.float32)
-            plan = await explain_vector_candidates(conn, qvec, RARE)
-            # The control: the same index scan without iterative scan misses most rows.
-            await conn.execute("SET hnsw.iterative_scan = off")
-            cur = await conn.execute(CANDIDATES, candidate_params(query, qvec, RARE))
-            without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
-    finally:
-        await index_pool.close()
-    assert SEARCH_INDEXES[0].name in plan, plan
-    assert without_iterative < 10
-    assert len(result.hits) == 10
-    assert {h.listing.city_location for h in result.hits} == {RARE}
-    scores = [h.score for h in result.hits]
-    assert scores == sorted(scores, reverse=True)
-
-
-async def test_an_ivfflat_search_still_fills_the_page(
-    db_url: str,
-    pool: AsyncPool,
-    embedder: FakeEmbedder,
-    embed_pending: EmbedPending,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The same with an IVFFlat index (a table past 500k rows): 20 lists, 1 probe, so the
-    nearest list holds ~1 of the town's rows; pgvector's iterative scan (set on every pooled
-    connection) reads further lists until the page is full."""
+    """2,000 embedded listings, 1% in one town, size 10 → 10 hits, whichever vector index the
+    table has. HNSW alone returns its ef_search nearest rows and the filter then keeps ~1% of
+    them; IVFFlat (a table past 500k rows) with 20 lists and 1 probe reads one list, which
+    holds ~1 of the town's rows. pgvector's iterative scan (set on every pooled connection)
+    keeps walking the graph, or reading lists, until the page is full."""
     listings = SEARCH_INDEXES[0]
 
     def build_ivfflat() -> None:
@@ -319,25 +309,19 @@ async def test_an_ivfflat_search_still_fills_the_page(
         with psycopg.connect(db_url, autocommit=True) as conn:
             ensure_vector_indexes(conn, [listings], lists_20, retune=True)
 
-    await rare_town_corpus(pool, embed_pending, build_ivfflat)
+    await rare_town_corpus(pool, embed_pending, build_ivfflat if method == IVFFLAT else None)
+    # The product's candidate list (1000 rows; 50 of ~1,000-row lists) is half of this table
+    # or all of it; at the sizes it is meant for it is a sliver of the table, as these are.
+    monkeypatch.setattr("shortlist.db.pool.HNSW_EF_SEARCH", 100)
     monkeypatch.setattr("shortlist.db.pool.IVFFLAT_PROBES", 1)
     monkeypatch.setattr("shortlist.db.pool.IVFFLAT_MAX_PROBES", 20)
-    index_pool = await open_async_pool(db_url, min_size=1, max_size=2)
-    try:
-        result = await search_jobs(index_pool, embedder, NO_WORDS, size=10, location=RARE)
-        async with index_pool.connection() as conn:
-            qvec = np.asarray((await embedder.embed([NO_WORDS]))[0], dtype=np.float32)
-            plan = await explain_vector_candidates(conn, qvec, RARE)
-            # The control: the same scan without the iterative scan reads one list only.
-            await conn.execute("SET ivfflat.iterative_scan = off")
-            cur = await conn.execute(CANDIDATES, candidate_params(NO_WORDS, qvec, RARE))
-            without_iterative = sum(r["list"] == "vector" for r in await cur.fetchall())
-    finally:
-        await index_pool.close()
-    assert listings.name_for(IVFFLAT) in plan, plan
+    result, plan, without_iterative = await search_the_rare_town(db_url, embedder, method)
+    assert listings.name_for(IVFFLAT if method == IVFFLAT else HNSW) in plan, plan
     assert without_iterative < 10
     assert len(result.hits) == 10
     assert {h.listing.city_location for h in result.hits} == {RARE}
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
 
 
 def candidate_params(query: str, qvec: Any, location: str) -> dict[str, Any]:
