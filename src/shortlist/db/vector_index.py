@@ -23,8 +23,8 @@ bench/bench_search.py measures the recall this costs (none that re-ranking would
 * **IVFFlat** above it: k-means on a sample picks :func:`ivfflat_lists` centres, every row goes
   to the list of its nearest centre, and a search reads the rows of the
   ``shortlist.db.vector_search.IVFFLAT_PROBES`` lists nearest the query. At a million rows it
-  builds in 42 s and reaches recall@10 0.99 (unfiltered, 10 % and 1 % filters) with a bare
-  statement of 30–34 ms. Up to a million rows a list holds about 1,000 rows, so a search
+  builds in 42–44 s and reaches recall@10 0.99 (unfiltered, 10 % and 1 % filters) with a
+  bare statement of 30–40 ms. Up to a million rows a list holds about 1,000 rows, so a search
   reads about 50,000 whatever the size; above, lists grow as √rows (pgvector's advice, which
   bounds the build's row-by-centre comparisons), so a search reads more rows and takes longer,
   while recall holds. Its weakness is that the centres are fixed at the build: an index whose
