@@ -264,6 +264,7 @@ FACET_CASES: tuple[tuple[str, str], ...] = (
 )
 FACET_TARGET = 1.2
 
+
 @dataclass
 class CaseResult:
     recall: float

@@ -3,7 +3,7 @@
 --   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
 --              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
 --              strpos) so the trigram index of migration 0006 can serve it: with a selective
---              filter the planner scans the matching rows exactly instead of the HNSW graph.
+--              filter the planner scans the matching rows exactly instead of the vector index.
 --   salary_min thousands; a listing qualifies by its top figure (max, or min when only a
 --              minimum is advertised); listings without any salary never match this filter
 --   work_mode  remote | hybrid | onsite
@@ -68,8 +68,9 @@ SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
 --           of a *narrow* word (%(narrow)s, from query_words) is ranked; of a *broad* word
 --           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
 --           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
---           read through the created_at index. Ranking every listing of a million that says "engineer" took seconds, and
---           such a word barely tells one of them from another: the vector list does.
+--           read through the created_at index. Ranking every listing of a million that says
+--           "engineer" took seconds, and such a word barely tells one of them from another:
+--           the vector list does.
 --   facets  (candidates with facets only) one row whose jsonb holds the facet counts
 --           (shortlist.listings.facets) over the query's matches: every full-text match (of a
 --           broad word, its newest %(broad_window)s) plus the k nearest. They reuse the text
