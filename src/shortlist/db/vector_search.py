@@ -25,8 +25,9 @@ returns them in exact order of the indexed distance; the true neighbours it lose
 filed under a centre further away. On the million-listing benchmark's 400 tuning queries
 (bench/README.md), unfiltered recall@10 was 0.974 at 30 probes, 0.989 at 40 and 0.995 at 50,
 for a bare statement of 16, 23 and 28 ms; 50 is the first with a margin over 0.98 with the
-filters too, and on the 200 held-out queries the benchmark reports it gave 0.992–0.996. The iterative scan reads further lists, up to
-:data:`IVFFLAT_MAX_PROBES`, while a filter has left fewer rows than the LIMIT.
+filters too, and on the 200 held-out queries the benchmark reports it gave 0.992–0.996.
+The iterative scan reads further lists, up to :data:`IVFFLAT_MAX_PROBES`, while a filter has
+left fewer rows than the LIMIT.
 
 All are session settings of every pooled connection (``shortlist.db.pool``).
 """
