@@ -39,6 +39,7 @@ from shortlist.listings.search import (
     candidates_statement,
     fuse,
     fusion_windows,
+    query_words,
     search_jobs,
 )
 from shortlist.queue.notify import Notifier
@@ -628,3 +629,15 @@ async def test_a_broad_word_ranks_only_its_newest_matches(
     fpga = {f"FPGA Platform Engineer {i}" for i in range(5)}
     assert fpga <= set(titles) and fpga <= set(broad_titles)
     assert set(broad_titles) - fpga <= {f"Platform Engineer {i}" for i in range(250, 300)}
+
+
+async def test_quotes_backslashes_and_operators_in_a_query_are_words(
+    pool: AsyncPool, embedder: FakeEmbedder
+) -> None:
+    await insert(pool, [listing("O'Neil's FPGA Engineer", "Cedar Labs", "Berlin", "Tools.")])
+    async with pool.connection() as conn:
+        words = await query_words(conn, "o'neil's c:\\tools & | !go 'fpga'")
+    assert words["broad"] is None  # an unanalysed table has no broad word
+    assert words["narrow"] is not None and "'fpga'" in words["narrow"]
+    result = await search_jobs(pool, embedder, "o'neil's c:\\tools & | !go 'fpga'", size=5)
+    assert [h.listing.job_title for h in result.hits] == ["O'Neil's FPGA Engineer"]

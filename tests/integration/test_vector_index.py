@@ -30,7 +30,7 @@ from shortlist.db.vector_index import (
     SEARCH_INDEXES,
     BuildOverrides,
     PhysicalIndex,
-    build_hnsw,
+    build_index,
     ensure_vector_indexes,
     graph_bytes,
     index_is_valid,
@@ -130,11 +130,11 @@ def test_an_interrupted_build_is_replaced_and_the_settings_logged(
         )
         assert index_is_valid(conn, index.name) is False
         with caplog.at_level(logging.INFO, logger="shortlist.db.vector_index"):
-            report = build_hnsw(conn, index.table, index.column_expr, index.dim, name=index.name)
+            report = build_index(conn, index)
         assert report is not None
-        assert report.plan.m == 16
+        assert (report.plan.method, report.plan.m) == (HNSW, 16)
         assert index_is_valid(conn, index.name) is True
-        assert build_hnsw(conn, index.table, index.column_expr, index.dim, name=index.name) is None
+        assert build_index(conn, index) is None
     logged = [r.getMessage() for r in caplog.records if "building hnsw index" in r.getMessage()]
     assert len(logged) == 1
     assert "ef_construction=128" in logged[0]
@@ -143,7 +143,7 @@ def test_an_interrupted_build_is_replaced_and_the_settings_logged(
 def test_a_build_needs_an_autocommit_connection(db_url: str) -> None:
     index = SEARCH_INDEXES[0]
     with psycopg.connect(db_url) as conn, pytest.raises(ValueError, match="autocommit"):
-        build_hnsw(conn, index.table, index.column_expr, index.dim, name="another_idx")
+        build_index(conn, index)
 
 
 # --- retuning, and searches on IVFFlat ---------------------------------------------------------

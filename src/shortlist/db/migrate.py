@@ -173,7 +173,7 @@ def migrate(
             ensure_vector_indexes(
                 conn,
                 active_space_indexes(conn),
-                overrides=index_build or BuildOverrides(),
+                overrides=index_build or NO_OVERRIDES,
                 retune=retune,
             )
         finally:

@@ -56,7 +56,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, LiteralString
 
 import psutil
@@ -90,8 +90,9 @@ IVFFLAT_MAX_LISTS = 32768
 IVFFLAT_SAMPLES_PER_LIST = 50
 """k-means sample rows per list (pgvector's ivfbuild.c), for the build memory."""
 RETUNE_FACTOR = 2.0
-"""An IVFFlat index whose list count is this far (either way) from the table's plan is
-rebuilt by :func:`retune`: its lists hold twice (or half) the rows the searches were tuned for."""
+"""An IVFFlat index whose list count is this far (either way) from the table's plan no longer
+fits (:func:`needs_retune`): its lists hold twice (or half) the rows the searches were tuned
+for. ``shortlist.indexer.retune`` or ``shortlist migrate --retune`` rebuilds it."""
 PARALLEL_MIN_ROWS = 50_000
 """Below this the build takes seconds and parallel workers are not worth their start-up."""
 MIN_BUILD_MEMORY_MB = 64
@@ -146,29 +147,37 @@ class BuildPlan:
 
 @dataclass(frozen=True)
 class VectorIndex:
-    """A vector index on an embedding expression, cosine distance: HNSW under :attr:`name`,
-    IVFFlat under :attr:`ivfflat_name` (one of the two exists once built)."""
+    """The vector index of one embedding column of one corpus table, on its half-precision
+    expression, cosine distance: HNSW under :attr:`name`, IVFFlat under :attr:`ivfflat_name`
+    (one of the two exists once built)."""
 
     table: str
-    name: str
-    column_expr: str
-    """The indexed expression; queries must order by exactly this expression to use it."""
+    column: str
+    """The embedding column: the build is sized from the rows that have a vector in it (a
+    table still being embedded has many without)."""
     dim: int
-    opclass: str = "halfvec_cosine_ops"
     replaces: str | None = None
     """An index this one supersedes: dropped (CONCURRENTLY) once this one is valid."""
-    bytes_per_value: int = 2
-    """2 for halfvec, 4 for vector."""
-    ivfflat_name: str | None = None
-    """Default: :attr:`name` with ``_ivfflat`` appended."""
-    column: str | None = None
-    """The embedding column: the build is sized from the rows that have a vector in it (a
-    table still being embedded has many without). None: from every row."""
+
+    opclass = "halfvec_cosine_ops"
+    bytes_per_value = 2
+    """Half precision."""
+
+    @property
+    def name(self) -> str:
+        return index_name(self.table, self.column)
+
+    @property
+    def ivfflat_name(self) -> str:
+        return ivfflat_index_name(self.table, self.column)
+
+    @property
+    def column_expr(self) -> str:
+        """The indexed expression; queries must order by exactly this expression to use it."""
+        return halfvec_expr(self.column, self.dim)
 
     def name_for(self, method: Method) -> str:
-        if method == HNSW:
-            return self.name
-        return self.ivfflat_name or f"{self.name}_ivfflat"
+        return self.name if method == HNSW else self.ivfflat_name
 
     def physical_names(self) -> list[str]:
         """Every name an index of this one may have: each method's, and each rebuild's."""
@@ -222,12 +231,9 @@ def space_indexes(column: str, dim: int) -> tuple[VectorIndex, ...]:
     return tuple(
         VectorIndex(
             table,
-            index_name(table, column),
-            halfvec_expr(column, dim),
+            column,
             dim,
             replaces=f"{table}_embedding_hnsw_idx" if column == "embedding" else None,
-            ivfflat_name=ivfflat_index_name(table, column),
-            column=column,
         )
         for table in CORPUS_TABLES
     )
@@ -279,7 +285,7 @@ def planned_method(rows: int, current: Method | None = None) -> Method:
 def plan_build(
     rows: int,
     dim: int,
-    overrides: BuildOverrides = BuildOverrides(),
+    overrides: BuildOverrides = NO_OVERRIDES,
     *,
     current: Method | None = None,
     bytes_per_value: int = 2,
@@ -351,20 +357,9 @@ def physical_indexes(conn: Conn, index: VectorIndex) -> dict[str, PhysicalIndex]
     }
 
 
-def table_rows(conn: Conn, table: str) -> int:
-    """The planner's estimate when there is one, else an exact count."""
-    estimate = _one(conn, QUERIES["estimated_rows"], {"table": table})
-    if isinstance(estimate, int) and estimate >= 0:
-        return estimate
-    count = sql.SQL(QUERIES["count_rows"]).format(table=sql.Identifier(table))
-    return int(_one(conn, count, {}) or 0)
-
-
 def vector_rows(conn: Conn, index: VectorIndex) -> int:
     """The rows ``index`` will hold: those with a vector in its column (the planner's estimate
-    when there is one, else a count), or :func:`table_rows` when it names no column."""
-    if index.column is None:
-        return table_rows(conn, index.table)
+    when there is one, else a count)."""
     params: dict[str, object] = {"table": index.table, "column": index.column}
     estimate = _one(conn, QUERIES["estimated_vectors"], params)
     if isinstance(estimate, int) and estimate >= 0:
@@ -423,7 +418,7 @@ def _finish_rebuild(conn: Conn, index: VectorIndex, built: str) -> str:
 def build_index(
     conn: Conn,
     index: VectorIndex,
-    overrides: BuildOverrides = BuildOverrides(),
+    overrides: BuildOverrides = NO_OVERRIDES,
     *,
     retune: bool = True,
 ) -> BuildReport | None:
@@ -489,27 +484,10 @@ def _index_bytes(conn: Conn, name: str) -> int:
     return int(_one(conn, QUERIES["index_bytes"], {"index": name}) or 0)
 
 
-def build_hnsw(
-    conn: Conn,
-    table: str,
-    column_expr: str,
-    dim: int,
-    *,
-    name: str,
-    opclass: str = "halfvec_cosine_ops",
-    overrides: BuildOverrides = BuildOverrides(),
-    bytes_per_value: int = 2,
-) -> BuildReport | None:
-    """:func:`build_index` of an HNSW index ``name`` on ``table (column_expr)``, whatever the
-    table's size; None when a valid index of that name exists already."""
-    index = VectorIndex(table, name, column_expr, dim, opclass, bytes_per_value=bytes_per_value)
-    return build_index(conn, index, replace(overrides, method=HNSW), retune=False)
-
-
 def ensure_vector_indexes(
     conn: Conn,
     indexes: Sequence[VectorIndex] = SEARCH_INDEXES,
-    overrides: BuildOverrides = BuildOverrides(),
+    overrides: BuildOverrides = NO_OVERRIDES,
     *,
     retune: bool = False,
 ) -> list[BuildReport]:

@@ -41,9 +41,6 @@ SELECT (c.reltuples * (1 - s.null_frac))::bigint AS n
 -- name: count_vectors
 SELECT count({column}) AS n FROM {table}
 
--- name: count_rows
-SELECT count(*) AS n FROM {table}
-
 -- name: index_bytes
 SELECT pg_relation_size(to_regclass(%(index)s)) AS n
 

@@ -19,10 +19,10 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 -- ones, those that by the statistics ANALYZE keeps of search_tsv (the share of listings that
 -- have each of its most common lexemes) more than %(broad_matches)s listings contain. A word
 -- not among those lexemes, or a table not yet analysed, is narrow. NULL: no word of that kind.
--- Each lexeme is quoted as tsquery input wants it (quotes and backslashes doubled), so no word
--- of a query is read as an operator.
+-- Each lexeme is quoted as tsquery input wants it (shortlist_quote_lexeme, migration 0016), so
+-- no word of a query is read as an operator.
 WITH words AS (
-    SELECT '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
+    SELECT shortlist_quote_lexeme(t.lexeme) AS quoted,
            coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
       FROM unnest(to_tsvector('english', %(terms)s)) AS t
      CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c

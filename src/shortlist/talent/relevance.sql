@@ -6,16 +6,14 @@
 -- lexeme everyone has). A word nearly everyone has ("engineer") then says little about who
 -- fits and a rare one ("recruiting", "fpga") a lot. Counted, not estimated from pg_stats: exact
 -- on a fresh corpus, and one GIN lookup per query word. The lexeme is quoted as tsquery input
--- wants it (quotes and backslashes doubled), so no word of a query is read as an operator.
+-- wants it (shortlist_quote_lexeme, migration 0016), so no word is read as an operator.
 SELECT t.lexeme,
        ln(1 + (n.total - d.df + 0.5) / (d.df + 0.5)) AS idf
   FROM unnest(to_tsvector('english', %(terms)s)) AS t,
        (SELECT count(*)::float8 AS total FROM candidates) AS n,
        LATERAL (SELECT count(*)::float8 AS df
                   FROM candidates c
-                 WHERE c.search_tsv
-                       @@ ('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || ''':A')
-                          ::tsquery) AS d
+                 WHERE c.search_tsv @@ (shortlist_quote_lexeme(t.lexeme) || ':A')::tsquery) AS d
  ORDER BY t.lexeme
 
 -- name: title_match
