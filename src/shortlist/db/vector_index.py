@@ -364,10 +364,13 @@ def vector_rows(conn: Conn, index: VectorIndex) -> int:
     estimate = _one(conn, QUERIES["estimated_vectors"], params)
     if isinstance(estimate, int) and estimate >= 0:
         return estimate
-    count = sql.SQL(QUERIES["count_vectors"]).format(
+    return int(_one(conn, _count_vectors(index), {}) or 0)
+
+
+def _count_vectors(index: VectorIndex) -> sql.Composed:
+    return sql.SQL(QUERIES["count_vectors"]).format(
         table=sql.Identifier(index.table), column=sql.Identifier(index.column)
     )
-    return int(_one(conn, count, {}) or 0)
 
 
 def drop_index(conn: Conn, name: str) -> None:
@@ -518,13 +521,14 @@ async def index_report(
         )
         out: list[dict[str, Any]] = []
         for index in indexes:
+            # As vector_rows: the planner's estimate, or a count before the first ANALYZE.
             params = {"table": index.table, "column": index.column}
             await cur.execute(QUERIES["estimated_vectors"], params)
             row = await cur.fetchone()
-            if row is None:  # before the first ANALYZE: every row
-                await cur.execute(QUERIES["estimated_rows"], params)
+            if row is None:
+                await cur.execute(_count_vectors(index))
                 row = await cur.fetchone()
-            rows = max(0, int(row["n"])) if row is not None and row["n"] is not None else 0
+            rows = int(row["n"] or 0) if row is not None else 0
             await cur.execute(QUERIES["physical_indexes"], {"names": index.physical_names()})
             for r in await cur.fetchall():
                 p = PhysicalIndex(r["name"], r["method"], bool(r["valid"]), int(r["lists"] or 0))

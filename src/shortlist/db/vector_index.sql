@@ -24,10 +24,6 @@ SELECT c.relname AS name,
    AND c.relnamespace = 'public'::regnamespace
  ORDER BY c.relname
 
--- name: estimated_rows
--- The planner's row estimate (-1 before the first ANALYZE or VACUUM).
-SELECT reltuples::bigint AS n FROM pg_class WHERE oid = to_regclass(%(table)s)
-
 -- name: estimated_vectors
 -- The planner's estimate of the rows with a vector in the column: rows × (1 − null_frac); no
 -- row before the first ANALYZE of the table.
