@@ -50,6 +50,7 @@ from bench.talent_support import (
     read_timeline,
     recruiter,
     running_backfill_workers,
+    simulator_config,
     start_backfill_search,
     wait_until,
 )
@@ -168,6 +169,8 @@ async def _deployment(
     scale: float,
     embedder: Any,
     share: list[tuple[int, dict[str, Any]]],
+    *,
+    deployments: int = 1,
 ) -> list[tuple[int, Timeline]]:
     """One isolated deployment (own database, pool, listener, provider gates and workers)
     running its share of the searches one after another."""
@@ -175,7 +178,7 @@ async def _deployment(
 
     from shortlist.bootstrap import open_services
 
-    settings = backfill_settings(url, sim_url, scale)
+    settings = backfill_settings(url, sim_url, scale, deployments=deployments)
     deadline = 300.0 * scale  # five simulator minutes per search
     out: list[tuple[int, Timeline]] = []
     async with (
@@ -209,7 +212,7 @@ async def run_product(
     shares = _shares(briefs(n), len(urls))
     parts = await asyncio.gather(
         *(
-            _deployment(ctx, url, sim_url, scale, embedder, share)
+            _deployment(ctx, url, sim_url, scale, embedder, share, deployments=len(urls))
             for url, share in zip(urls, shares, strict=True)
         )
     )
@@ -619,14 +622,14 @@ def records(run: BackfillRun, n: int) -> list[Record]:
 
 
 def run(ctx: Context) -> list[Record]:
-    from shortlist.simulator import SimulatorConfig, SimulatorServer
+    from shortlist.simulator import SimulatorServer
 
     n = int(ctx.options.get("searches") or ctx.size(100, 2))
     parallel = int(ctx.options.get("parallel") or ctx.size(PARALLEL, 1))
     scale = _time_scale(ctx)
     embedder = _embedder(ctx)
     urls = [ctx.pg.create_database(f"bench_backfill_{k}") for k in range(parallel)]
-    config = SimulatorConfig(time_scale=scale)
+    config = simulator_config(scale)
     ctx.log(
         f"backfill: {n} searches in {parallel} isolated deployment(s), time scale {scale:g}"
         f" (enrichment ~{8 * scale:.2f}s)"

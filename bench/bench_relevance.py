@@ -689,8 +689,41 @@ def floor_check(url: str, embedder: Any, queries: Sequence[Query]) -> dict[str, 
     }
 
 
+def constrained_records(
+    ctx: Context, url: str, embedder: Any, base: Sequence[Query]
+) -> list[Record]:
+    """P@10 of the constrained variants of the candidate briefs, and how many backfill."""
+    from bench import relevance_constrained
+
+    rows = relevance_constrained.evaluate(url, embedder, base)
+    summary = relevance_constrained.summary(rows)
+    (ctx.results_dir / "relevance-constrained.json").write_text(
+        json.dumps({"summary": summary, "briefs": rows}, indent=1) + "\n", encoding="utf-8"
+    )
+    ctx.log(f"relevance: constrained briefs {json.dumps(summary)}")
+    out = [
+        report(NAME, f"candidates constrained {key}", float(value))
+        for key, value in summary.items()
+        if key.endswith("P@10")
+    ]
+    out.append(
+        report(
+            NAME,
+            "candidates constrained briefs whose backfill started",
+            float(summary["backfill started"]),
+            note=f"of {summary['briefs']} constrained briefs",
+        )
+    )
+    return out
+
+
 def run(ctx: Context) -> list[Record]:
     embedder = _embedder(ctx)
+    if os.environ.get("SHORTLIST_BENCH_RELEVANCE_PARTS") == "constrained":
+        # Only the constrained candidate briefs (a quick before/after of the brief's rules).
+        cand_url = prepare_candidates(ctx, embedder)
+        ctx.results_dir.mkdir(parents=True, exist_ok=True)
+        return constrained_records(ctx, cand_url, embedder, candidate_queries(cand_url))
     job_url, job_source = prepare_jobs(ctx, embedder)
     job_q, job_res = evaluate_jobs(job_url, job_source, embedder)
     cand_url = prepare_candidates(ctx, embedder)
@@ -735,4 +768,5 @@ def run(ctx: Context) -> list[Record]:
             note=f"{floor['backfilling_queries']} of {len(cand_q)} briefs backfill",
         )
     )
+    records += constrained_records(ctx, cand_url, embedder, cand_q)
     return records

@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "search": "bench.bench_search",
     "search-http": "bench.bench_search_http",
     "backfill": "bench.bench_backfill",
+    "briefs": "bench.bench_briefs",
     "load": "bench.bench_load",
     "relevance": "bench.bench_relevance",
     "first-run": "bench.bench_first_run",

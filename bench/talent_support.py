@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shortlist.config import Settings
-from shortlist.simulator import LOCATIONS, ROLE_FAMILIES
+from shortlist.simulator import LOCATIONS, ROLE_FAMILIES, SimulatorConfig
 
 DEFAULT_TIME_SCALE = 0.1
 """Simulator latencies ×0.1: enrichment ~0.8 s, discovery ~0.15 s, a hang 9 s. The client's
@@ -80,9 +80,25 @@ def briefs(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) -> Settings:
-    """The product defaults, with every external-call timing scaled like the simulator."""
+def simulator_config(scale: float) -> SimulatorConfig:
+    """The simulator at ``scale``: its latencies and its vendors' rate windows scaled alike (PDL's
+    minute, SerpApi's hour), so a limit per window means what it means in production."""
+    defaults = SimulatorConfig()
+    return SimulatorConfig(
+        time_scale=scale,
+        rate_window_s=defaults.rate_window_s * scale,
+        serpapi_window_s=defaults.serpapi_window_s * scale,
+    )
+
+
+def backfill_settings(
+    url: str, sim_url: str, scale: float, *, deployments: int = 1, **overrides: Any
+) -> Settings:
+    """The product defaults, with every external-call timing and rate window scaled like the
+    simulator. ``deployments`` isolated deployments share one vendor key, as processes of one
+    deployment would: each gets its share of every per-window limit."""
     defaults = Settings()
+    share = max(1, deployments)
     values: dict[str, Any] = {
         "database_url": url,
         "load_sample_data": False,
@@ -94,6 +110,11 @@ def backfill_settings(url: str, sim_url: str, scale: float, **overrides: Any) ->
         "discovery_timeout": defaults.discovery_timeout * scale,
         "enrichment_timeout": defaults.enrichment_timeout * scale,
         "retry_delay": defaults.retry_delay * scale,
+        "pdl_window_seconds": defaults.pdl_window_seconds * scale,
+        "serpapi_window_seconds": defaults.serpapi_window_seconds * scale,
+        "pdl_search_rate_limit": max(1, defaults.pdl_search_rate_limit // share),
+        "pdl_enrich_rate_limit": max(1, defaults.pdl_enrich_rate_limit // share),
+        "serpapi_rate_limit": max(1, defaults.serpapi_rate_limit // share),
         "log_level": "WARNING",
     }
     return Settings(**(values | overrides))

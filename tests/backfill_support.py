@@ -28,6 +28,7 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services, backfill_workers, shared_sources
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.places import Place
 from shortlist.queue import QueueWorker
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
@@ -294,7 +295,7 @@ class ScriptedSources:
     ) -> DiscoveryPage:
         return await self._page(page)
 
-    async def search(self, text: str, page: int) -> DiscoveryPage:
+    async def search(self, text: str, page: int, place: Place | None = None) -> DiscoveryPage:
         return await self._page(page)
 
     async def enrich(self, external_id: str) -> Profile:

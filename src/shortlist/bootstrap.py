@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Sequ
 from dataclasses import dataclass, field
 from typing import Any
 
+from shortlist import places
 from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.db.pool import open_async_pool
@@ -108,8 +109,12 @@ async def open_services(
     services = Services(settings, database_url, pool, notifier, spaces, sources)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None
+    # The gazetteer takes a few seconds to index: built off the event loop, beside the model,
+    # so no request's brief waits for it.
+    gazetteer = asyncio.create_task(asyncio.to_thread(places.load), name="shortlist-gazetteer")
     try:
         await spaces.adopt(*configured_model(settings))
+        await gazetteer
         watcher = asyncio.create_task(
             spaces.watch(notifier.subscribe(channels.MODELS), stop_watching),
             name="shortlist-embedding-models",
@@ -126,6 +131,8 @@ async def open_services(
         stop_watching.set()
         if watcher is not None:
             await watcher
+        if not gazetteer.done():
+            await asyncio.wait([gazetteer])  # a thread cannot be cancelled: let it finish
         closers = [services.reads.close()]
         if services.sources is not None:
             closers.append(services.sources.aclose())

@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     internal_min_score: float = Field(0.5, ge=0)
     """Least score (estimated probability of relevance, shortlist.relevance) of any result: an
     internal hit, or a backfilled person (below it: ``below_threshold``)."""
+    unmet_brief: Literal["exclude"] = "exclude"
+    """What becomes of a hit failing the brief's place (another country) or minimum years:
+    ``exclude`` — not a result, and not counted toward the target (shortlist.talent.constraints).
+    """
     backfill_concurrency: int = Field(8, ge=1)
     """Candidates processed at once per worker process."""
     provider_concurrency: int = Field(4, ge=1)
@@ -106,10 +110,27 @@ class Settings(BaseSettings):
     """Sent as PDL's ``X-Api-Key``; unset with the simulator: the simulator's key."""
     serp_api_key: str = ""
     """Sent as SerpApi's ``api_key``; unset with the simulator: the simulator's key."""
-    talent_rate_limit: int = Field(600, ge=0)
-    """Requests per minute to the talent provider, shared by every process (0 = no limit)."""
-    serp_rate_limit: int = Field(300, ge=0)
-    """Requests per minute to the SERP provider, shared by every process (0 = no limit)."""
+    # Rate limits, one gate per vendor endpoint, shared by every process (0 = no limit). The
+    # defaults are the documented plan defaults (PDL "Usage Limits" / "Fix 429 rate limit
+    # errors": per key, per endpoint, fixed 60 s windows; Person Search 10/min, Enrichment
+    # 100/min on free plans. SerpApi pricing: the smallest paid plan's hourly throughput).
+    pdl_search_rate_limit: int = Field(10, ge=0)
+    """Person Search requests per PDL window (``pdl:search``)."""
+    pdl_enrich_rate_limit: int = Field(100, ge=0)
+    """Person Enrichment requests per PDL window (``pdl:enrich``)."""
+    pdl_window_seconds: float = Field(60.0, gt=0)
+    """Length of PDL's fixed rate-limit window (60 s; tests shorten it)."""
+    serpapi_rate_limit: int = Field(1000, ge=0)
+    """SerpApi searches per window (``serpapi``; the Account API's
+    ``account_rate_limit_per_hour`` tightens it)."""
+    serpapi_window_seconds: float = Field(3600.0, gt=0)
+    """Length of SerpApi's throughput window (an hour; tests shorten it)."""
+    pdl_min_likelihood: int = Field(6, ge=0, le=10)
+    """PDL enrichment's ``min_likelihood``: weaker matches answer 404 and are not billed."""
+    talent_rate_limit: int | None = None
+    """Removed (one limit for both PDL endpoints): refused when set, see ``_consistent``."""
+    serp_rate_limit: int | None = None
+    """Removed (SerpApi limits per hour): refused when set, see ``_consistent``."""
     search_credit_budget: int = Field(100, ge=0)
     """Provider credits one search may spend before its backfill stops (0 = no budget)."""
     simulator_api_key: str = "simulator-key"
@@ -171,6 +192,19 @@ class Settings(BaseSettings):
                 "the pool's maximum must not be below its minimum",
             ),
         )
+        removed = (
+            (
+                "talent_rate_limit",
+                "SHORTLIST_PDL_SEARCH_RATE_LIMIT and SHORTLIST_PDL_ENRICH_RATE_LIMIT",
+            ),
+            ("serp_rate_limit", "SHORTLIST_SERPAPI_RATE_LIMIT (per hour)"),
+        )
+        for field, instead in removed:
+            if getattr(self, field) is not None:
+                raise ValueError(
+                    f"{ENV_PREFIX}{field.upper()} is no longer read (vendors limit each endpoint "
+                    f"on its own window): set {instead} instead"
+                )
         for ok, first, second, why in rules:
             if not ok:
                 raise ValueError(f"{env(first)} contradicts {env(second)}: {why}")

@@ -128,6 +128,7 @@ _PREPOSITION = re.compile(
     r"\b(?:in|near|around|based in|located in|from|within|at|relocating to|relocate to)\s+",
     re.IGNORECASE,
 )
+_QUALIFIED_TOWN = re.compile(r"\s+(?:bei|am|an der|im|ob der|upon|on|sur|sul)\s+.*$")
 _BASED = re.compile(r"\b([^\W\d_][\w .'’-]{1,40}?)[- ]based\b", re.UNICODE)
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*", re.UNICODE)
 
@@ -182,6 +183,7 @@ class _Gazetteer:
         self.region_names: dict[tuple[str, str], str] = {}
         self.cities: list[Place] = []
         self.city_by_key: dict[str, list[int]] = defaultdict(list)
+        self.aliases: dict[int, list[str]] = defaultdict(list)
         region_population: dict[tuple[str, str], int] = defaultdict(int)
         region_seat: dict[tuple[str, str], Place] = {}
         for row in gc.get_cities().values():
@@ -214,6 +216,7 @@ class _Gazetteer:
                     key = _key(alt)
                     if key.isascii() and index not in self.city_by_key[key]:
                         self.city_by_key[key].append(index)
+                        self.aliases[index].append(key)
             if region_name and region:
                 self.region_names[(code, region)] = region_name
                 region_population[(code, region)] += place.population
@@ -242,7 +245,12 @@ class _Gazetteer:
     def city(
         self, text: str, *, code: str | None = None, region: str | None = None
     ) -> Place | None:
-        found = [self.cities[i] for i in self.city_by_key.get(_key(text), ())]
+        key = _key(text)
+        if key not in self.city_by_key:
+            # "Garching bei München", "Frankfurt am Main", "Halle (Saale)": the town's own name
+            # comes first.
+            key = _QUALIFIED_TOWN.sub("", key)
+        found = [self.cities[i] for i in self.city_by_key.get(key, ())]
         if code:
             found = [c for c in found if c.country_code == code]
         if region:
@@ -312,6 +320,13 @@ def _nearest(options: Sequence[_Division], lat: float, lon: float, within: float
 @cache
 def _gazetteer() -> _Gazetteer:
     return _Gazetteer()
+
+
+def aliases(place: Place) -> list[str]:
+    """Other names of a city (folded, as :func:`resolve` reads them): "munchen", "lisboa"."""
+    g = _gazetteer()
+    found = g.city_by_key.get(_key(place.name), [])
+    return [a for i in found if g.cities[i] == place for a in g.aliases.get(i, [])]
 
 
 def load() -> None:

@@ -1,6 +1,7 @@
-"""Provider rate limits shared in PostgreSQL: four `shortlist worker`-like processes against a
-simulated PDL limit of 60 requests a minute. The simulator counts what it receives per calendar
-minute and any request that arrives while it has told a client to wait (429)."""
+"""Vendor rate limits shared in PostgreSQL: four `shortlist worker`-like processes against a
+simulated PDL limit per minute. The simulator counts what it receives per calendar minute and
+any request that arrives while it has told a client to wait (429). Per-endpoint gates in
+seconds-long windows: tests/integration/test_vendor_gates.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.sources.base import ProviderPaused
-from shortlist.sources.limits import PgRateGate
+from shortlist.sources.limits import GateLimit, PgRateGate
 from tests.backfill_support import MakeToken, auth, fast_settings, get_results
 from tests.helpers import wait_for
 
@@ -63,21 +64,22 @@ def settings(db_url: str, simulator: SimulatorServer) -> Settings:
 
 
 async def test_the_gate_shares_one_window_and_one_pause(services: Services) -> None:
-    gate = PgRateGate(services.pool, {"pdl": 3})
-    other = PgRateGate(services.pool, {"pdl": 3})  # another process's gate, same table
+    limits = {"pdl:search": GateLimit(3, 60.0)}
+    gate = PgRateGate(services.pool, limits)
+    other = PgRateGate(services.pool, limits)  # another process's gate, same table
     for g in (gate, other, gate):
-        await asyncio.wait_for(g.acquire("pdl"), 5)
+        await asyncio.wait_for(g.acquire("pdl:search"), 61)
     # The window is full for both: the next take waits for the next minute.
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(other.acquire("pdl"), 0.3)
-    await gate.pause("pdl", 30)
+        await asyncio.wait_for(other.acquire("pdl:search"), 0.3)
+    await gate.pause("pdl:search", 30)
     with pytest.raises(ProviderPaused) as paused:
-        await other.acquire("pdl")
+        await other.acquire("pdl:search")
     assert paused.value.retry_after is not None and 25 < paused.value.retry_after <= 30
-    await other.tighten("pdl", 1)
+    await other.tighten("pdl:search", 1)
     async with services.pool.connection() as conn:
-        cur = await conn.execute("SELECT vendor_per_minute FROM provider_limits")
-        assert await cur.fetchone() == {"vendor_per_minute": 1}
+        cur = await conn.execute("SELECT vendor_per_window FROM provider_limits")
+        assert await cur.fetchone() == {"vendor_per_window": 1}
 
 
 async def test_four_worker_processes_stay_under_the_vendor_limit(
@@ -103,8 +105,11 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
         "SHORTLIST_SERP_API_URL": simulator.base_url,
         "SHORTLIST_TALENT_API_KEY": KEY,
         "SHORTLIST_SERP_API_KEY": KEY,
-        "SHORTLIST_TALENT_RATE_LIMIT": str(LIMIT),
-        "SHORTLIST_SERP_RATE_LIMIT": str(LIMIT),
+        # Both PDL endpoints at the simulator's one limit (it counts them together: re-check
+        # once the simulator counts each endpoint on its own).
+        "SHORTLIST_PDL_SEARCH_RATE_LIMIT": str(LIMIT),
+        "SHORTLIST_PDL_ENRICH_RATE_LIMIT": str(LIMIT),
+        "SHORTLIST_SERPAPI_RATE_LIMIT": str(LIMIT),
         # The workers' floor is the one for backfilled people only (the searches were started
         # above): every enriched person counts toward the target.
         "SHORTLIST_INTERNAL_MIN_SCORE": "0",

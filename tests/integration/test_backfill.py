@@ -106,13 +106,17 @@ def test_tier_queries_map_strict_broad_and_serp() -> None:
         ("Rust",),
     )
     broad = broad_query(brief)
-    assert (broad.role, broad.location, broad.min_years, broad.skills) == (
-        "embedded",
+    # The role kept (PDL's own fields widen it), no years, the city widened to its region, and
+    # nobody the strict tier already bought.
+    assert (broad.role, broad.min_years, broad.widen) == (
+        "Rust Embedded Firmware Engineer",
         None,
-        None,
-        ("Rust",),
+        True,
     )
-    assert serp_text(brief) == "firmware for sensors Rust Embedded Firmware Engineer Berlin"
+    assert broad.exclude == strict
+    assert broad.place is not None and broad.place.kind == "region"
+    assert broad.place.region == "berlin"
+    assert serp_text(brief) == '"Rust Embedded Firmware Engineer"'
 
 
 # --- streaming vs. corpus ---------------------------------------------------------------------

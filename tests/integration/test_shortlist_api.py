@@ -83,8 +83,8 @@ async def test_results_carry_why_against_the_brief(searched: dict[str, Any]) -> 
     assert why["roleMatch"] is True and why["locationMatch"] is True
     assert why["yearsExperience"] == 6 and why["minYearsExperience"] == 5 and why["yearsOk"]
     assert why["skillsMatched"] == ["Python"] and why["skillsMissing"] == ["Kafka"]
-    assert why["similarity"] == pytest.approx(searched["results"][0]["score"], abs=1e-3)
-    assert "missing Kafka" in why["summary"]
+    assert why["fit"] == pytest.approx(searched["results"][0]["score"], abs=1e-3)
+    assert "skills: Python ✓, Kafka –" in why["summary"]
 
 
 @pytest.mark.parametrize(
@@ -227,7 +227,9 @@ async def test_csv_export_in_rank_order_with_why_and_escaped_formulas(
     top = dict(zip(rows[0], rows[1], strict=True))
     assert top["name"] == '\'=HYPERLINK("x")' and top["location"] == "'+Berlin"
     assert top["mark"] == "shortlisted" and top["note"] == "'-ok ☕"
-    assert top["why"].startswith("role ✓; location ✓; 6/5+ yrs ✓; skills 1/2; missing Kafka")
+    assert top["why"].startswith(
+        "location: Berlin ✓; years: 6 ≥ 5 ✓; skills: Python ✓, Kafka –; role ✓"
+    )
 
 
 def test_explain_candidate_without_a_structured_brief() -> None:
@@ -237,7 +239,7 @@ def test_explain_candidate_without_a_structured_brief() -> None:
         0.8123,
     )
     assert why.role_match is None and why.location_match is None and why.years_ok is None
-    assert why.summary == "similarity 0.81"
+    assert why.summary == "fit 81%"
 
 
 def test_csv_cell_escapes_formula_starts() -> None:

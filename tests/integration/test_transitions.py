@@ -32,13 +32,16 @@ CANDIDATE_EDGES = {
     *(("running", failed) for failed in FAILED),
     *((failed, "queued") for failed in FAILED),  # a retry
 }
-TIER_STATES = ("queued", "running", "exhausted", "failed")
+TIER_STATES = ("queued", "running", "exhausted", "failed", "quota_exhausted")
 TIER_EDGES = {
     ("queued", "running"),
+    ("queued", "quota_exhausted"),  # the account its people need ran dry (serp, enrichment)
     ("running", "queued"),
     ("running", "exhausted"),
     ("running", "failed"),
+    ("running", "quota_exhausted"),
     ("failed", "queued"),
+    ("quota_exhausted", "queued"),
 }
 SEARCH_STATES = ("running", "complete", "stale")
 SEARCH_EDGES = {

@@ -50,8 +50,10 @@ def vendor_settings(db_url: str, sim_url: str, **overrides: Any) -> Settings:
             "serp_api": "serpapi",
             "talent_api_key": KEY,
             "serp_api_key": KEY,
-            "talent_rate_limit": 0,
-            "serp_rate_limit": 0,
+            # Not what these tests are about (tests/integration/test_vendor_gates.py is).
+            "pdl_search_rate_limit": 0,
+            "pdl_enrich_rate_limit": 0,
+            "serpapi_rate_limit": 0,
             **overrides,
         },
     )
@@ -137,12 +139,12 @@ async def test_a_brief_nobody_matches_ends_with_no_strangers(
     client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
 ) -> None:
     await set_behaviour(simulator, **RELIABLE)
-    search_id = await start(client, recruiter, {"query": "glass blower artisan"})
+    search_id = await start(client, recruiter, {"query": "underwater basket weaving sommelier"})
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id)
     assert body["resultCount"] == 0 and body["status"] == "complete"
     summary = await detail(client, recruiter, search_id)
-    assert summary["brief"]["role"] == "Glass Blower"
+    assert summary["brief"]["role"] == "Basket Weaving Sommelier"
     assert {t["status"] for t in summary["tiers"]} == {"exhausted"}
 
 
@@ -155,7 +157,8 @@ async def test_backfilled_people_below_the_floor_are_not_results(
 ) -> None:
     services.settings = vendor_settings(db_url, simulator.base_url, internal_min_score=1.01)
     await set_behaviour(simulator, **RELIABLE)
-    search_id = await start(client, recruiter, {"query": "python developer"})
+    # A niche brief: its tiers have a few pages each, not the world's thousands of developers.
+    search_id = await start(client, recruiter, {"query": "FPGA verification engineer in Munich"})
     async with running_workers(services):
         body = await wait_complete(client, recruiter, search_id, within=60)
     assert body["resultCount"] == 0
@@ -192,7 +195,12 @@ async def test_out_of_credit_ends_the_pdl_tiers_quota_exhausted_and_the_budget_s
     assert "payment_required" in statuses["strict"]["lastError"]
 
     services.settings = vendor_settings(db_url, simulator.base_url, search_credit_budget=3)
-    await set_behaviour(simulator, pdl_credit_limit=0)
+    await set_behaviour(simulator, pdl_credit_limit=0)  # the account topped up ...
+    async with services.pool.connection() as conn:
+        # ... and an hour gone by: the empty balance last seen is no longer believed.
+        await conn.execute(
+            "UPDATE provider_balances SET observed_at = observed_at - interval '1 hour'"
+        )
     budgeted = await start(client, recruiter, {"query": "data engineer"})
     async with running_workers(services):
         await wait_complete(client, recruiter, budgeted, within=60)

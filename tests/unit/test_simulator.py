@@ -70,16 +70,32 @@ def test_population_is_deterministic_and_about_12_percent_have_no_email() -> Non
     assert all(0 <= p.years_experience <= 35 for p in people)
     assert all(p.role_title in ROLE_FAMILIES[p.role_family] for p in people)
     assert all(p.skills and p.summary and p.headline for p in people)
-    assert len({p.location for p in people}) == 30
+    # Canonical places (PDL's lowercase triple, a proper-case label) across >= 40 countries.
+    assert len({p.city.country_code for p in people if p.city}) >= 40
+    assert all(p.city and p.location == p.city.label for p in people)
+    munich = next(p.city for p in people if p.city and p.city.name == "Munich")
+    assert munich.location_name == "munich, bavaria, germany"
     assert len(ROLE_FAMILIES) >= 15
-    titles = {p.role_title for p in people}
+    assert sum(len(ts) for ts in ROLE_FAMILIES.values()) >= 500  # Faker's real occupations
+    titles = {p.role_title for p in build_population(42, 50_000)}
     for niche in ("Rust Embedded Firmware Engineer", "FPGA Verification Engineer",
-                  "Quantitative Developer", "Clinical Data Manager"):  # fmt: skip
+                  "Quantitative Developer", "Clinical Data Manager", "Hydrogeologist",
+                  "Marine Geophysicist", "Avionics Test Engineer", "Actuary"):  # fmt: skip
         assert niche in titles
-    # Even a tiny population has every title (the first people cycle through all of them).
-    assert {p.role_title for p in build_population(1, 200)} == {
-        t for ts in ROLE_FAMILIES.values() for t in ts
-    }
+
+
+def test_niche_skills_fit_their_occupations() -> None:
+    people = build_population(42, 50_000)
+
+    def with_skill(skill: str) -> set[str]:
+        return {p.role_family for p in people if skill in p.skills}
+
+    assert with_skill("Pediatric Oncology") == {"healthcare"}
+    assert with_skill("Seismic Interpretation") == {"geoscience"}
+    assert with_skill("Groundwater Modelling") == {"geoscience"}
+    assert with_skill("Pensions Valuation") == {"actuarial"}
+    assert with_skill("Kotlin Multiplatform") == {"mobile"}
+    assert with_skill("Avionics") == {"aerospace"}
 
 
 def test_role_families() -> None:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from shortlist.config import Settings
+from shortlist.places import resolve
 from shortlist.sources import ledger
 from shortlist.sources.base import (
     DiscoveryQuery,
@@ -90,7 +91,11 @@ async def test_pdl_search_request_shape_auth_and_paging_to_the_last_page() -> No
 
     api = _pdl(handler)
     query = DiscoveryQuery(
-        role="FPGA Verification Engineer", location="Munich", min_years=5, skills=("SystemVerilog",)
+        role="FPGA Verification Engineer",
+        location="Munich",
+        min_years=5,
+        skills=("SystemVerilog",),
+        place=resolve("Munich"),
     )
     with ledger.collecting() as calls:
         first = await api.discover(query, 1, 2)
@@ -99,10 +104,12 @@ async def test_pdl_search_request_shape_auth_and_paging_to_the_last_page() -> No
     assert seen[0].url.path == "/v5/person/search"
     assert seen[0].headers["X-Api-Key"] == "pdl-key"
     body = json.loads(seen[0].content)
-    assert body["size"] == 2
+    assert body["size"] == 2 and body["titlecase"] is True
+    # A phrase, not Elasticsearch's OR-of-words `match`; the place on the keyword fields.
     assert body["query"]["bool"]["must"] == [
-        {"match": {"job_title": "FPGA Verification Engineer"}},
-        {"match": {"location_name": "Munich"}},
+        {"match_phrase": {"job_title": "fpga verification engineer"}},
+        {"term": {"location_locality": "munich"}},
+        {"term": {"location_country": "germany"}},
         {"range": {"inferred_years_experience": {"gte": 5}}},
         {"term": {"skills": "systemverilog"}},
     ]
@@ -111,7 +118,8 @@ async def test_pdl_search_request_shape_auth_and_paging_to_the_last_page() -> No
     assert [s.external_id for s in first.stubs] == ["linkedin:seanthorne1", "linkedin:seanthorne2"]
     # A search hit is the whole record: the stub carries it, nobody pays to enrich it again.
     assert first.stubs[0].profile is not None
-    assert first.stubs[0].profile.full_name == "Sean Thorne1"
+    # Shown as PDL sends it (titlecase was asked for): no casing of our own.
+    assert first.stubs[0].profile.full_name == "sean thorne1"
     assert [c.credits for c in calls] == [2, 1]
     await api.aclose()
 
@@ -239,6 +247,8 @@ async def test_serpapi_request_shape_paging_and_identity() -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(404, json={"error": "not here"})
         seen.append(request)
         if request.url.params["start"] == "0":
             return httpx.Response(
@@ -268,7 +278,8 @@ async def test_serpapi_request_shape_paging_and_identity() -> None:
     assert seen[0].url.path == "/search.json"
     assert params["engine"] == "google" and params["api_key"] == "serp-key"
     assert params["q"] == "site:linkedin.com/in FPGA verification engineer"
-    assert (params["start"], params["num"]) == ("0", "10")
+    # Google no longer honours `num`: not sent; `start` steps by ten.
+    assert params["start"] == "0" and "num" not in params and params["hl"] == "en"
     assert seen[1].url.params["start"] == "10"
     # The company page is not a person; the profile is the same person PDL knows.
     assert [s.external_id for s in first.stubs] == ["linkedin:seanthorne1"]
@@ -305,7 +316,7 @@ async def test_serpapi_401_is_rejected_not_retried() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         nonlocal calls
-        calls += 1
+        calls += request.url.path == "/search.json"  # the Account API answers 401 too
         return httpx.Response(
             401,
             json={

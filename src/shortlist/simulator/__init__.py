@@ -8,7 +8,6 @@ from shortlist.simulator.app import (
 )
 from shortlist.simulator.behaviour import SimulatorConfig, SimulatorState
 from shortlist.simulator.population import (
-    LOCATIONS,
     ROLE_FAMILIES,
     Person,
     PopulationIndex,
@@ -16,6 +15,16 @@ from shortlist.simulator.population import (
     expand_role_family,
     role_family_of,
 )
+
+
+def __getattr__(name: str) -> object:
+    # LOCATIONS comes from the world (GeoNames, about a second): built on first use only.
+    if name == "LOCATIONS":
+        from shortlist.simulator import population
+
+        return population.LOCATIONS
+    raise AttributeError(name)
+
 
 __all__ = [
     "LOCATIONS",

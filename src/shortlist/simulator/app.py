@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import socket
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -46,17 +45,16 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.types import Receive
 
 from shortlist.simulator.behaviour import (
-    Decision,
     DiscoveryMode,
     EnrichMode,
     SimulatorConfig,
     SimulatorState,
-    format_seconds,
 )
 from shortlist.simulator.population import PopulationIndex, build_population, fold
+from shortlist.simulator.responder import respond
+from shortlist.simulator.vendors import register_vendor_routes
 
 __all__ = [
     "BehaviourPatch",
@@ -65,14 +63,13 @@ __all__ = [
     "serve_simulator",
 ]
 
-# nginx's "client closed request": logged only, the client is gone and never sees it.
-_CLIENT_CLOSED = 499
-
 
 @lru_cache(maxsize=4)
 def _index_for(seed: int, size: int, no_email_rate: float) -> PopulationIndex:
     # Tests build many apps with the same population; the index is read-only, so share it.
-    return PopulationIndex(build_population(seed, size, no_email_rate), seed=seed)
+    index = PopulationIndex(build_population(seed, size, no_email_rate), seed=seed)
+    index.warm()  # once per process: a first free-text search must not stall a client
+    return index
 
 
 def _norm(text: str | None) -> str:
@@ -100,87 +97,6 @@ class BehaviourPatch(BaseModel):
     force_search: DiscoveryMode | None = None
     force_serp: DiscoveryMode | None = None
     force_enrich: dict[str, EnrichMode | None] | None = None
-
-
-async def _until_disconnect(receive: Receive) -> None:
-    # Per ASGI, once the (empty) request body has been read, receive() blocks until the client
-    # goes away and then returns http.disconnect: no polling involved.
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-async def _wait(
-    request: Request, state: SimulatorState, delay: float
-) -> Literal["done", "disconnected", "released"]:
-    """Sleep ``delay`` simulated seconds (``inf`` = until released), ending early if the client
-    disconnects, so a hang whose client timed out does not hold a task for 90 s."""
-    if delay <= 0:
-        return "done"
-    disconnect = asyncio.ensure_future(_until_disconnect(request.receive))
-    timer: asyncio.Future[None] = (
-        state.hang_waiter() if math.isinf(delay) else asyncio.ensure_future(asyncio.sleep(delay))
-    )
-    try:
-        done, _ = await asyncio.wait({disconnect, timer}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        disconnect.cancel()
-        timer.cancel()
-    if disconnect in done:
-        return "disconnected"
-    return "released" if math.isinf(delay) else "done"
-
-
-def _headers(decision: Decision) -> dict[str, str]:
-    return {
-        "X-Simulator-Outcome": decision.outcome,
-        "X-Simulator-Attempt": str(decision.attempt),
-    }
-
-
-def _generic_rate_limited(retry_after: float, headers: dict[str, str]) -> Response:
-    headers["Retry-After"] = format_seconds(retry_after)
-    return JSONResponse({"error": "rate limited", "retry_after": retry_after}, 429, headers=headers)
-
-
-def _generic_failed(status: int, message: str, headers: dict[str, str]) -> Response:
-    return JSONResponse({"error": message}, status, headers=headers)
-
-
-async def _respond(
-    request: Request,
-    state: SimulatorState,
-    endpoint: Literal["search", "enrich", "serp"],
-    decision: Decision,
-    body: Callable[[], dict[str, Any]],
-    *,
-    rate_limited: Callable[[float, dict[str, str]], Response] = _generic_rate_limited,
-    failed: Callable[[int, str, dict[str, str]], Response] = _generic_failed,
-    ok_headers: Callable[[dict[str, Any]], dict[str, str]] | None = None,
-) -> Response:
-    """Play out ``decision``: wait, then answer with an error or ``body()`` (errors and extra
-    headers in the dialect of the caller: the generic API's by default, or a vendor's)."""
-    state.enter(endpoint)
-    try:
-        state.record(endpoint, decision.outcome)
-        headers = _headers(decision)
-        if decision.outcome == "429":
-            return rate_limited(state.retry_after(), headers)
-        ended = await _wait(request, state, decision.delay_s)
-        if ended == "disconnected":
-            state.record(endpoint, "disconnected")
-            return Response(status_code=_CLIENT_CLOSED, headers=headers)
-        if ended == "released":
-            return failed(503, "hang released by admin", headers)
-        if decision.outcome == "5xx":
-            return failed(decision.status, "upstream error", headers)
-        payload = body()
-        if ok_headers is not None:
-            headers.update(ok_headers(payload))
-        return JSONResponse(payload, headers=headers)
-    finally:
-        state.leave(endpoint)
 
 
 def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
@@ -243,7 +159,7 @@ def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
                 ],
             }
 
-        return await _respond(request, state, "search", decision, body)
+        return await respond(request, state, "search", decision, body)
 
     @app.get("/v1/people/{username}/enrich")
     async def enrich(request: Request, username: str) -> Response:
@@ -261,7 +177,7 @@ def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
                 profile["email"] = None
             return profile
 
-        return await _respond(request, state, "enrich", decision, body)
+        return await respond(request, state, "enrich", decision, body)
 
     @app.get("/v1/serp/search")
     async def serp_search(request: Request, q: str = "", page: int = Query(1, ge=1)) -> Response:
@@ -287,9 +203,7 @@ def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
                 ],
             }
 
-        return await _respond(request, state, "serp", decision, body)
-
-    from shortlist.simulator.vendors import register_vendor_routes
+        return await respond(request, state, "serp", decision, body)
 
     register_vendor_routes(app, state, index)
 

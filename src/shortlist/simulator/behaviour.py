@@ -37,7 +37,7 @@ class SimulatorConfig:
 
     time_scale: float = 1.0
     seed: int = 42
-    population_size: int = 3000
+    population_size: int = 50_000
     no_email_rate: float = 0.12
     # Enrichment: lognormal around the mean, plus a long tail of 3-6x the mean, capped.
     enrich_mean_s: float = 8.0
@@ -62,13 +62,42 @@ class SimulatorConfig:
     retry_after_s: float = 2.0
     # Latencies of discovery/SERP vary uniformly by +/- this fraction.
     latency_jitter: float = 0.3
-    # The vendor dialects (simulator/vendors.py): the key they accept, requests per calendar
-    # minute per vendor before a 429 (0 = no limit), and the account's quota (0 = unlimited):
-    # PDL credits (then 402), SerpApi searches (then 429 "run out of searches").
+    # The vendor dialects (simulator/vendors.py). The key they accept; the PDL plan ("free":
+    # contact fields come back as true/false, Person Schema "Field Availability"); requests
+    # per fixed window per endpoint (PDL "Usage Limits": per key, per endpoint, fixed 60 s
+    # windows; Person Search 10/min, Enrichment 100/min on free plans and 1,000/min paid;
+    # None = that plan default, 0 = no limit); SerpApi's hourly throughput (Account API
+    # example: account_rate_limit_per_hour 6000) and its one-hour cache of identical searches.
+    # ``vendor_rate_limit`` (> 0) replaces every endpoint's per-window limit (tests).
+    # Account quotas (0 = unlimited): PDL credits (then 402), SerpApi searches (then 429
+    # "Your account has run out of searches.").
     api_key: str = "simulator-key"
+    pdl_plan: Literal["free", "pro"] = "pro"
+    pdl_search_rate_limit: int | None = None
+    pdl_enrich_rate_limit: int | None = None
+    rate_window_s: float = 60.0
+    serpapi_rate_limit_per_hour: int = 6000
+    serpapi_window_s: float = 3600.0
+    serpapi_cache_s: float = 3600.0
     vendor_rate_limit: int = 0
     pdl_credit_limit: int = 0
     serpapi_search_limit: int = 0
+
+    def pdl_limit(self, endpoint: Literal["search", "enrich"]) -> int:
+        """Requests per window for one PDL endpoint (0 = unlimited)."""
+        if self.vendor_rate_limit:
+            return self.vendor_rate_limit
+        configured = (
+            self.pdl_search_rate_limit if endpoint == "search" else self.pdl_enrich_rate_limit
+        )
+        if configured is not None:
+            return configured
+        if endpoint == "search":
+            return 10
+        return 100 if self.pdl_plan == "free" else 1000
+
+    def serpapi_limit(self) -> int:
+        return self.vendor_rate_limit or self.serpapi_rate_limit_per_hour
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -79,6 +108,10 @@ class SimulatorConfig:
                 raise ValueError(f"{f.name} must be within [0, 1], got {value!r}")
         if self.enrich_tail_max_factor < self.enrich_tail_min_factor:
             raise ValueError("enrich_tail_max_factor must be >= enrich_tail_min_factor")
+        if self.pdl_plan not in ("free", "pro"):
+            raise ValueError(f"pdl_plan must be 'free' or 'pro', got {self.pdl_plan!r}")
+        if self.rate_window_s <= 0 or self.serpapi_window_s <= 0:
+            raise ValueError("rate windows must be > 0 seconds")
         if self.serp_page_size < 1:
             raise ValueError("serp_page_size must be >= 1")
 

@@ -1,136 +1,203 @@
-"""The simulator's People Data Labs and SerpApi dialects, on the vendors' own paths.
+"""The simulator's People Data Labs and SerpApi dialects, on the vendors' own paths, as their
+documentation describes them (each rule names its page).
 
-    POST /v5/person/search   PDL Person Search: ``X-Api-Key``; body ``{"query": <ES bool>,
-                             "size", "scroll_token"?, "titlecase"?}`` → ``{"status", "data",
-                             "scroll_token", "total"}``; 404 ``not_found`` when nobody matches.
-    GET  /v5/person/enrich   PDL Person Enrichment by ``profile`` (LinkedIn URL) or ``pdl_id``
-                             → ``{"status", "likelihood", "data"}``; 404 unbilled.
-    GET  /search.json        SerpApi Google Search: ``engine=google&q&start&num&api_key`` →
-                             ``{"search_metadata", "organic_results", "serpapi_pagination"}``.
+    POST /v5/person/search   PDL Person Search (OpenAPI spec ``pdl-specs.json``; "Person
+                             Search API" input/output pages): ``X-Api-Key``; body
+                             ``{"query": <Elasticsearch>, "size", "scroll_token"?,
+                             "titlecase"?, "dataset"?, "pretty"?}`` → ``{"status", "data",
+                             "scroll_token", "total"}``; 404 ``not_found`` when nobody
+                             matches; billed one credit per record returned.
+    GET  /v5/person/enrich   PDL Person Enrichment by ``profile`` (any LinkedIn URL form, old
+                             slugs in ``profiles[]`` included), ``pdl_id``, ``email``, or
+                             ``name`` with ``company``/``location``; ``min_likelihood``
+                             (default 2), ``required``, ``titlecase`` → ``{"status",
+                             "likelihood", "data"}``; 404 unbilled.
+    GET  /search.json        SerpApi Google Search: ``engine=google&q&start&location&gl&hl
+                             &api_key`` (``num`` ignored: about ten organic results a page).
+    GET  /account.json       SerpApi Account API.
 
-Errors are the vendors' bodies (PDL ``{"status", "error": {"type", "message"}}``, SerpApi
-``{"error"}``), a request without the key is refused as each vendor refuses it (401), and
-PDL answers carry ``x-call-credits-spent`` and ``x-ratelimit-*`` (the reset a UTC timestamp).
-Latencies, hangs, 5xx and random 429s are the generic simulator's (``SimulatorState``), so the
-seed's production behaviour is the same whichever dialect is spoken. On top:
-``vendor_rate_limit`` requests per calendar minute per vendor (then 429 until the minute
-ends), and the account quotas ``pdl_credit_limit`` (then 402) and ``serpapi_search_limit``
-(then 429 "run out of searches"). ``GET /v1/admin/vendors`` reports what each vendor saw per
-minute and any request that arrived while the vendor had told the client to wait.
+PDL: errors are ``{"status", "error": {"type", "message"}}`` with the types of the "Errors"
+page (400 invalid_request_error, 401 authentication_error, 402 payment_required, 404
+not_found, 429 rate_limit_error, 5xx api_error). Rate limits are per endpoint with fixed
+windows ("Usage Limits", "Fix 429 rate limit errors"); every answer carries
+``x-ratelimit-limit`` / ``x-ratelimit-remaining`` as a dict per window (``{'minute': 10}``),
+``x-ratelimit-reset`` (UTC timestamp), ``x-totallimit-remaining`` (credits left),
+``x-call-credits-spent`` and ``x-call-credits-type``. SerpApi ("Status and Error Codes",
+"Account API"): ``{"error"}`` bodies, 401 for a bad key, 429 for the hourly throughput limit
+and for an account out of searches (two documented messages); identical searches within an
+hour come from the cache, free and not counted. Latencies, hangs, 5xx and random 429s are
+the generic simulator's (``SimulatorState``). ``GET /v1/admin/vendors`` reports what each
+endpoint saw.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, Final, Literal
 from urllib.parse import urlencode
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from shortlist.simulator.behaviour import SimulatorState
-from shortlist.simulator.population import Person, PopulationIndex, fold
+from shortlist.simulator.es_query import QueryError, Store, evaluate
+from shortlist.simulator.pdl import (
+    meets_required,
+    pdl_id,
+    person_store,
+    record,
+    same_name,
+    slug_of,
+)
+from shortlist.simulator.population import Person, PopulationIndex
+from shortlist.simulator.responder import respond
+from shortlist.text import fold
 
 IN_FLIGHT_GRACE = 1.0
 PDL = "pdl"
 SERPAPI = "serpapi"
-_LINKEDIN = "linkedin.com/in/"
+Endpoint = Literal["pdl:search", "pdl:enrich", "serpapi"]
+PDL_SEARCH: Final[Literal["pdl:search"]] = "pdl:search"
+PDL_ENRICH: Final[Literal["pdl:enrich"]] = "pdl:enrich"
+VENDOR_OF: dict[str, str] = {PDL_SEARCH: PDL, PDL_ENRICH: PDL, SERPAPI: SERPAPI}
+
+# PDL "Errors" page: one message per status.
+PDL_MESSAGES = {
+    400: "Request contained either missing or invalid parameters",
+    401: "Request contained a missing or invalid key",
+    402: "You have hit your account maximum (all matches used)",
+    404: "No records were found matching your request",
+    405: "Request method is not allowed on the requested resource",
+    429: "An error occurred due to requests hitting the API too quick",
+}
+PDL_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "payment_required",
+    404: "not_found",
+    405: "invalid_request_error",
+    429: "rate_limit_error",
+}
+# SerpApi "Status and Error Codes".
+SERP_BAD_KEY = "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key"
+SERP_THROUGHPUT = (
+    "The number of requests sent using this API key exceeds the hourly throughput limit."
+)
+SERP_OUT_OF_SEARCHES = "Your account has run out of searches."
+SERP_EMPTY = "Google hasn't returned any results for this query."
+SERP_PAGE = 10  # Google's page since it dropped ``num``
+# Regional LinkedIn hosts as Google links them ("de.linkedin.com/in/…").
+_LINKEDIN_HOSTS = {"US": "www", "GB": "uk", "IN": "in", "CA": "ca", "AU": "au", "BR": "br"}
 
 
-def pdl_id(username: str) -> str:
-    """A stable PDL-looking person id for a simulated person."""
-    return hashlib.sha256(f"pdl|{username}".encode()).hexdigest()[:22] + "_0000"
+@dataclass
+class _Window:
+    """One endpoint's fixed windows: requests per window, when its 429 window ends."""
 
-
-def pdl_record(person: Person, *, no_email: bool, titlecase: bool) -> dict[str, Any]:
-    """A PDL person record (Person Schema field names; lowercase unless ``titlecase``)."""
-
-    def case(text: str) -> str:
-        return text if titlecase else text.lower()
-
-    email = None if no_email else person.email
-    first, _, last = person.full_name.partition(" ")
-    return {
-        "id": pdl_id(person.username),
-        "full_name": case(person.full_name),
-        "first_name": case(first),
-        "last_name": case(last) or None,
-        "linkedin_url": _LINKEDIN + person.username,
-        "linkedin_username": person.username,
-        "headline": person.headline,
-        "summary": person.summary,
-        "job_title": case(person.role_title),
-        "job_title_role": person.role_family,
-        "skills": [s.lower() for s in person.skills],
-        "inferred_years_experience": person.years_experience,
-        "location_name": case(person.location),
-        "work_email": email,
-        "personal_emails": [],
-        "recommended_personal_email": None,
-        "mobile_phone": None,
-        "birth_year": None,
-        "experience": [],
-        "education": [],
-    }
+    per_window: Counter[int] = field(default_factory=Counter)
+    blocked_until: float = 0.0
+    block_from: float = 0.0
+    during_block: int = 0
+    sent_429: int = 0
+    unauthorized: int = 0
+    credits: int = 0
+    records_per_search: list[int] = field(default_factory=list)
 
 
 class VendorState:
-    """What the vendors count: requests per calendar minute, their 429 windows, quotas."""
+    """What the vendors count, per endpoint: windows, 429s, credits, searches, pages."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: SimulatorState) -> None:
+        self._state = state
         self._lock = threading.Lock()
-        self.per_minute: dict[str, Counter[int]] = defaultdict(Counter)
-        self.blocked_until: dict[str, float] = defaultdict(float)
-        self.block_from: dict[str, float] = defaultdict(float)
-        self.during_block: Counter[str] = Counter()
-        self.unauthorized: Counter[str] = Counter()
+        self.endpoints: dict[str, _Window] = defaultdict(_Window)
         self.credits_spent = 0
         self.searches_used = 0
+        self.serp_hour: Counter[int] = Counter()
         self.pages: dict[str, Counter[str]] = defaultdict(Counter)
 
+    def window(self, endpoint: str) -> float:
+        cfg = self._state.config
+        return cfg.serpapi_window_s if endpoint == SERPAPI else cfg.rate_window_s
+
     def answered(self, vendor: str, page_key: str) -> None:
-        """A search page was answered (and billed): ``page_key`` names its query and offset."""
         with self._lock:
             self.pages[vendor][page_key] += 1
 
-    def arrive(self, vendor: str, limit: int) -> float | None:
-        """Count one request; the wall-clock reset time if it is over the minute's limit."""
+    def arrive(self, endpoint: str, limit: int) -> tuple[int, float, bool]:
+        """Count one request: (requests in this window, the window's end, over the limit)."""
         now = time.time()
-        minute = int(now // 60)
+        size = self.window(endpoint)
+        index = int(now // size)
         with self._lock:
-            if self.block_from[vendor] <= now < self.blocked_until[vendor]:
-                self.during_block[vendor] += 1
-            self.per_minute[vendor][minute] += 1
-            if limit and self.per_minute[vendor][minute] > limit:
-                reset = (minute + 1) * 60.0
-                self.blocked_until[vendor] = reset
-                return reset
-        return None
+            w = self.endpoints[endpoint]
+            if w.block_from <= now < w.blocked_until:
+                w.during_block += 1
+            w.per_window[index] += 1
+            used = w.per_window[index]
+            end = (index + 1) * size
+            over = bool(limit) and used > limit
+            if over:
+                w.blocked_until = max(w.blocked_until, end)
+                w.sent_429 += 1
+        return used, end, over
 
-    def block(self, vendor: str, until: float) -> None:
+    def block(self, endpoint: str, until: float) -> None:
         """The vendor told a client to wait until ``until``. Requests already on their way
-        (sent before the client heard) arrive within ``IN_FLIGHT_GRACE``; any later one is
-        counted in ``during_block``."""
+        arrive within ``IN_FLIGHT_GRACE``; any later one is counted in ``during_block``."""
         with self._lock:
-            self.blocked_until[vendor] = max(self.blocked_until[vendor], until)
-            self.block_from[vendor] = time.time() + IN_FLIGHT_GRACE
+            w = self.endpoints[endpoint]
+            w.blocked_until = max(w.blocked_until, until)
+            w.block_from = time.time() + IN_FLIGHT_GRACE
+
+    def bill(self, endpoint: str, credits: int) -> None:
+        with self._lock:
+            self.credits_spent += credits
+            self.endpoints[endpoint].credits += credits
+            if endpoint == PDL_SEARCH:
+                self.endpoints[endpoint].records_per_search.append(credits)
 
     def report(self) -> dict[str, Any]:
         with self._lock:
+            per_vendor: dict[str, dict[str, int]] = defaultdict(dict)
+            endpoints: dict[str, Any] = {}
+            for name, w in self.endpoints.items():
+                endpoints[name] = {
+                    "window_s": self.window(name),
+                    "per_window": {str(k): n for k, n in sorted(w.per_window.items())},
+                    "max_per_window": max(w.per_window.values(), default=0),
+                    "sent_429": w.sent_429,
+                    "during_block": w.during_block,
+                    "unauthorized": w.unauthorized,
+                    "credits": w.credits,
+                    "records_per_search": list(w.records_per_search),
+                }
+                vendor = VENDOR_OF[name]
+                for k, n in w.per_window.items():
+                    per_vendor[vendor][str(k)] = per_vendor[vendor].get(str(k), 0) + n
+            by_vendor: dict[str, list[_Window]] = defaultdict(list)
+            for name, w in self.endpoints.items():
+                by_vendor[VENDOR_OF[name]].append(w)
             return {
-                "per_minute": {
-                    v: {str(m): n for m, n in sorted(c.items())} for v, c in self.per_minute.items()
-                },
+                "endpoints": endpoints,
+                "per_minute": dict(per_vendor),
+                # The busiest window of any one endpoint (limits are per endpoint).
                 "max_per_minute": {
-                    v: max(c.values(), default=0) for v, c in self.per_minute.items()
+                    v: max((max(w.per_window.values(), default=0) for w in ws), default=0)
+                    for v, ws in by_vendor.items()
                 },
-                "during_block": dict(self.during_block),
-                "unauthorized": dict(self.unauthorized),
+                "during_block": {v: sum(w.during_block for w in ws) for v, ws in by_vendor.items()},
+                "unauthorized": {v: sum(w.unauthorized for w in ws) for v, ws in by_vendor.items()},
                 "credits_spent": self.credits_spent,
                 "searches_used": self.searches_used,
                 # The same page answered (and billed) more than once: what a client that
@@ -145,257 +212,312 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(math.ceil(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _pdl_error(
-    status: int, kind: str, message: str, headers: dict[str, str] | None = None
-) -> Response:
+def _pdl_error(status: int, headers: dict[str, str] | None = None, message: str = "") -> Response:
+    kind = PDL_TYPES.get(status, "api_error")
+    text = message or PDL_MESSAGES.get(status, "The server encountered an unexpected condition")
     return JSONResponse(
-        {"status": status, "error": {"type": kind, "message": message}}, status, headers=headers
+        {"status": status, "error": {"type": kind, "message": text}}, status, headers=headers
     )
 
 
-def _pdl_rate_headers(limit: int, used: int, reset: float) -> dict[str, str]:
-    headers = {"x-ratelimit-reset": _iso(reset)}
-    if limit:
-        headers["x-ratelimit-limit"] = str(limit)
-        headers["x-ratelimit-remaining"] = str(max(0, limit - used))
-    return headers
+@dataclass
+class _Searches:
+    """Ranked hits per query, kept for paging (a scroll token names a query and an offset)."""
 
+    store: Store
+    cache: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
 
-class _BadQuery(ValueError):
-    pass
-
-
-def parse_es_query(query: Any) -> dict[str, Any]:
-    """The filters of the Elasticsearch bool query the PDL adapter sends (``match`` on
-    job_title / location_name, ``range`` gte on inferred_years_experience, ``term`` on skills,
-    ``exists``). Anything else is refused, as PDL refuses a query it cannot run."""
-    if not isinstance(query, dict) or set(query) != {"bool"} or not isinstance(query["bool"], dict):
-        raise _BadQuery("query must be a bool query")
-    filters: dict[str, Any] = {"role": None, "location": None, "min_years": None, "skills": []}
-    for clause in query["bool"].get("must", []):
-        if not isinstance(clause, dict) or len(clause) != 1:
-            raise _BadQuery(f"unsupported clause {clause!r}")
-        [(kind, spec)] = clause.items()
-        if kind == "match" and isinstance(spec, dict) and "job_title" in spec:
-            filters["role"] = str(spec["job_title"])
-        elif kind == "match" and isinstance(spec, dict) and "location_name" in spec:
-            filters["location"] = str(spec["location_name"])
-        elif kind == "range" and isinstance(spec, dict) and "inferred_years_experience" in spec:
-            filters["min_years"] = int(spec["inferred_years_experience"]["gte"])
-        elif kind == "term" and isinstance(spec, dict) and "skills" in spec:
-            filters["skills"].append(str(spec["skills"]))
-        elif kind == "exists":
-            continue
-        else:
-            raise _BadQuery(f"unsupported clause {clause!r}")
-    return filters
+    def hits(self, query: Any) -> tuple[str, np.ndarray[Any, Any]]:
+        key = hashlib.sha1(json.dumps(query, sort_keys=True).encode()).hexdigest()[:16]
+        found = self.cache.get(key)
+        if found is None:
+            found = evaluate(self.store, query)
+            if len(self.cache) > 256:
+                self.cache.pop(next(iter(self.cache)))
+            self.cache[key] = found
+        return key, found
 
 
 def register_vendor_routes(app: FastAPI, state: SimulatorState, index: PopulationIndex) -> None:
-    from shortlist.simulator.app import _respond
-
-    vendors = VendorState()
+    vendors = VendorState(state)
     app.state.vendors = vendors
-    by_slug = {p.username.lower(): p for p in index.people}
+    people = index.people
+    searches = _Searches(_store_for(people))
+    by_slug: dict[str, tuple[Person, bool]] = {}
+    for p in people:
+        by_slug[p.username.lower()] = (p, True)
+        for old in p.old_slugs:
+            by_slug.setdefault(old.lower(), (p, False))
+    by_id = {pdl_id(p.username): p for p in people}
+    by_email = {
+        e.lower(): p for p in people for e in (p.work_email, p.personal_email) if e is not None
+    }
+    by_name: dict[str, list[Person]] = defaultdict(list)
+    for p in people:
+        by_name[fold(p.full_name)].append(p)
 
-    def pdl_gate(request: Request) -> tuple[Response | None, dict[str, str]]:
-        """Auth, then the minute's rate limit: an error response, or the rate headers."""
+    def credits_left() -> int | None:
+        limit = state.config.pdl_credit_limit
+        return max(0, limit - vendors.credits_spent) if limit else None
+
+    def pdl_gate(request: Request, endpoint: Endpoint) -> tuple[Response | None, dict[str, str]]:
+        """Auth, then the endpoint's window: an error response, or the rate headers."""
         if request.headers.get("x-api-key") != state.config.api_key and (
             request.query_params.get("api_key") != state.config.api_key
         ):
-            vendors.unauthorized[PDL] += 1
-            return _pdl_error(401, "invalid_request_error", "Invalid API key"), {}
-        limit = state.config.vendor_rate_limit
-        blocked = vendors.arrive(PDL, limit)
-        now = time.time()
-        minute_end = (int(now // 60) + 1) * 60.0
-        used = vendors.per_minute[PDL][int(now // 60)]
-        headers = _pdl_rate_headers(limit, used, minute_end)
-        if blocked is not None:
-            return _pdl_error(
-                429,
-                "rate_limit_error",
-                "An error occurred due to requests hitting the API too quick",
-                headers,
-            ), headers
+            vendors.endpoints[endpoint].unauthorized += 1
+            return _pdl_error(401), {}
+        limit = state.config.pdl_limit("search" if endpoint == PDL_SEARCH else "enrich")
+        used, end, over = vendors.arrive(endpoint, limit)
+        headers = {"x-ratelimit-reset": _iso(end)}
+        if limit:
+            # "Usage Limits": a dict per window, e.g. {'minute': 10}.
+            headers["x-ratelimit-limit"] = str({"minute": limit})
+            headers["x-ratelimit-remaining"] = str({"minute": max(0, limit - used)})
+        left = credits_left()
+        if left is not None:
+            headers["x-totallimit-limit"] = str(state.config.pdl_credit_limit)
+            headers["x-totallimit-remaining"] = str(left)
+        if over:
+            return _pdl_error(429, headers), headers
         return None, headers
 
-    def pdl_rate_limited(retry_after: float, headers: dict[str, str]) -> Response:
-        reset = time.time() + state.config.scaled(0) + retry_after
-        vendors.block(PDL, reset)
-        headers["x-ratelimit-reset"] = _iso(reset)
-        return _pdl_error(
-            429,
-            "rate_limit_error",
-            "An error occurred due to requests hitting the API too quick",
-            headers,
-        )
+    def pdl_rate_limited(endpoint: Endpoint) -> Callable[[float, dict[str, str]], Response]:
+        def answer(retry_after: float, headers: dict[str, str]) -> Response:
+            reset = time.time() + retry_after
+            vendors.block(endpoint, reset)
+            vendors.endpoints[endpoint].sent_429 += 1
+            headers["x-ratelimit-reset"] = _iso(reset)
+            return _pdl_error(429, headers)
+
+        return answer
 
     def pdl_failed(status: int, message: str, headers: dict[str, str]) -> Response:
-        return _pdl_error(status, "error", message, headers)
+        return _pdl_error(status, headers, message)
 
-    def pdl_billed(credits: int) -> Response | None:
-        limit = state.config.pdl_credit_limit
-        if limit and vendors.credits_spent + credits > limit:
-            return _pdl_error(
-                402,
-                "payment_required",
-                "You have no credits left for this API; add credits to continue",
-            )
+    def out_of_credits(credits: int, headers: dict[str, str]) -> Response | None:
+        left = credits_left()
+        if left is not None and credits > left:
+            return _pdl_error(402, headers)
         return None
 
-    def credit_headers(kind: str) -> Any:
+    def billed(endpoint: Endpoint, kind: str, rate: dict[str, str]) -> Callable[..., Any]:
         def headers(payload: dict[str, Any]) -> dict[str, str]:
             data = payload.get("data")
             credits = len(data) if isinstance(data, list) else 1
-            vendors.credits_spent += credits
-            return {"x-call-credits-spent": str(credits), "x-call-credits-type": kind}
+            vendors.bill(endpoint, credits)
+            out = {**rate, "x-call-credits-spent": str(credits), "x-call-credits-type": kind}
+            left = credits_left()
+            if left is not None:
+                out["x-totallimit-remaining"] = str(left)
+            return out
 
         return headers
 
     @app.post("/v5/person/search")
     async def pdl_search(request: Request) -> Response:
-        refused, rate_headers = pdl_gate(request)
+        refused, rate = pdl_gate(request, PDL_SEARCH)
         if refused is not None:
             return refused
         try:
             body = await request.json()
-            filters = parse_es_query(body.get("query"))
+            if not isinstance(body, dict):
+                raise QueryError("the body must be a JSON object")
+            if "sql" in body:
+                raise QueryError("the sql form is not supported here; send an Elasticsearch query")
+            if "query" not in body:
+                raise QueryError("query is required")
             size = int(body.get("size", 1))
             if not 1 <= size <= 100:
-                raise _BadQuery("size must be within 1..100")
+                raise QueryError("size must be between 1 and 100")
             token = body.get("scroll_token")
-            offset = int(str(token).split("$", 1)[0]) if token else 0
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            return _pdl_error(400, "invalid_request_error", str(exc) or "invalid request")
-        titlecase = bool(body.get("titlecase"))
-        hits = index.search(
-            role=filters["role"],
-            location=filters["location"],
-            min_years=filters["min_years"],
-            skills=filters["skills"],
-        )
-        if not hits[offset:]:
-            return _pdl_error(404, "not_found", "No records were found matching your request")
-        page = hits[offset : offset + size]
-        if (quota := pdl_billed(len(page))) is not None:
+            key, hits = searches.hits(body["query"])
+            offset = 0
+            if token:
+                token_key, _, start = str(token).partition(":")
+                if token_key != key or not start.isdigit():
+                    raise QueryError("scroll_token does not belong to this query")
+                offset = int(start)
+        except (QueryError, ValueError, TypeError) as exc:
+            return _pdl_error(400, rate, str(exc) or PDL_MESSAGES[400])
+        titlecased = body.get("titlecase") is True or str(body.get("titlecase")).lower() == "true"
+        page_ids = hits[offset : offset + size]
+        if not len(page_ids):
+            return _pdl_error(404, {**rate, "x-call-credits-spent": "0"})
+        if (quota := out_of_credits(len(page_ids), rate)) is not None:
             return quota
-        key = "pdl-search?" + urlencode(
-            {"f": repr(sorted(filters.items())), "o": offset, "s": size}
-        )
-        decision = state.decide_discovery("search", key)
+        page_key = f"pdl-search?{key}&o={offset}&s={size}"
+        decision = state.decide_discovery("search", page_key)
         nxt = offset + size
+        plan = state.config.pdl_plan
 
         def answer() -> dict[str, Any]:
-            vendors.answered(PDL, key)
+            vendors.answered(PDL, page_key)
             return {
                 "status": 200,
-                "data": [pdl_record(p, no_email=False, titlecase=titlecase) for p in page],
-                "scroll_token": f"{nxt}${hashlib.sha1(key.encode()).hexdigest()[:8]}"
-                if nxt < len(hits)
-                else None,
+                "data": [
+                    record(people[i], titlecased=titlecased, plan=plan, no_email=False)
+                    for i in page_ids
+                ],
+                "scroll_token": f"{key}:{nxt}" if nxt < len(hits) else None,
                 "total": len(hits),
             }
 
-        ok = credit_headers("search")
-
-        def headers(payload: dict[str, Any]) -> dict[str, str]:
-            return {**rate_headers, **ok(payload)}
-
-        return await _respond(
+        return await respond(
             request,
             state,
             "search",
             decision,
             answer,
-            rate_limited=pdl_rate_limited,
+            rate_limited=pdl_rate_limited(PDL_SEARCH),
             failed=pdl_failed,
-            ok_headers=headers,
+            ok_headers=billed(PDL_SEARCH, "search", rate),
         )
+
+    def find(params: Any) -> tuple[Person | None, int]:
+        """The person an enrichment names, and PDL's likelihood (1-10) of the match."""
+        if params.get("pdl_id"):
+            return by_id.get(str(params["pdl_id"])), 10
+        if params.get("profile"):
+            slug = slug_of(str(params["profile"]))
+            hit = by_slug.get(slug) if slug else None
+            if hit is None:
+                return None, 0
+            return hit[0], 10 if hit[1] else 9
+        if params.get("email"):
+            return by_email.get(str(params["email"]).strip().lower()), 10
+        name = params.get("name") or " ".join(
+            str(params.get(k, "")) for k in ("first_name", "last_name")
+        )
+        if name.strip():
+            found = by_name.get(fold(" ".join(name.split())), [])
+            company = fold(str(params.get("company", "")))
+            where = fold(str(params.get("location", "") or params.get("locality", "")))
+            best: tuple[int, Person] | None = None
+            for p in found:
+                likelihood = 3 if len(found) == 1 else 1
+                if company and company in fold(p.company):
+                    likelihood += 5
+                if where and p.city and where.split(",")[0].strip() == fold(p.city.name):
+                    likelihood += 3
+                if same_name(p, name) and (best is None or likelihood > best[0]):
+                    best = (min(10, likelihood), p)
+            return (best[1], best[0]) if best else (None, 0)
+        raise QueryError("profile, pdl_id, email or name is required")
 
     @app.get("/v5/person/enrich")
     async def pdl_enrich(request: Request) -> Response:
-        refused, rate_headers = pdl_gate(request)
+        refused, rate = pdl_gate(request, PDL_ENRICH)
         if refused is not None:
             return refused
         params = request.query_params
-        titlecase = params.get("titlecase", "").lower() == "true"
-        person: Person | None = None
-        if params.get("profile"):
-            profile = params["profile"].lower()
-            slug = (
-                profile.split(_LINKEDIN, 1)[1].strip("/").split("/")[0]
-                if _LINKEDIN in profile
-                else ""
-            )
-            person = by_slug.get(slug)
-        elif params.get("pdl_id"):
-            person = next((p for p in index.people if pdl_id(p.username) == params["pdl_id"]), None)
-        else:
-            return _pdl_error(400, "invalid_request_error", "profile or pdl_id is required")
-        if person is None:
+        titlecased = params.get("titlecase", "").lower() == "true"
+        try:
+            person, likelihood = find(params)
+            # Person Enrichment API, input parameters: min_likelihood defaults to 2.
+            min_likelihood = int(params.get("min_likelihood", "2"))
+            if not 0 <= min_likelihood <= 10:
+                raise QueryError("min_likelihood must be between 0 and 10")
+        except (QueryError, ValueError) as exc:
+            return _pdl_error(400, rate, str(exc))
+        not_found = _pdl_error(404, {**rate, "x-call-credits-spent": "0"})
+        if person is None or likelihood < min_likelihood:
             state.record("enrich", "404")
-            # No match: 404, and not billed.
-            return _pdl_error(
-                404,
-                "not_found",
-                "No records were found matching your request",
-                {**rate_headers, "x-call-credits-spent": "0"},
-            )
-        if (quota := pdl_billed(1)) is not None:
-            return quota
+            return not_found
         state.enrich_by_username[person.username] += 1
         decision = state.decide_enrich(person.username)
-        found = person
+        plan = state.config.pdl_plan
+        data = record(person, titlecased=titlecased, plan=plan, no_email=decision.no_email)
+        required = params.get("required")
+        if required and not meets_required(data, required):
+            state.record("enrich", "404")
+            return not_found  # the match lacks what was required: not found, not billed
+        if (quota := out_of_credits(1, rate)) is not None:
+            return quota
+        found_likelihood = likelihood
 
         def answer() -> dict[str, Any]:
-            return {
-                "status": 200,
-                "likelihood": 10,
-                "data": pdl_record(found, no_email=decision.no_email, titlecase=titlecase),
-            }
+            return {"status": 200, "likelihood": found_likelihood, "data": data}
 
-        ok = credit_headers("enrich")
-
-        def headers(payload: dict[str, Any]) -> dict[str, str]:
-            return {**rate_headers, **ok(payload)}
-
-        return await _respond(
+        return await respond(
             request,
             state,
             "enrich",
             decision,
             answer,
-            rate_limited=pdl_rate_limited,
+            rate_limited=pdl_rate_limited(PDL_ENRICH),
             failed=pdl_failed,
-            ok_headers=headers,
+            ok_headers=billed(PDL_ENRICH, "enrich", rate),
         )
+
+    register_serpapi_routes(app, state, index, vendors)
+
+    @app.get("/v1/admin/vendors")
+    async def vendor_report() -> dict[str, Any]:
+        """Per endpoint (``pdl:search``, ``pdl:enrich``, ``serpapi``): requests per window,
+        429s sent, requests that arrived while told to wait, credits and the records billed
+        per search; per vendor the busiest window, ``during_block`` and pages answered twice."""
+        return vendors.report()
+
+
+@lru_cache(maxsize=4)
+def _store_for(people: tuple[Person, ...]) -> Store:
+    return person_store(people)
+
+
+@dataclass
+class _Cached:
+    at: float
+    payload: dict[str, Any]
+
+
+def _serp_link(p: Person, rng_key: str) -> str:
+    """Google's LinkedIn links: a regional host and often a tracking parameter."""
+    code = p.city.country_code if p.city else "US"
+    host = _LINKEDIN_HOSTS.get(code, code.lower())
+    digest = int(hashlib.sha1(f"{rng_key}|{p.username}".encode()).hexdigest()[:4], 16)
+    link = f"https://{host}.linkedin.com/in/{p.username}"
+    return f"{link}?trk=public_profile_browsemap" if digest % 3 == 0 else link
+
+
+def register_serpapi_routes(
+    app: FastAPI, state: SimulatorState, index: PopulationIndex, vendors: VendorState
+) -> None:
+    cache: dict[str, _Cached] = {}
+    countries_by_code = {
+        p.city.country_code.lower(): p.city.country for p in index.people if p.city
+    }
 
     def serp_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
         return JSONResponse({"error": message}, status, headers=headers)
 
     def serp_rate_limited(retry_after: float, headers: dict[str, str]) -> Response:
         vendors.block(SERPAPI, time.time() + retry_after)
-        return serp_error(
-            429,
-            "The number of requests sent using this API key exceeds the hourly throughput limit.",
-            headers,
-        )
+        vendors.endpoints[SERPAPI].sent_429 += 1
+        return serp_error(429, SERP_THROUGHPUT, headers)
+
+    def place_filter(location: str, gl: str) -> Callable[[Person], bool]:
+        """``location`` ("Munich, Bavaria, Germany") or ``gl`` (a country code) narrow the
+        results to people there, as a Google search from that place would rank them."""
+        parts = [fold(x.strip()) for x in location.split(",") if x.strip()]
+        country = countries_by_code.get(gl.lower()) if gl else None
+
+        def keep(p: Person) -> bool:
+            if p.city is None:
+                return False
+            names = {fold(p.city.name), fold(p.city.region or ""), fold(p.city.country)}
+            if parts and not all(part in names for part in parts):
+                return False
+            return not (country and p.city.country != country)
+
+        return keep
 
     @app.get("/search.json")
     async def serpapi_search(request: Request) -> Response:
         params = request.query_params
         if params.get("api_key") != state.config.api_key:
-            vendors.unauthorized[SERPAPI] += 1
-            return serp_error(
-                401,
-                "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key",
-            )
-        if vendors.arrive(SERPAPI, state.config.vendor_rate_limit) is not None:
-            return serp_rate_limited(60.0, {})
-        limit = state.config.serpapi_search_limit
-        if limit and vendors.searches_used >= limit:
-            return serp_error(429, "Your account has run out of searches.")
+            vendors.endpoints[SERPAPI].unauthorized += 1
+            return serp_error(401, SERP_BAD_KEY)
         q = params.get("q", "")
         if not q.strip():
             return serp_error(400, "Missing query `q` parameter.")
@@ -403,46 +525,87 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             return serp_error(400, "Unsupported `engine` parameter.")
         try:
             start = max(0, int(params.get("start", "0")))
-            num = max(1, min(100, int(params.get("num", "10"))))
         except ValueError:
-            return serp_error(400, "Invalid `start` or `num` parameter.")
+            return serp_error(400, "Invalid `start` parameter.")
+        location, gl, hl = params.get("location", ""), params.get("gl", ""), params.get("hl", "")
+        key = "serpapi?" + urlencode(
+            {"q": " ".join(fold(q).split()), "start": start, "location": fold(location),
+             "gl": gl.lower(), "hl": hl.lower()}
+        )  # fmt: skip
+        # Google Search API, no_cache: an identical search within the hour comes from the
+        # cache, is free and is not counted towards the month's searches.
+        hit = cache.get(key)
+        if (
+            hit
+            and time.time() - hit.at < state.config.serpapi_cache_s
+            and (params.get("no_cache", "false").lower() != "true")
+        ):
+            return JSONResponse(hit.payload)
+        _, _, over = vendors.arrive(SERPAPI, state.config.serpapi_limit())
+        if over:
+            return serp_error(429, SERP_THROUGHPUT)
+        limit = state.config.serpapi_search_limit
+        if limit and vendors.searches_used >= limit:
+            return serp_error(429, SERP_OUT_OF_SEARCHES)
+        decision = state.decide_discovery("serp", key)
         # The site: operator narrows to profile pages, which is all the population has.
         text = " ".join(w for w in q.split() if not w.lower().startswith("site:"))
-        key = "serpapi?" + urlencode(
-            {"q": " ".join(fold(text).split()), "start": start, "num": num}
-        )
-        decision = state.decide_discovery("serp", key)
 
         def answer() -> dict[str, Any]:
             vendors.searches_used += 1
+            vendors.bill(SERPAPI, 1)
             vendors.answered(SERPAPI, key)
-            ranked = index.relevant(text, state.config.serp_max_results)
-            page = ranked[start : start + num]
+            keep = place_filter(location, gl)
+            ranked = [
+                p for p in index.relevant(text, 10 * state.config.serp_max_results) if keep(p)
+            ][: state.config.serp_max_results]
+            page = ranked[start : start + SERP_PAGE]
+            created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            search_id = hashlib.sha1(f"{key}|{time.time()}".encode()).hexdigest()[:24]
             payload: dict[str, Any] = {
-                "search_metadata": {"status": "Success"},
-                "search_parameters": {"engine": "google", "q": q, "start": start, "num": num},
+                "search_metadata": {
+                    "id": search_id,
+                    "status": "Success",
+                    "created_at": created,
+                    "google_url": "https://www.google.com/search?" + urlencode({"q": q}),
+                },
+                "search_parameters": {
+                    "engine": "google",
+                    "q": q,
+                    "start": start,
+                    **({"location_requested": location} if location else {}),
+                    **({"gl": gl} if gl else {}),
+                    **({"hl": hl} if hl else {}),
+                },
             }
             if not page:
-                payload["error"] = "Google hasn't returned any results for this query."
-                return payload
-            payload["organic_results"] = [
-                {
-                    "position": start + i + 1,
-                    "title": f"{p.full_name} - {p.role_title} - {p.location} | LinkedIn",
-                    "link": f"https://www.linkedin.com/in/{p.username}",
-                    "snippet": p.summary[:160],
+                # Search API Status and Errors: an empty result is still a success.
+                payload["search_information"] = {"organic_results_state": "Fully empty"}
+                payload["error"] = SERP_EMPTY
+            else:
+                payload["search_information"] = {
+                    "organic_results_state": "Results for exact spelling"
                 }
-                for i, p in enumerate(page)
-            ]
-            if start + num < len(ranked):
-                payload["serpapi_pagination"] = {
-                    "current": start // num + 1,
-                    "next": "/search.json?"
-                    + urlencode({"engine": "google", "q": q, "start": start + num}),
-                }
+                payload["organic_results"] = [
+                    {
+                        "position": start + i + 1,
+                        "title": f"{p.full_name} - {p.job_title} - {p.company} | LinkedIn",
+                        "link": _serp_link(p, key),
+                        "displayed_link": f"{p.city.name if p.city else ''} · {p.company}",
+                        "snippet": p.summary[:160],
+                    }
+                    for i, p in enumerate(page)
+                ]
+                if start + SERP_PAGE < len(ranked):
+                    payload["serpapi_pagination"] = {
+                        "current": start // SERP_PAGE + 1,
+                        "next": "https://serpapi.com/search.json?"
+                        + urlencode({"engine": "google", "q": q, "start": start + SERP_PAGE}),
+                    }
+            cache[key] = _Cached(time.time(), payload)
             return payload
 
-        return await _respond(
+        return await respond(
             request,
             state,
             "serp",
@@ -452,9 +615,30 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             failed=lambda status, message, headers: serp_error(status, message, headers),
         )
 
-    @app.get("/v1/admin/vendors")
-    async def vendor_report() -> dict[str, Any]:
-        """Requests per vendor per calendar minute (``max_per_minute``), requests that arrived
-        while the vendor had answered 429 (``during_block``), refusals for a missing key,
-        credits and searches used."""
-        return vendors.report()
+    @app.get("/account.json")
+    async def serpapi_account(request: Request) -> Response:
+        """SerpApi Account API: the month's usage, what is left, the hourly throughput."""
+        if request.query_params.get("api_key") != state.config.api_key:
+            return serp_error(401, SERP_BAD_KEY)
+        cfg = state.config
+        hour = int(time.time() // cfg.serpapi_window_s)
+        this_hour = vendors.endpoints[SERPAPI].per_window.get(hour, 0)
+        limit = cfg.serpapi_search_limit
+        left = max(0, limit - vendors.searches_used) if limit else 1_000_000
+        return JSONResponse(
+            {
+                "account_id": "5ac54d6adefb2f1dba1663f5",
+                "api_key": cfg.api_key,
+                "account_email": "simulator@example.com",
+                "plan_id": "simulator",
+                "plan_name": "Simulator Plan",
+                "searches_per_month": limit or 1_000_000,
+                "plan_searches_left": left,
+                "extra_credits": 0,
+                "total_searches_left": left,
+                "this_month_usage": vendors.searches_used,
+                "this_hour_searches": this_hour,
+                "last_hour_searches": this_hour,
+                "account_rate_limit_per_hour": cfg.serpapi_limit(),
+            }
+        )

@@ -9,6 +9,7 @@ from typing import Protocol
 from urllib.parse import unquote
 
 from shortlist.errors import PermanentError, ShortlistError, TransientError
+from shortlist.places import Place
 
 # Every person a provider returns is named by a provider-qualified handle. The SERP returns
 # handles on the talent platform, so the same person found by any tier has one external id.
@@ -52,12 +53,23 @@ def canonical_external_id(
 
 @dataclass(frozen=True)
 class DiscoveryQuery:
-    """Filters for a discovery call (a tier maps the recruiter's search onto these)."""
+    """Filters for a discovery call (a tier maps the recruiter's search onto these).
+
+    ``role``, ``location``, ``min_years`` and ``skills`` are the brief's; ``place`` is where to
+    look, resolved by the gazetteer (``shortlist.places``) and already widened by the tier (a
+    region or country for the broad tier; None: anywhere, or a place the gazetteer does not
+    know, then ``location`` is matched as text). ``widen`` asks for the role's neighbours
+    through the provider's own taxonomy as well as its exact title; ``exclude`` is a query
+    whose people are not wanted again (the strict tier's, which already paid for them).
+    """
 
     role: str | None = None
     location: str | None = None
     min_years: int | None = None
     skills: tuple[str, ...] = ()
+    place: Place | None = None
+    widen: bool = False
+    exclude: DiscoveryQuery | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,9 @@ class ProfileStub:
     username: str
     display_name: str
     profile: Profile | None = None
+    aliases: tuple[str, ...] = ()
+    """Other external ids of the same person (a PDL record's older LinkedIn slugs, from its
+    ``profiles``): a person already known by one of them is not taken again."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,9 @@ class Profile:
     email: str | None = None
     summary: str = ""
     profile_url: str | None = None
+    email_on_file: bool = False
+    """The vendor says an address exists but did not show it (PDL Free and trial plans answer
+    ``true`` for a contact field): a person one can still reach through the vendor."""
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -168,8 +186,9 @@ class TalentAPI(Protocol):
 
 
 class SerpAPI(Protocol):
-    async def search(self, text: str, page: int) -> DiscoveryPage:
-        """Free-text people search returning profile handles (external ids)."""
+    async def search(self, text: str, page: int, place: Place | None = None) -> DiscoveryPage:
+        """Free-text people search returning profile handles (external ids); ``place`` is
+        where the search originates (a hint the provider may use), when the brief names one."""
         ...
 
     async def aclose(self) -> None: ...

@@ -10,11 +10,10 @@ import httpx
 from shortlist.config import Settings
 from shortlist.errors import ConfigError
 from shortlist.sources.base import SerpAPI, TalentAPI
-from shortlist.sources.limits import RateGate
-from shortlist.sources.pdl import PROVIDER_NAME as PDL_NAME
-from shortlist.sources.pdl import PdlTalentAPI
+from shortlist.sources.limits import GateLimit, RateGate
+from shortlist.sources.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
 from shortlist.sources.serp import HttpSerpAPI
-from shortlist.sources.serpapi import PROVIDER_NAME as SERPAPI_NAME
+from shortlist.sources.serpapi import GATE as SERPAPI_GATE
 from shortlist.sources.serpapi import SerpApiSearch
 from shortlist.sources.talent_api import HttpTalentAPI
 
@@ -57,7 +56,8 @@ def _checked_url(value: str | None, env: str) -> str:
 def make_sources(settings: Settings, *, limiter: RateGate | None = None) -> Sources:
     """The adapters for ``settings.talent_api_url`` (``settings.talent_api``: PDL or the
     generic HTTP API) and ``settings.serp_api_url`` (SerpApi or the generic one). ``limiter``
-    shares the vendors' rate limits between processes (PDL and SerpApi only).
+    shares the vendors' per-endpoint rate limits and balances between processes (PDL and
+    SerpApi only).
 
     Raises ``SourcesNotConfigured`` if either URL is unset or not an http(s) URL, or a vendor's
     key is missing.
@@ -84,9 +84,15 @@ def _require_key(value: str, env: str, vendor: str) -> None:
         raise SourcesNotConfigured(f"{env} is not set: {vendor} refuses requests without a key")
 
 
-def rate_limits(settings: Settings) -> dict[str, int]:
-    """Requests per minute per provider name, for the shared gate."""
-    return {PDL_NAME: settings.talent_rate_limit, SERPAPI_NAME: settings.serp_rate_limit}
+def rate_limits(settings: Settings) -> dict[str, GateLimit]:
+    """The configured limit of each vendor endpoint's gate, shared by every process (PDL:
+    per endpoint, fixed 60 s windows; SerpApi: searches per hour)."""
+    pdl_window = settings.pdl_window_seconds
+    return {
+        SEARCH_GATE: GateLimit(settings.pdl_search_rate_limit, pdl_window),
+        ENRICH_GATE: GateLimit(settings.pdl_enrich_rate_limit, pdl_window),
+        SERPAPI_GATE: GateLimit(settings.serpapi_rate_limit, settings.serpapi_window_seconds),
+    }
 
 
 def with_simulator(settings: Settings, sim_url: str) -> Settings:

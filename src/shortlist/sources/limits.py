@@ -1,20 +1,28 @@
-"""Provider rate limits shared through PostgreSQL.
+"""Vendor rate limits and credit balances shared through PostgreSQL.
 
-A vendor limits requests per API key, not per process: four worker processes each keeping
-their own count would send four times the limit. So the count of the current minute and the
-pause after a 429 live in one ``provider_limits`` row per provider (migration 0009), and every
-call takes its place there first (:meth:`PgRateGate.acquire`). Windows are calendar minutes,
-as the vendors count them (PDL: "fixed-window rate limiting").
+A vendor limits requests per API key and per endpoint, not per process: four worker processes
+each keeping their own count would send four times the limit. So each endpoint is one *gate*
+(``pdl:search``, ``pdl:enrich``, ``serpapi``), a ``provider_limits`` row (migrations 0009,
+0017) with its own window length, its count in the current window and its pause after a 429;
+every call takes its place there first (:meth:`PgRateGate.acquire`). Windows are fixed slices
+of the clock, as the vendors count them (PDL "Usage Limits": per key, per endpoint, a fixed
+60-second window; SerpApi "Account API": ``account_rate_limit_per_hour``). Their length is a
+setting, so a test runs a window in seconds instead of waiting for the clock.
 
-A full window is waited out (at most until the next minute); a 429 pause is not: the call
-fails at once with ``ProviderPaused``, so no request reaches the vendor during a pause and the
-caller (a tier, a candidate) defers its work instead of holding it.
+A full window is waited out (also when the vendor's headers said its window is spent); a 429
+pause is not: the call fails at once with ``ProviderPaused``, so no request reaches the vendor
+during a pause and the caller (a tier, a candidate) defers its work instead of holding it.
+
+The last balance each vendor reported (PDL's ``x-totallimit-remaining``, SerpApi's
+``total_searches_left``) is kept here too, so every process knows when an account is about to
+run dry before it answers 402.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
 from shortlist.db.sql import load_queries
@@ -25,79 +33,139 @@ log = logging.getLogger(__name__)
 
 QUERIES = load_queries("shortlist.sources", "limits.sql")
 
+BALANCE_TRUST_SECONDS = 60.0
+"""How long a reported balance is believed. A search refuses to start a call its account cannot
+pay for, but only on recent news: after an operator tops the account up, searches resume
+within this long (the next call reads the new balance from the vendor's answer)."""
 # Never sleep less than this between two takes of a full window (the window math is exact to
 # the microsecond; this only stops a tight loop on a clock edge).
 _MIN_WAIT = 0.02
 
 
-class RateGate(Protocol):
-    """Where a provider's rate limit is kept (shared by every process that calls it)."""
+@dataclass(frozen=True)
+class GateLimit:
+    """A gate's configured limit: ``per_window`` requests every ``window_seconds``."""
 
-    async def acquire(self, provider: str) -> None:
-        """Wait for a place in the provider's window; raise ``ProviderPaused`` while paused."""
+    per_window: int
+    window_seconds: float
+
+
+class RateGate(Protocol):
+    """Where the vendors' limits and balances are kept (shared by every process)."""
+
+    async def acquire(self, gate: str) -> None:
+        """Wait for a place in the gate's window; raise ``ProviderPaused`` while paused."""
         ...
 
-    async def pause(self, provider: str, seconds: float) -> None: ...
+    async def pause(self, gate: str, seconds: float) -> None:
+        """A 429: refuse calls through ``gate`` for ``seconds``."""
+        ...
 
-    async def tighten(self, provider: str, per_minute: int) -> None: ...
+    async def spent(self, gate: str, seconds: float) -> None:
+        """The vendor's window is spent: calls wait ``seconds`` for it to reset."""
+        ...
+
+    async def tighten(self, gate: str, per_window: int) -> None:
+        """The vendor's own limit per window, from its headers."""
+        ...
+
+    async def record_balance(self, vendor: str, credit_type: str, remaining: int) -> None: ...
+
+    async def spend_balance(self, vendor: str, credit_type: str, credits: int) -> None: ...
+
+    async def balance(self, vendor: str, credit_type: str) -> int | None: ...
 
 
 class PgRateGate:
-    """:class:`RateGate` over the ``provider_limits`` table. ``limits`` maps each provider to
-    its configured requests per minute; a provider not in it is not limited."""
+    """:class:`RateGate` over ``provider_limits`` and ``provider_balances``. ``limits`` maps
+    each gate to its configured limit; a gate not in it (or with 0 requests) is not limited,
+    but its balances are still kept."""
 
-    def __init__(self, pool: AsyncPool, limits: dict[str, int]) -> None:
+    def __init__(self, pool: AsyncPool, limits: dict[str, GateLimit]) -> None:
         self.pool = pool
-        self.limits = {name: n for name, n in limits.items() if n > 0}
+        self.limits = {name: limit for name, limit in limits.items() if limit.per_window > 0}
         self._ready: set[str] = set()
 
-    async def _ensure(self, provider: str) -> None:
-        if provider in self._ready:
+    async def _ensure(self, gate: str) -> None:
+        if gate in self._ready:
             return
+        limit = self.limits[gate]
         async with self.pool.connection() as conn:
             await conn.execute(
-                QUERIES["ensure_provider"],
-                {"provider": provider, "per_minute": self.limits[provider]},
+                QUERIES["ensure_gate"],
+                {
+                    "gate": gate,
+                    "per_window": limit.per_window,
+                    "window_seconds": limit.window_seconds,
+                },
             )
-        self._ready.add(provider)
+        self._ready.add(gate)
 
-    async def acquire(self, provider: str) -> None:
-        if provider not in self.limits:
+    async def acquire(self, gate: str) -> None:
+        if gate not in self.limits:
             return
-        await self._ensure(provider)
+        await self._ensure(gate)
         while True:
             async with self.pool.connection() as conn:
-                cur = await conn.execute(QUERIES["take_provider_slot"], {"provider": provider})
+                cur = await conn.execute(QUERIES["take_gate_slot"], {"gate": gate})
                 if await cur.fetchone() is not None:
                     return
-                cur = await conn.execute(QUERIES["provider_wait"], {"provider": provider})
+                cur = await conn.execute(QUERIES["gate_wait"], {"gate": gate})
                 row = await cur.fetchone()
             paused_s = float(row["paused_s"]) if row else 0.0
             if paused_s > 0:
                 exc = ProviderPaused(
-                    f"{provider}: paused after a 429 for another {paused_s:.2f}s (shared)",
+                    f"{gate}: paused after a 429 for another {paused_s:.2f}s (shared)",
                     retry_after=paused_s,
                 )
-                exc.provider = provider
+                exc.provider = gate
                 raise exc
             window_s = float(row["window_s"]) if row else _MIN_WAIT
             await asyncio.sleep(max(window_s, _MIN_WAIT))
 
-    async def pause(self, provider: str, seconds: float) -> None:
-        if provider not in self.limits:
+    async def pause(self, gate: str, seconds: float) -> None:
+        if gate not in self.limits:
             return
-        await self._ensure(provider)
+        await self._ensure(gate)
         async with self.pool.connection() as conn:
-            await conn.execute(
-                QUERIES["pause_provider"], {"provider": provider, "seconds": seconds}
-            )
-        log.warning("%s paused for %.2fs for every process", provider, seconds)
+            await conn.execute(QUERIES["pause_gate"], {"gate": gate, "seconds": seconds})
+        log.warning("%s paused for %.2fs for every process", gate, seconds)
 
-    async def tighten(self, provider: str, per_minute: int) -> None:
-        if provider not in self.limits or per_minute <= 0:
+    async def spent(self, gate: str, seconds: float) -> None:
+        if gate not in self.limits or seconds <= 0:
             return
-        await self._ensure(provider)
+        await self._ensure(gate)
+        async with self.pool.connection() as conn:
+            await conn.execute(QUERIES["gate_spent"], {"gate": gate, "seconds": seconds})
+
+    async def tighten(self, gate: str, per_window: int) -> None:
+        if gate not in self.limits or per_window <= 0:
+            return
+        await self._ensure(gate)
+        async with self.pool.connection() as conn:
+            await conn.execute(QUERIES["tighten_gate"], {"gate": gate, "per_window": per_window})
+
+    async def record_balance(self, vendor: str, credit_type: str, remaining: int) -> None:
         async with self.pool.connection() as conn:
             await conn.execute(
-                QUERIES["tighten_provider"], {"provider": provider, "per_minute": per_minute}
+                QUERIES["record_balance"],
+                {"vendor": vendor, "credit_type": credit_type, "remaining": max(remaining, 0)},
             )
+
+    async def spend_balance(self, vendor: str, credit_type: str, credits: int) -> None:
+        if credits <= 0:
+            return
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                QUERIES["spend_balance"],
+                {"vendor": vendor, "credit_type": credit_type, "credits": credits},
+            )
+
+    async def balance(self, vendor: str, credit_type: str) -> int | None:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                QUERIES["balance"],
+                {"vendor": vendor, "credit_type": credit_type, "max_age": BALANCE_TRUST_SECONDS},
+            )
+            row = await cur.fetchone()
+        return None if row is None else int(row["remaining"])

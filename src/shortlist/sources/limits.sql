@@ -1,47 +1,87 @@
--- Provider rate limits shared by every process (shortlist.sources.limits). One row per
--- provider; every statement is a single guarded UPDATE, so the row lock serialises the takers
--- and READ COMMITTED re-checks the guard after waiting for it.
+-- Vendor gates shared by every process (shortlist.sources.limits). One row per gate (a vendor
+-- endpoint: 'pdl:search', 'pdl:enrich', 'serpapi'); every statement is a single guarded UPDATE,
+-- so the row lock serialises the takers and READ COMMITTED re-checks the guard after waiting.
+-- A window is a fixed slice of the epoch, window_seconds long: for 60 s, the calendar minute.
 
--- name: ensure_provider
--- The configured requests per minute (a later start with another setting updates it).
-INSERT INTO provider_limits (provider, per_minute)
-VALUES (%(provider)s, %(per_minute)s)
-ON CONFLICT (provider) DO UPDATE SET per_minute = EXCLUDED.per_minute
- WHERE provider_limits.per_minute <> EXCLUDED.per_minute
+-- name: ensure_gate
+-- The configured requests per window and the window's length (a later start with other
+-- settings updates them).
+INSERT INTO provider_limits (provider, per_window, window_seconds)
+VALUES (%(gate)s, %(per_window)s, %(window_seconds)s)
+ON CONFLICT (provider) DO UPDATE
+   SET per_window = EXCLUDED.per_window, window_seconds = EXCLUDED.window_seconds
+ WHERE provider_limits.per_window <> EXCLUDED.per_window
+    OR provider_limits.window_seconds <> EXCLUDED.window_seconds
 
--- name: take_provider_slot
--- One request's place in the current calendar minute (the vendors count fixed windows), unless
--- the provider is paused after a 429, the window is full (the configured limit, or the vendor's
--- own when its headers said less), or the minute is in its last half second: a request sent
--- then could reach the vendor in the next minute and be counted there.
-WITH clock AS (SELECT clock_timestamp() AS t, date_trunc('minute', clock_timestamp()) AS w)
+-- name: take_gate_slot
+-- One request's place in the gate's current window, unless the gate is paused after a 429, the
+-- vendor said its window is spent (full_until), our window is full (the configured limit, or
+-- the vendor's own when its headers said less), or the window is in its last tenth (at most
+-- half a second): a request sent then could reach the vendor in its next window.
+WITH clock AS (
+    SELECT c.t, to_timestamp(floor(extract(epoch FROM c.t) / p.window_seconds) * p.window_seconds) AS w,
+           p.window_seconds AS ws
+      FROM provider_limits p, (SELECT clock_timestamp() AS t) c
+     WHERE p.provider = %(gate)s
+)
 UPDATE provider_limits AS p
    SET window_count = CASE WHEN p.window_start = clock.w THEN p.window_count + 1 ELSE 1 END,
        window_start = clock.w
   FROM clock
- WHERE p.provider = %(provider)s
+ WHERE p.provider = %(gate)s
    AND p.paused_until <= clock.t
-   AND clock.t < clock.w + interval '59.5 seconds'
+   AND p.full_until <= clock.t
+   AND clock.t < clock.w + make_interval(secs => clock.ws - least(0.5, clock.ws / 10))
    AND (p.window_start <> clock.w
-        OR p.window_count < least(p.per_minute, coalesce(p.vendor_per_minute, p.per_minute)))
+        OR p.window_count < least(p.per_window, coalesce(p.vendor_per_window, p.per_window)))
 RETURNING p.window_count
 
--- name: provider_wait
--- Why take_provider_slot refused: seconds of 429 pause left, and seconds to the next minute.
-SELECT greatest(extract(epoch FROM p.paused_until - clock_timestamp()), 0)::float8 AS paused_s,
-       greatest(extract(epoch FROM date_trunc('minute', clock_timestamp()) + interval '1 minute'
-                                   - clock_timestamp()), 0)::float8 AS window_s
-  FROM provider_limits p
- WHERE p.provider = %(provider)s
+-- name: gate_wait
+-- Why take_gate_slot refused: seconds of 429 pause left, and seconds until a slot may free up
+-- (the vendor's spent window while it lasts, else the end of our own window).
+SELECT greatest(extract(epoch FROM p.paused_until - c.t), 0)::float8 AS paused_s,
+       CASE WHEN p.full_until > c.t THEN extract(epoch FROM p.full_until - c.t)::float8
+            ELSE p.window_seconds - mod(extract(epoch FROM c.t), p.window_seconds::numeric)::float8
+       END AS window_s
+  FROM provider_limits p, (SELECT clock_timestamp() AS t) c
+ WHERE p.provider = %(gate)s
 
--- name: pause_provider
--- A 429: nobody calls the provider until the pause ends. A shorter pause never cuts a longer.
+-- name: pause_gate
+-- A 429: nobody calls this endpoint until the pause ends. A shorter pause never cuts a longer.
 UPDATE provider_limits
    SET paused_until = greatest(paused_until, clock_timestamp() + make_interval(secs => %(seconds)s))
- WHERE provider = %(provider)s
+ WHERE provider = %(gate)s
 
--- name: tighten_provider
--- The vendor's headers said its per-minute limit: never send more than that.
+-- name: gate_spent
+-- The vendor's headers said this endpoint's window has nothing left: wait until it resets.
 UPDATE provider_limits
-   SET vendor_per_minute = %(per_minute)s
- WHERE provider = %(provider)s AND vendor_per_minute IS DISTINCT FROM %(per_minute)s
+   SET full_until = greatest(full_until, clock_timestamp() + make_interval(secs => %(seconds)s))
+ WHERE provider = %(gate)s
+
+-- name: tighten_gate
+-- The vendor's headers said this endpoint's limit per window: never send more than that.
+UPDATE provider_limits
+   SET vendor_per_window = %(per_window)s
+ WHERE provider = %(gate)s AND vendor_per_window IS DISTINCT FROM %(per_window)s
+
+-- name: record_balance
+-- The balance the vendor just reported for one kind of credit (the latest report wins).
+INSERT INTO provider_balances (vendor, credit_type, remaining, observed_at)
+VALUES (%(vendor)s, %(credit_type)s, %(remaining)s, clock_timestamp())
+ON CONFLICT (vendor, credit_type) DO UPDATE
+   SET remaining = EXCLUDED.remaining, observed_at = EXCLUDED.observed_at
+
+-- name: spend_balance
+-- One billed call the vendor reports no balance for (a SerpApi search): the last known balance
+-- goes down by what it cost, never below zero.
+UPDATE provider_balances
+   SET remaining = greatest(remaining - %(credits)s, 0), observed_at = clock_timestamp()
+ WHERE vendor = %(vendor)s AND credit_type = %(credit_type)s
+
+-- name: balance
+-- The last balance of one kind of credit the vendor reported within the last max_age seconds:
+-- an older one is no longer believed (the account may have been topped up since).
+SELECT remaining
+  FROM provider_balances
+ WHERE vendor = %(vendor)s AND credit_type = %(credit_type)s
+   AND observed_at > clock_timestamp() - make_interval(secs => %(max_age)s)

@@ -1,30 +1,41 @@
 """People Data Labs over HTTP: Person Search for the ``strict`` and ``broad`` tiers, Person
 Enrichment for people found elsewhere (SERP hits).
 
-Written from PDL's documentation:
+Written from PDL's documentation (each rule names its page beside the code):
   - Person Search reference, input parameters and output response
     (docs.peopledatalabs.com/docs/reference-person-search-api,
-    /docs/input-parameters-person-search-api, /docs/output-response-person-search-api):
-    ``POST /v5/person/search`` with a JSON body ``{"query": <Elasticsearch query>, "size",
-    "scroll_token"}`` → ``{"status": 200, "data": [person…], "scroll_token", "total"}``; a
-    search hit is the whole person record, billed per record returned.
-  - Person Enrichment reference and output response
-    (/docs/reference-person-enrichment-api, /docs/output-response-person-enrichment-api):
-    ``GET /v5/person/enrich?profile=…`` (or ``pdl_id=…``) → ``{"status", "likelihood",
-    "data"}``; 404 when no one matches, and only matches are billed.
+    /docs/input-parameters-person-search-api, /docs/output-response-person-search-api, and the
+    OpenAPI spec peopledatalabs/openAPI-specifications pdl-specs.json): ``POST
+    /v5/person/search`` with a JSON body ``{"query": <Elasticsearch 7.7 query>, "size" (1-100),
+    "scroll_token", "titlecase"}`` → ``{"status": 200, "data": [person…], "scroll_token",
+    "total"}``; a search hit is the whole person record, billed per record returned.
+  - Person Enrichment reference and input parameters (/docs/reference-person-enrichment-api,
+    /docs/input-parameters-person-enrichment-api, the spec's ``/v5/person/enrich``): ``GET
+    /v5/person/enrich?profile=…`` (or ``pdl_id=…``) with ``min_likelihood`` (0-10),
+    ``required`` and ``titlecase`` → ``{"status", "likelihood", "data"}``; 404 when no one
+    matches well enough, and only matches are billed.
   - Authentication (/docs/authentication): the key in the ``X-Api-Key`` header.
   - Errors & status codes (/docs/errors): ``{"status", "error": {"type", "message"}}``; 402
     when the account's credits are spent; 404 means "no match" (for a search too).
-  - Usage limits (/docs/usage-limits): ``x-call-credits-spent``, ``x-ratelimit-limit`` /
-    ``x-ratelimit-remaining`` (per minute), and ``x-ratelimit-reset`` — a UTC timestamp, not a
-    number of seconds; 429 (``rate_limit_error``) when over the limit.
-Person fields (/docs/fields, /docs/example-record): any field PDL has no data for is ``null``.
+  - Usage limits (/docs/usage-limits) and "Fix 429 rate limit errors"
+    (/support/troubleshooting/rate-limit-errors): limits per key AND per endpoint, fixed 60 s
+    windows; ``x-ratelimit-limit`` / ``x-ratelimit-remaining`` hold JSON per window
+    (``{'minute': 10, 'day': None}``), ``x-ratelimit-reset`` is a UTC timestamp;
+    ``x-call-credits-spent`` / ``x-call-credits-type`` say what the call cost and from which
+    pool, ``x-totallimit-remaining`` what is left; 429 (``rate_limit_error``) when over.
+  - Data formatting / data build (/docs/data-formatting, /docs/data-build): every string is
+    lowercase unless ``titlecase`` is set; a field without data is ``null`` (``[]`` for
+    arrays). Person Schema (/docs/fields): ``location_locality`` / ``_region`` / ``_country``
+    are keyword fields of canonical lowercase names; ``profiles`` lists every social profile
+    PDL knows for the person, old LinkedIn slugs included; on Free and trial plans the contact
+    fields (``work_email``, ``personal_emails``, ``recommended_personal_email``) are ``true`` /
+    ``false`` — "exists, not shown".
 """
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -32,6 +43,7 @@ import httpx
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from shortlist.config import Settings
+from shortlist.places import Place, PlaceKind
 from shortlist.sources.base import (
     LINKEDIN_PREFIX,
     DiscoveryPage,
@@ -44,6 +56,7 @@ from shortlist.sources.base import (
     ProviderRateLimited,
     ProviderRejected,
     canonical_external_id,
+    linkedin_slug,
 )
 from shortlist.sources.limits import RateGate
 from shortlist.sources.provider import (
@@ -53,22 +66,46 @@ from shortlist.sources.provider import (
     parse_model,
     provider_error,
 )
+from shortlist.talent.roles import pdl_title
+from shortlist.text import fold
 
 PROVIDER_NAME = "pdl"
 PDL_PREFIX = "pdl:"
-# PDL's page size bounds (Person Search input parameters: size 1-100).
+# One gate per endpoint ("Rate limits for all of our API endpoints are separate", Usage Limits).
+SEARCH_GATE = "pdl:search"
+ENRICH_GATE = "pdl:enrich"
+# PDL's page size bounds (Person Search input parameters; spec: size minimum 1, maximum 100).
+MIN_SIZE = 1
 MAX_SIZE = 100
+# Enrichment answers 200 only for a record that has these (Person Enrichment input parameters,
+# ``required``): a record without a title cannot be matched to the brief, so it is not bought.
+ENRICH_REQUIRED = "job_title"
 
 
-def _none_as_list(value: object) -> object:
-    return [] if value is None else value
+def _as_list(value: object) -> object:
+    # An array field without data is [] (or null); a Free-plan contact array may be a bare
+    # `true` / `false` (Person Schema, contact fields on Free plans).
+    if value is None:
+        return []
+    if isinstance(value, str | bool | dict):
+        return [value]
+    return value
 
 
 def _years(value: object) -> object:
     # inferred_years_experience is an integer, null when unknown; never trust a negative.
-    if isinstance(value, int | float) and value >= 0:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return int(value)
     return None
+
+
+def _contact(value: object) -> object:
+    # A contact field is an address, or on Free plans true/false ("exists, not shown").
+    return value if isinstance(value, str | bool) else None
+
+
+Contact = Annotated[str | bool | None, BeforeValidator(_contact)]
+Items = Annotated[list[Any], BeforeValidator(_as_list)]
 
 
 class PdlPerson(BaseModel):
@@ -82,15 +119,16 @@ class PdlPerson(BaseModel):
     summary: Text = ""
     job_title: Text = ""
     job_title_role: Text = ""
+    job_title_sub_role: Text = ""
+    job_title_levels: Items = Field(default_factory=list)
     location_name: Text = ""
     linkedin_url: str | None = None
     linkedin_username: str | None = None
-    work_email: str | None = None
-    recommended_personal_email: str | None = None
-    personal_emails: Annotated[list[Any], BeforeValidator(_none_as_list)] = Field(
-        default_factory=list
-    )
-    skills: Annotated[list[Any], BeforeValidator(_none_as_list)] = Field(default_factory=list)
+    profiles: Items = Field(default_factory=list)
+    work_email: Contact = None
+    recommended_personal_email: Contact = None
+    personal_emails: Items = Field(default_factory=list)
+    skills: Items = Field(default_factory=list)
     inferred_years_experience: Annotated[int | None, BeforeValidator(_years)] = None
 
     def external_id(self) -> str | None:
@@ -99,20 +137,48 @@ class PdlPerson(BaseModel):
         )
         return canonical_external_id(linkedin=linkedin, provider="pdl", provider_id=self.id)
 
+    def linkedin_ids(self) -> set[str]:
+        """Every LinkedIn identity PDL knows for this person: the primary one and those of
+        ``profiles`` (Person Schema: ``profiles[]``, with ``network``, ``url``, ``username``;
+        an older slug of the same person stays there)."""
+        found: set[str] = set()
+        urls: list[str] = [u for u in (self.linkedin_url,) if u]
+        if self.linkedin_username:
+            urls.append(f"linkedin.com/in/{self.linkedin_username}")
+        for item in self.profiles:
+            if isinstance(item, str):
+                urls.append(item)
+            elif isinstance(item, dict):
+                if item.get("url"):
+                    urls.append(str(item["url"]))
+                if item.get("network") == "linkedin" and item.get("username"):
+                    urls.append(f"linkedin.com/in/{item['username']}")
+        for url in urls:
+            slug = linkedin_slug(url)
+            if slug:
+                found.add(LINKEDIN_PREFIX + slug)
+        return found
+
+    def _contacts(self) -> list[object]:
+        return [self.work_email, self.recommended_personal_email, *self.personal_emails]
+
     def email(self) -> str | None:
-        # On some plans PDL answers `true` for a field it has but does not show: not an address.
-        candidates = [self.work_email, self.recommended_personal_email, *self.personal_emails]
-        for value in candidates:
+        for value in self._contacts():
             if isinstance(value, str) and "@" in value:
                 return value.strip()
         return None
+
+    def email_on_file(self) -> bool:
+        """PDL says an address exists but does not show it (Free plans: ``true``)."""
+        return self.email() is None and any(value is True for value in self._contacts())
 
     def to_profile(self, external_id: str) -> Profile:
         skills = [s for s in self.skills if isinstance(s, str) and s.strip()]
         return Profile(
             external_id=external_id,
             username=external_id.split(":", 1)[-1],
-            full_name=self.full_name.title() if self.full_name.islower() else self.full_name,
+            # Shown as PDL sends it: every call asks for titlecase (no casing of our own).
+            full_name=self.full_name,
             headline=self.headline or self.job_title,
             role_title=self.job_title,
             role_family=self.job_title_role,
@@ -120,6 +186,7 @@ class PdlPerson(BaseModel):
             years_experience=self.inferred_years_experience,
             location=self.location_name,
             email=self.email(),
+            email_on_file=self.email_on_file(),
             summary=self.summary,
             profile_url=(
                 f"https://{self.linkedin_url}"
@@ -144,50 +211,170 @@ class _EnrichResponse(BaseModel):
     likelihood: int | None = None
 
 
-def search_body(query: DiscoveryQuery, size: int, scroll_token: str | None) -> dict[str, Any]:
-    """The Person Search request: the brief's filters as an Elasticsearch bool query, every
-    filter a ``must`` (tier 1 maps the brief 1:1; widening is the caller's business)."""
+# --- the Person Search query -----------------------------------------------------------------
+
+
+def place_filters(place: Place) -> list[dict[str, Any]]:
+    """``place`` on PDL's keyword location fields (Person Schema: ``location_locality``,
+    ``location_region``, ``location_country`` hold the canonical lowercase names, as the
+    gazetteer gives them); a remote brief filters on no place."""
+    if place.kind is PlaceKind.remote or not place.country:
+        return []
+    terms: list[dict[str, Any]] = []
+    if place.kind is PlaceKind.city and place.locality:
+        terms.append(_keyword("location_locality", place.locality))
+    elif place.kind is PlaceKind.region and place.region:
+        terms.append(_keyword("location_region", place.region))
+    terms.append(_keyword("location_country", place.country))
+    return terms
+
+
+def _keyword(field: str, name: str) -> dict[str, Any]:
+    """``term`` on a keyword field, or ``terms`` over the spellings one name may have there: as
+    GeoNames writes it ("zürich", "new york city"), without its accents ("zurich") and without
+    a trailing "city" ("new york"). A keyword match is exact, and which form a vendor keeps is
+    not documented."""
+    forms = [name, fold(name)]
+    forms += [f.removesuffix(" city") for f in forms if f.endswith(" city")]
+    forms = list(dict.fromkeys(forms))
+    return {"term": {field: forms[0]}} if len(forms) == 1 else {"terms": {field: forms}}
+
+
+def _role_clause(role: str, *, widen: bool) -> dict[str, Any] | None:
+    """Who holds ``role``. Strict: the title as a phrase (Elasticsearch ``match`` ORs the words,
+    so a bare match on "fpga verification engineer" bills every "engineer"). Widened: all the
+    title's words in any order, or its head ("verification engineer") held by someone PDL
+    files under the role's sub_role — PDL's own taxonomy, never our family names."""
+    title = pdl_title(role)
+    if not title.core:
+        return None
+    if not widen:
+        return {"match_phrase": {"job_title": title.text}}
+    options: list[dict[str, Any]] = [
+        {"match": {"job_title": {"query": title.core, "operator": "and"}}}
+    ]
+    taxonomy = (
+        {"terms": {"job_title_sub_role": list(title.sub_roles)}}
+        if title.sub_roles
+        else {"terms": {"job_title_role": list(title.roles)}}
+        if title.roles and title.head and " " in title.head
+        else None
+    )
+    if title.head and taxonomy is not None:
+        options.append({"bool": {"must": [{"match_phrase": {"job_title": title.head}}, taxonomy]}})
+    if len(options) == 1:
+        return options[0]
+    return {"bool": {"should": options, "minimum_should_match": 1}}
+
+
+def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
     must: list[dict[str, Any]] = []
+    should: list[dict[str, Any]] = []
     if query.role:
-        must.append({"match": {"job_title": query.role}})
-    if query.location:
-        must.append({"match": {"location_name": query.location}})
-    if query.min_years is not None:
+        clause = _role_clause(query.role, widen=query.widen)
+        if clause is not None:
+            must.append(clause)
+        if query.widen:
+            # A seniority the brief named ranks first, it does not exclude (job_title_levels).
+            levels = list(pdl_title(query.role).levels)
+            if levels:
+                should.append({"terms": {"job_title_levels": levels}})
+    if query.place is not None:
+        must.extend(place_filters(query.place))
+    elif query.location:
+        # A place the gazetteer does not know: its words against the analysed location_name.
+        must.append({"match": {"location_name": {"query": query.location, "operator": "and"}}})
+    if query.min_years is not None and not query.widen:
         must.append({"range": {"inferred_years_experience": {"gte": query.min_years}}})
     for skill in query.skills:
-        must.append({"term": {"skills": skill.lower()}})
+        # `skills` holds exact lowercase values: `term` (Person Schema); a must-have for the
+        # strict tier, a preference for the widened one.
+        (should if query.widen else must).append({"term": {"skills": skill.lower()}})
     if not must:
         must.append({"exists": {"field": "job_title"}})
-    body: dict[str, Any] = {"query": {"bool": {"must": must}}, "size": min(size, MAX_SIZE)}
+    bool_query: dict[str, Any] = {"must": must}
+    if should:
+        bool_query["should"] = should
+    if query.exclude is not None:
+        # People the strict tier already paid for are not bought a second time.
+        bool_query["must_not"] = [{"bool": _bool_query(query.exclude)}]
+    return bool_query
+
+
+def search_body(query: DiscoveryQuery, size: int, scroll_token: str | None) -> dict[str, Any]:
+    """The Person Search request: the brief as an Elasticsearch bool query on PDL's fields,
+    ``size`` records (each billed) within PDL's bounds, records title-cased."""
+    body: dict[str, Any] = {
+        "query": {"bool": _bool_query(query)},
+        "size": max(MIN_SIZE, min(size, MAX_SIZE)),
+        # Person Search input parameters: titlecase, else every string is lowercase.
+        "titlecase": True,
+    }
     if scroll_token:
         body["scroll_token"] = scroll_token
     return body
 
 
-def enrich_params(external_id: str) -> dict[str, str]:
-    """Enrichment by LinkedIn profile, or by PDL id for a person PDL found itself."""
+def enrich_params(external_id: str, min_likelihood: int) -> dict[str, str | int]:
+    """Enrichment by LinkedIn profile, or by PDL id for a person PDL found itself; only a
+    match at least ``min_likelihood`` likely, with a title, answers (and is billed)."""
+    params: dict[str, str | int] = {
+        "min_likelihood": min_likelihood,
+        "required": ENRICH_REQUIRED,
+        "titlecase": "true",
+    }
     if external_id.startswith(LINKEDIN_PREFIX):
-        return {"profile": f"linkedin.com/in/{external_id[len(LINKEDIN_PREFIX) :]}"}
-    if external_id.startswith(PDL_PREFIX):
-        return {"pdl_id": external_id[len(PDL_PREFIX) :]}
-    raise provider_error(
-        ProviderRejected, PROVIDER_NAME, f"cannot enrich {external_id!r}: no LinkedIn or PDL id"
-    )
+        params["profile"] = f"linkedin.com/in/{external_id[len(LINKEDIN_PREFIX) :]}"
+    elif external_id.startswith(PDL_PREFIX):
+        params["pdl_id"] = external_id[len(PDL_PREFIX) :]
+    else:
+        raise provider_error(
+            ProviderRejected, PROVIDER_NAME, f"cannot enrich {external_id!r}: no LinkedIn or PDL id"
+        )
+    return params
 
 
-_MINUTE = re.compile(r"""['"]?minute['"]?\s*:\s*(\d+)""")
+# --- headers ----------------------------------------------------------------------------------
+
+
+def header_window(value: str | None, window: str = "minute") -> int | None:
+    """One window's figure from ``x-ratelimit-limit`` / ``-remaining`` (Usage Limits: a JSON
+    object per window, ``{"minute": 1201, "day": null}``, sent in Python's repr as often as in
+    JSON: ``{'minute': 60, 'day': None}``), or a plain number."""
+    if not value:
+        return None
+    text = value.strip()
+    if len(text) > 200:  # a rate header is a few words; anything longer is not one
+        return None
+    parsed: object
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if isinstance(parsed, dict):
+        parsed = parsed.get(window)
+    if isinstance(parsed, int | float) and not isinstance(parsed, bool) and 0 <= parsed < 2**31:
+        return int(parsed)  # (inf, nan and absurd figures are no limit anyone can use)
+    return None
 
 
 def header_per_minute(value: str | None) -> int | None:
-    """A per-minute figure from ``x-ratelimit-limit``/``-remaining``: a plain number, or an
-    object such as ``{"minute": 1201, "day": null}`` (both forms appear in PDL's docs)."""
-    if not value:
+    """The per-minute figure of a rate header (PDL's windows are minutes)."""
+    return header_window(value, "minute")
+
+
+def header_int(value: str | None) -> int | None:
+    """A plain count header (``x-call-credits-spent``, ``x-totallimit-remaining``)."""
+    if value is None:
         return None
-    value = value.strip()
-    if value.isdigit():
-        return int(value)
-    match = _MINUTE.search(value)
-    return int(match.group(1)) if match else None
+    text = value.strip()
+    try:
+        return int(float(text))
+    except (ValueError, OverflowError):  # "abc", "1e400" (inf), "nan"
+        return None
 
 
 def seconds_until_reset(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -223,36 +410,65 @@ def _error_body(response: httpx.Response) -> tuple[str, str]:
 class PdlClient(ProviderClient):
     """PDL's headers and error bodies on top of the shared HTTP plumbing."""
 
+    window_seconds: float = 60.0
+
     def credits_of(self, response: httpx.Response, operation: str) -> int:
-        spent = response.headers.get("x-call-credits-spent")
-        if spent is not None and spent.strip().isdigit():
-            return int(spent)
-        return 0
+        # Usage Limits: x-call-credits-spent, the credits billed for this call.
+        return max(header_int(response.headers.get("x-call-credits-spent")) or 0, 0)
 
     def rate_limit_of(self, response: httpx.Response) -> int | None:
         return header_per_minute(response.headers.get("x-ratelimit-limit"))
 
     def pause_after_429(self, response: httpx.Response) -> float | None:
-        return seconds_until_reset(response.headers.get("x-ratelimit-reset"))
+        # "Fix 429 rate limit errors": pause until x-ratelimit-reset, then retry.
+        reset = seconds_until_reset(response.headers.get("x-ratelimit-reset"))
+        if reset is not None:
+            return reset
+        return super().pause_after_429(response)
 
-    def vendor_error(self, response: httpx.Response) -> ProviderError | None:
+    async def _observe(self, response: httpx.Response, operation: str, gate: Provider) -> None:
+        await super()._observe(response, operation, gate)
+        headers = response.headers
+        # The balance of the credit pool this call drew on (Usage Limits:
+        # x-totallimit-remaining, x-call-credits-type), kept for the next caller.
+        remaining = header_int(headers.get("x-totallimit-remaining"))
+        if remaining is not None:
+            credit_type = (headers.get("x-call-credits-type") or operation).strip() or operation
+            await self.note_balance(credit_type, remaining)
+        # The endpoint's window is spent ("Fix 429 rate limit errors": once
+        # x-ratelimit-remaining reaches zero, requests return 429 until the window resets):
+        # the next caller waits for the reset instead of earning a 429.
+        left = header_per_minute(headers.get("x-ratelimit-remaining"))
+        if left == 0 and response.status_code != 429 and self.limiter is not None:
+            wait = seconds_until_reset(headers.get("x-ratelimit-reset"))
+            await self.limiter.spent(gate.name, self.window_seconds if wait is None else wait)
+
+    async def vendor_error(self, response: httpx.Response, gate: Provider) -> ProviderError | None:
         status = response.status_code
         if status not in (402, 404, 429):
             return None
         kind, message = _error_body(response)
         detail = f"HTTP {status} {kind}: {message}".strip()
         if status == 402:
-            return provider_error(ProviderQuotaExhausted, PROVIDER_NAME, detail)
+            await self.note_balance(_credit_type(response, gate), 0)
+            return provider_error(ProviderQuotaExhausted, gate.name, detail)
         if status == 404:
-            return provider_error(ProviderNotFound, PROVIDER_NAME, detail)
+            return provider_error(ProviderNotFound, gate.name, detail)
         pause = self.pause_after_429(response)
         if pause is None:
             pause = self.default_pause
-        return provider_error(ProviderRateLimited, PROVIDER_NAME, detail, retry_after=pause)
+        return provider_error(ProviderRateLimited, gate.name, detail, retry_after=pause)
+
+
+def _credit_type(response: httpx.Response, gate: Provider) -> str:
+    given = (response.headers.get("x-call-credits-type") or "").strip()
+    return given or gate.name.split(":", 1)[-1]
 
 
 class PdlTalentAPI:
-    """:class:`~shortlist.sources.base.TalentAPI` for People Data Labs."""
+    """:class:`~shortlist.sources.base.TalentAPI` for People Data Labs: one gate per endpoint
+    (``pdl:search``, ``pdl:enrich``), each bounded by ``provider_concurrency`` in this process
+    and by its own window in PostgreSQL (``limiter``)."""
 
     def __init__(
         self,
@@ -260,19 +476,26 @@ class PdlTalentAPI:
         settings: Settings,
         client: httpx.AsyncClient | None = None,
         *,
-        provider: Provider | None = None,
         limiter: RateGate | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = settings.talent_api_key
         self.discovery_timeout = settings.discovery_timeout
         self.enrichment_timeout = settings.enrichment_timeout
+        self.min_likelihood = settings.pdl_min_likelihood
+        self.search_gate = Provider(SEARCH_GATE, settings.provider_concurrency)
+        self.enrich_gate = Provider(ENRICH_GATE, settings.provider_concurrency)
         self._http = PdlClient.for_settings(
-            PROVIDER_NAME, settings, client=client, provider=provider, limiter=limiter
+            PROVIDER_NAME,
+            settings,
+            client=client,
+            gates={"search": self.search_gate, "enrich": self.enrich_gate},
+            limiter=limiter,
         )
-        self.provider = self._http.provider
-        self._parse_search = parse_model(_SearchResponse, PROVIDER_NAME, "person search")
-        self._parse_enrich = parse_model(_EnrichResponse, PROVIDER_NAME, "person enrichment")
+        self._http.window_seconds = settings.pdl_window_seconds
+        self.provider = self.search_gate
+        self._parse_search = parse_model(_SearchResponse, SEARCH_GATE, "person search")
+        self._parse_enrich = parse_model(_EnrichResponse, ENRICH_GATE, "person enrichment")
 
     @property
     def _headers(self) -> dict[str, str]:
@@ -281,18 +504,30 @@ class PdlTalentAPI:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def _check_balance(self, credit_type: str, needed: int, what: str) -> None:
+        """Stop before the account runs dry (a visible ``quota_exhausted``), not at a 402."""
+        balance = await self._http.known_balance(credit_type)
+        if balance is not None and balance < needed:
+            raise provider_error(
+                ProviderQuotaExhausted,
+                f"{PROVIDER_NAME}:{credit_type}",
+                f"PDL balance {balance} {credit_type} credits: below {what} ({needed})",
+            )
+
     async def discover(
         self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
     ) -> DiscoveryPage:
         if page > 1 and not cursor:
             # PDL pages only by scroll token: a later page without one cannot be asked for.
             return DiscoveryPage(stubs=[], has_more=False)
+        body_json = search_body(query, per_page, cursor)
+        await self._check_balance("search", body_json["size"], "one page")
         try:
             body = await self._http.request_json(
                 "search",
                 "POST",
                 f"{self.base_url}/v5/person/search",
-                json=search_body(query, per_page, cursor),
+                json=body_json,
                 headers=self._headers,
                 time_limit=self.discovery_timeout,
                 parse=self._parse_search,
@@ -312,27 +547,32 @@ class PdlTalentAPI:
                     username=profile.username,
                     display_name=profile.full_name or profile.username,
                     profile=profile,
+                    aliases=tuple(sorted(person.linkedin_ids() - {external_id})),
                 )
             )
         has_more = bool(body.scroll_token) and bool(body.data)
         return DiscoveryPage(stubs=stubs, has_more=has_more, cursor=body.scroll_token)
 
     async def enrich(self, external_id: str) -> Profile:
+        params = enrich_params(external_id, self.min_likelihood)
+        await self._check_balance("enrich", 1, "one enrichment")
         body = await self._http.request_json(
             "enrich",
             "GET",
             f"{self.base_url}/v5/person/enrich",
-            params=enrich_params(external_id),
+            params=params,
             headers=self._headers,
             time_limit=self.enrichment_timeout,
             parse=self._parse_enrich,
         )
-        found = body.data.external_id()
-        if found is not None and found != external_id and not external_id.startswith(PDL_PREFIX):
-            # Ingesting someone else under this candidate's id would corrupt dedup.
+        person = body.data
+        if external_id.startswith(LINKEDIN_PREFIX) and external_id not in person.linkedin_ids():
+            # Ingesting someone else under this candidate's id would corrupt dedup. The same
+            # person under a newer slug keeps the old one in `profiles`: that is a match, kept
+            # under the id the search already knows them by.
             raise provider_error(
                 ProviderRejected,
-                PROVIDER_NAME,
-                f"asked to enrich {external_id!r}, got the record of {found!r}",
+                ENRICH_GATE,
+                f"asked to enrich {external_id!r}, got the record of {person.external_id()!r}",
             )
-        return body.data.to_profile(external_id)
+        return person.to_profile(external_id)

@@ -52,7 +52,7 @@ from shortlist.sources.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from shortlist.sources.limits import RateGate
+from shortlist.sources.limits import BALANCE_TRUST_SECONDS, RateGate
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +159,18 @@ class Provider:
 
 
 class ProviderClient:
-    """HTTP plumbing shared by the adapters: one gate, one ``httpx.AsyncClient``, the retry
+    """HTTP plumbing shared by the adapters: the gates, one ``httpx.AsyncClient``, the retry
     wrapper and the status mapping.
 
+    A vendor limits each endpoint on its own (PDL "Usage Limits": "Rate limits for all of our
+    API endpoints are separate"), so ``gates`` maps an operation ("search", "enrich") to the
+    :class:`Provider` gate of its endpoint; an operation not in it goes through ``provider``.
+    ``vendor`` names the vendor in the credit ledger and the metrics (default: the gate's name).
+
     Pass ``client`` to share a connection pool (it is then not closed by :meth:`aclose`), and
-    ``limiter`` to share the vendor's rate limit and 429 pauses with other processes.
-    ``default_pause`` is how long a 429 without a usable ``Retry-After`` pauses the provider.
+    ``limiter`` to share the endpoints' rate limits, 429 pauses and the vendor's balance with
+    other processes. ``default_pause`` is how long a 429 without a usable ``Retry-After``
+    pauses the endpoint.
     """
 
     def __init__(
@@ -175,41 +181,79 @@ class ProviderClient:
         default_pause: float,
         client: httpx.AsyncClient | None = None,
         limiter: RateGate | None = None,
+        vendor: str | None = None,
+        gates: Mapping[str, Provider] | None = None,
     ) -> None:
         self.provider = provider
+        self.vendor = vendor or provider.name
+        self.gates = dict(gates or {})
         self.retry_delay = retry_delay
         self.default_pause = default_pause
         self.limiter = limiter
+        self._balances: dict[str, tuple[int, float]] = {}
+        """credit type → (remaining, when it was reported, monotonic seconds)."""
         self._owns_client = client is None
         # As many connections as slots: a call that got a slot never waits on the pool, so the
         # pool's wait is never mistaken for the provider being slow.
+        slots = sum(g.max_concurrency for g in {provider, *self.gates.values()})
         self._client = client or httpx.AsyncClient(
-            limits=httpx.Limits(
-                max_connections=provider.max_concurrency,
-                max_keepalive_connections=provider.max_concurrency,
-            ),
+            limits=httpx.Limits(max_connections=slots, max_keepalive_connections=slots),
             headers={"Accept": "application/json"},
         )
+
+    def gate_for(self, operation: str) -> Provider:
+        """The gate of the endpoint ``operation`` calls."""
+        return self.gates.get(operation, self.provider)
+
+    # --- the vendor's balance (last reported; shared through the limiter when there is one) ---
+
+    async def known_balance(self, credit_type: str) -> int | None:
+        """The credits of ``credit_type`` the vendor last said were left (None: never said)."""
+        if self.limiter is not None:
+            return await self.limiter.balance(self.vendor, credit_type)
+        known = self._balances.get(credit_type)
+        if known is None or time.monotonic() - known[1] > BALANCE_TRUST_SECONDS:
+            return None
+        return known[0]
+
+    async def note_balance(self, credit_type: str, remaining: int) -> None:
+        self._balances[credit_type] = (remaining, time.monotonic())
+        if self.limiter is not None:
+            await self.limiter.record_balance(self.vendor, credit_type, remaining)
+
+    async def note_spent(self, credit_type: str, credits: int) -> None:
+        """``credits`` billed where the vendor reports no balance: the known one goes down."""
+        if credit_type in self._balances:
+            remaining, _ = self._balances[credit_type]
+            self._balances[credit_type] = (max(remaining - credits, 0), time.monotonic())
+        if self.limiter is not None:
+            await self.limiter.spend_balance(self.vendor, credit_type, credits)
 
     @classmethod
     def for_settings(
         cls,
-        name: str,
+        vendor: str,
         settings: Settings,
         *,
         client: httpx.AsyncClient | None = None,
-        provider: Provider | None = None,
+        gates: Mapping[str, Provider] | None = None,
         limiter: RateGate | None = None,
     ) -> Self:
-        """The client of provider ``name``: its gate (``provider``, default a new one bounded by
-        ``provider_concurrency``) and the retry delay of ``settings``; a 429 without a usable
-        pause pauses for as long as a retry would wait."""
+        """The client of ``vendor``: its endpoints' ``gates`` (default one gate named after the
+        vendor, bounded by ``provider_concurrency``) and the retry delay of ``settings``; a 429
+        without a usable pause pauses for as long as a retry would wait."""
+        gates = dict(gates or {})
+        default = next(iter(gates.values()), None) or Provider(
+            vendor, settings.provider_concurrency
+        )
         return cls(
-            provider or Provider(name, settings.provider_concurrency),
+            default,
             retry_delay=settings.retry_delay,
             default_pause=settings.retry_delay,
             client=client,
             limiter=limiter,
+            vendor=vendor,
+            gates=gates,
         )
 
     async def aclose(self) -> None:
@@ -265,7 +309,7 @@ class ProviderClient:
         exc = state.outcome.exception() if state.outcome else None
         log.warning(
             "%s call failed (%s); retrying in %.2fs",
-            self.provider.name,
+            self.vendor,
             exc,
             self.retry_delay,
         )
@@ -277,29 +321,30 @@ class ProviderClient:
         time_limit: float,
         parse: Callable[[Any], T],
     ) -> T:
-        name = self.provider.name
+        gate = self.gate_for(operation)
+        name = self.vendor
         outcome = "error"  # anything but a ProviderError escaping is a bug
         response: httpx.Response | None = None
         try:
-            async with self.provider.slot():
+            async with gate.slot():
                 if self.limiter is not None:
-                    # The vendor's limit is per key, not per process: every process asks one
-                    # shared gate (PostgreSQL) for a place in the current window.
-                    await self.limiter.acquire(name)
+                    # The vendor's limit is per key and endpoint, not per process: every process
+                    # asks the endpoint's shared gate (PostgreSQL) for a place in its window.
+                    await self.limiter.acquire(gate.name)
                 started = time.perf_counter()
                 try:
-                    response = await self._send(request, time_limit)
+                    response = await self._send(request, time_limit, gate)
                 finally:
                     metrics.EXTERNAL_LATENCY.labels(provider=name, operation=operation).observe(
                         time.perf_counter() - started
                     )
-            await self._observe(response)
-            self._raise_for_status(response)
-            result = parse(self._decode(response))
+            await self._observe(response, operation, gate)
+            await self._raise_for_status(response, gate)
+            result = parse(self._decode(response, gate))
         except ProviderError as exc:
             outcome = _OUTCOMES.get(type(exc), "error")
             if isinstance(exc, ProviderRateLimited) and self.limiter is not None:
-                await self.limiter.pause(name, exc.retry_after or self.default_pause)
+                await self.limiter.pause(gate.name, exc.retry_after or self.default_pause)
             raise
         except asyncio.CancelledError:
             outcome = "cancelled"  # the caller gave up (shutdown, the search went away)
@@ -319,8 +364,8 @@ class ProviderClient:
                     )
                 )
 
-    async def _send(self, request: _Request, time_limit: float) -> httpx.Response:
-        name = self.provider.name
+    async def _send(self, request: _Request, time_limit: float, gate: Provider) -> httpx.Response:
+        name = gate.name
         try:
             # httpx's timeouts are per phase (connect, each read...); the outer deadline also
             # bounds a server that trickles its answer.
@@ -349,7 +394,7 @@ class ProviderClient:
         """Credits the vendor billed for this call (default: none)."""
         return 0
 
-    def vendor_error(self, response: httpx.Response) -> ProviderError | None:
+    async def vendor_error(self, response: httpx.Response, gate: Provider) -> ProviderError | None:
         """A vendor-specific reading of a non-2xx answer, before the generic mapping."""
         return None
 
@@ -357,33 +402,34 @@ class ProviderClient:
         """How long a 429 pauses the provider (default: its ``Retry-After``)."""
         return parse_retry_after(response.headers.get("retry-after"))
 
-    async def _observe(self, response: httpx.Response) -> None:
-        """Read the vendor's rate headers (tightens the shared limit, when there is one)."""
-        per_minute = self.rate_limit_of(response)
-        if per_minute is not None and self.limiter is not None:
-            await self.limiter.tighten(self.provider.name, per_minute)
+    async def _observe(self, response: httpx.Response, operation: str, gate: Provider) -> None:
+        """Read the vendor's rate and balance headers (tightens the endpoint's shared limit,
+        when there is one)."""
+        per_window = self.rate_limit_of(response)
+        if per_window is not None and self.limiter is not None:
+            await self.limiter.tighten(gate.name, per_window)
 
     def rate_limit_of(self, response: httpx.Response) -> int | None:
-        """The vendor's own per-minute limit, if its headers say it (default: unknown)."""
+        """The vendor's own limit per window, if its headers say it (default: unknown)."""
         return None
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
+    async def _raise_for_status(self, response: httpx.Response, gate: Provider) -> None:
         status = response.status_code
         if 200 <= status < 300:
             return
-        name = self.provider.name
+        name = gate.name
         detail = f"HTTP {status} from {response.request.url.path}: {response.text[:_MAX_DETAIL]}"
-        special = self.vendor_error(response)
+        special = await self.vendor_error(response, gate)
         if special is not None:
             special.provider = special.provider or name
             if isinstance(special, ProviderRateLimited) and special.retry_after:
-                self.provider.pause(special.retry_after)
+                gate.pause(special.retry_after)
             raise special
         if status == 429:
             pause = self.pause_after_429(response)
             if pause is None:
                 pause = self.default_pause
-            self.provider.pause(pause)
+            gate.pause(pause)
             log.warning("%s rate-limited us; pausing it for %.2fs", name, pause)
             raise provider_error(ProviderRateLimited, name, detail, retry_after=pause)
         if status >= 500:
@@ -393,13 +439,13 @@ class ProviderClient:
         # Other 4xx, and 1xx/3xx we never asked for: the same request will fail the same way.
         raise provider_error(ProviderRejected, name, detail)
 
-    def _decode(self, response: httpx.Response) -> Any:
+    def _decode(self, response: httpx.Response, gate: Provider) -> Any:
         try:
             return response.json()
         except ValueError as exc:
             raise provider_error(
                 ProviderRejected,
-                self.provider.name,
+                gate.name,
                 f"invalid JSON from {response.request.url.path}: {response.text[:_MAX_DETAIL]!r}",
             ) from exc
 

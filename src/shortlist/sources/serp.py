@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortlist.config import Settings
+from shortlist.places import Place, PlaceKind
 from shortlist.sources.base import DiscoveryPage, ProfileStub, talent_external_id
 from shortlist.sources.provider import Provider, ProviderClient, Text, parse_model
 
@@ -64,11 +65,15 @@ class HttpSerpAPI:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def search(self, text: str, page: int) -> DiscoveryPage:
+    async def search(self, text: str, page: int, place: Place | None = None) -> DiscoveryPage:
+        # The generic SERP takes words only: no phrase quotes, and the place as one more word.
+        words = text.replace('"', " ").split()
+        if place is not None and place.kind is not PlaceKind.remote and place.name:
+            words.append(place.name)
         body = await self._http.get_json(
             "search",
             f"{self.base_url}/v1/serp/search",
-            params={"q": text, "page": page},
+            params={"q": " ".join(words), "page": page},
             time_limit=self.timeout,
             parse=self._parse_page,
         )

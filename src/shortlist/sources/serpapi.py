@@ -1,25 +1,35 @@
 """SerpApi's Google Search API: the ``serp`` tier, people found as LinkedIn profile pages.
 
-Written from SerpApi's documentation:
-  - Google Search API (serpapi.com/search-api): ``GET /search.json?engine=google&q=…&start=…
-    &num=…&api_key=…``; ``start`` is the result offset (0, 10, 20 …), ``num`` the results per
-    page; results in ``organic_results`` [{``position``, ``title``, ``link``, ``snippet``}], and
-    ``serpapi_pagination.next`` while there is a next page.
-  - Organic results (serpapi.com/organic-results).
-  - Status and error codes (serpapi.com/api-status-and-error-codes): errors are
-    ``{"error": "<message>"}``; 401 for a bad key; 429 means EITHER the hourly throughput
-    limit was exceeded OR "Your account has run out of searches." — the body tells which; and a
-    search Google answered with nothing is a success whose ``error`` says so.
+Written from SerpApi's documentation (each rule names its page beside the code):
+  - Google Search API (serpapi.com/search-api): ``GET /search.json?engine=google&q=…&location=…
+    &gl=…&hl=…&start=…&api_key=…``; ``location`` the place the search originates from (city
+    level recommended), ``gl`` the country (two-letter code), ``hl`` the language, ``start``
+    the result offset (0, 10, 20 …). ``num`` is not sent: Google no longer honours it, a page
+    is what Google gives. Results in ``organic_results`` [{``position``, ``title``, ``link``,
+    ``snippet``}], and ``serpapi_pagination.next`` while there is a next page. ``no_cache``:
+    "Cached searches are free, and are not counted towards your searches per month".
+  - Status and error codes (serpapi.com/api-status-and-error-codes) and search errors:
+    errors are ``{"error": "<message>"}``; 401 for a bad key; 429 means EITHER "the number of
+    requests sent using this API key exceeds the hourly throughput limit" OR "your account has
+    run out of searches" — the Account API tells which; a search Google answered with nothing
+    is a success whose ``error`` says so.
+  - Account API (serpapi.com/account-api): ``GET /account.json?api_key=…`` is free and not
+    counted: ``total_searches_left``, ``account_rate_limit_per_hour``, ``this_hour_searches``.
 The profile URLs found here are enriched through PDL (by ``profile=``), and their LinkedIn slug
-is the person's external id, as it is for a PDL record that knows the same profile.
+is the person's external id, as it is for a PDL record that knows the same profile; a regional
+host (``de.linkedin.com/in/x?trk=…``) is the same profile as ``www.linkedin.com/in/x``.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortlist.config import Settings
+from shortlist.places import Place, PlaceKind
 from shortlist.sources.base import (
     DiscoveryPage,
     ProfileStub,
@@ -31,10 +41,17 @@ from shortlist.sources.base import (
 from shortlist.sources.limits import RateGate
 from shortlist.sources.provider import Provider, ProviderClient, Text, parse_model, provider_error
 
+log = logging.getLogger(__name__)
+
 PROVIDER_NAME = "serpapi"
+GATE = "serpapi"
+# What the ledger and the balance count: one search credit per search not served from cache.
+CREDIT_TYPE = "searches"
+# Offsets step by Google's page of ten (Google Search API: ``start``).
 PAGE_SIZE = 10
-# An hourly throughput limit has no Retry-After: wait this long before the next try.
-THROTTLE_PAUSE = 60.0
+# The Account API is re-read at most this often (and after every 429).
+ACCOUNT_TTL = 300.0
+_ACCOUNT_TIMEOUT = 10.0
 _OUT_OF_SEARCHES = "run out of searches"
 
 
@@ -61,9 +78,40 @@ class _SearchResponse(BaseModel):
     error: str | None = None
 
 
-def people_query(text: str) -> str:
-    """A Google query for people's LinkedIn profiles matching ``text``."""
-    return f"site:linkedin.com/in {text}".strip()
+class Account(BaseModel):
+    """What the Account API says (serpapi.com/account-api)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    total_searches_left: int | None = None
+    account_rate_limit_per_hour: int | None = None
+    this_hour_searches: int | None = None
+
+
+def people_query(text: str, place: Place | None = None) -> str:
+    """A Google query for people's LinkedIn profiles: ``text`` (the role, quoted by the
+    caller) and the place's name."""
+    parts = ["site:linkedin.com/in", text.strip()]
+    if place is not None and place.kind is not PlaceKind.remote and place.name:
+        parts.append(place.name)
+    return " ".join(p for p in parts if p)
+
+
+def search_params(text: str, page: int, place: Place | None, api_key: str) -> dict[str, str | int]:
+    params: dict[str, str | int] = {
+        "engine": "google",
+        "q": people_query(text, place),
+        "start": (page - 1) * PAGE_SIZE,
+        "hl": "en",
+        "api_key": api_key,
+    }
+    if place is not None and place.kind is not PlaceKind.remote:
+        # Google Search API: `location` where the search originates, `gl` its country.
+        if place.kind is not PlaceKind.country:
+            params["location"] = place.label()
+        if place.country_code:
+            params["gl"] = place.country_code.lower()
+    return params
 
 
 def _display_name(title: str) -> str:
@@ -71,26 +119,97 @@ def _display_name(title: str) -> str:
     return title.split(" - ")[0].split(" | ")[0].strip()
 
 
+def _cached(response: httpx.Response) -> bool:
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    metadata = body.get("search_metadata") if isinstance(body, dict) else None
+    return isinstance(metadata, dict) and metadata.get("cached") is True
+
+
 class SerpApiClient(ProviderClient):
-    """SerpApi's error bodies on top of the shared HTTP plumbing."""
+    """SerpApi's billing and error bodies on top of the shared HTTP plumbing."""
+
+    window_seconds: float = 3600.0
+    account: AccountReader | None = None
 
     def credits_of(self, response: httpx.Response, operation: str) -> int:
-        # One search credit per successful search (errors are not billed).
-        return 1 if response.status_code == 200 else 0
+        # One search credit per successful search; errors and cached searches are free
+        # (Google Search API, `no_cache`).
+        if response.status_code != 200 or _cached(response):
+            return 0
+        return 1
 
-    def vendor_error(self, response: httpx.Response) -> ProviderError | None:
+    async def _observe(self, response: httpx.Response, operation: str, gate: Provider) -> None:
+        await super()._observe(response, operation, gate)
+        spent = self.credits_of(response, operation)
+        if spent:
+            # The Account API is not asked after every search: the known balance goes down.
+            await self.note_spent(CREDIT_TYPE, spent)
+
+    def _window_left(self) -> float:
+        # Our windows are fixed slices of the epoch (limits.sql): wait for the next one.
+        return self.window_seconds - (time.time() % self.window_seconds)
+
+    async def vendor_error(self, response: httpx.Response, gate: Provider) -> ProviderError | None:
         if response.status_code != 429:
             return None
         try:
             message = str(response.json().get("error") or "")
         except (ValueError, AttributeError):
             message = response.text[:200]
-        if _OUT_OF_SEARCHES in message.lower():
-            return provider_error(ProviderQuotaExhausted, PROVIDER_NAME, f"HTTP 429: {message}")
-        pause = self.pause_after_429(response) or THROTTLE_PAUSE
+        # Status and error codes: a 429 is the hourly throughput OR no searches left; the
+        # Account API says which (its message is for people, not for parsing).
+        account = await self.account.read(force=True) if self.account is not None else None
+        if account is not None and account.total_searches_left is not None:
+            out = account.total_searches_left <= 0
+        else:
+            out = _OUT_OF_SEARCHES in message.lower()
+        if out:
+            return provider_error(
+                ProviderQuotaExhausted,
+                gate.name,
+                f"HTTP 429: SerpApi balance 0 searches left: {message}",
+            )
+        pause = self.pause_after_429(response) or self._window_left()
         return provider_error(
-            ProviderRateLimited, PROVIDER_NAME, f"HTTP 429: {message}", retry_after=pause
+            ProviderRateLimited, gate.name, f"HTTP 429: {message}", retry_after=pause
         )
+
+
+class AccountReader:
+    """The Account API, read at most every ``ACCOUNT_TTL`` seconds: its balance goes to the
+    client's balance book, its hourly limit tightens the ``serpapi`` gate."""
+
+    def __init__(self, base_url: str, api_key: str, http: SerpApiClient) -> None:
+        self.url = f"{base_url}/account.json"
+        self.api_key = api_key
+        self.http = http
+        self._read_at: float | None = None
+        self._last: Account | None = None
+
+    async def read(self, *, force: bool = False) -> Account | None:
+        now = time.monotonic()
+        if not force and self._read_at is not None and now - self._read_at < ACCOUNT_TTL:
+            return self._last
+        self._read_at = now
+        try:
+            response = await self.http._client.get(
+                self.url, params={"api_key": self.api_key}, timeout=_ACCOUNT_TIMEOUT
+            )
+            response.raise_for_status()
+            account = Account.model_validate(response.json())
+        except (httpx.HTTPError, ValueError, ValidationError) as exc:
+            # Best effort: without it the search goes on, the balance unknown.
+            log.debug("serpapi account lookup failed: %s", exc)
+            return None
+        self._last = account
+        if account.total_searches_left is not None:
+            await self.http.note_balance(CREDIT_TYPE, account.total_searches_left)
+        if account.account_rate_limit_per_hour and self.http.limiter is not None:
+            await self.http.limiter.tighten(GATE, account.account_rate_limit_per_hour)
+        return account
 
 
 class SerpApiSearch:
@@ -102,32 +221,39 @@ class SerpApiSearch:
         settings: Settings,
         client: httpx.AsyncClient | None = None,
         *,
-        provider: Provider | None = None,
         limiter: RateGate | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = settings.serp_api_key
         self.timeout = settings.discovery_timeout
+        self.provider = Provider(GATE, settings.provider_concurrency)
         self._http = SerpApiClient.for_settings(
-            PROVIDER_NAME, settings, client=client, provider=provider, limiter=limiter
+            PROVIDER_NAME,
+            settings,
+            client=client,
+            gates={"search": self.provider},
+            limiter=limiter,
         )
-        self.provider = self._http.provider
-        self._parse = parse_model(_SearchResponse, PROVIDER_NAME, "google search")
+        self._http.window_seconds = settings.serpapi_window_seconds
+        self.account = AccountReader(self.base_url, self.api_key, self._http)
+        self._http.account = self.account
+        self._parse = parse_model(_SearchResponse, GATE, "google search")
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def search(self, text: str, page: int) -> DiscoveryPage:
+    async def search(self, text: str, page: int, place: Place | None = None) -> DiscoveryPage:
+        await self.account.read()
+        balance = await self._http.known_balance(CREDIT_TYPE)
+        if balance is not None and balance < 1:
+            # Stop visibly before the account runs dry, not at its 429.
+            raise provider_error(
+                ProviderQuotaExhausted, GATE, f"SerpApi balance {balance} searches left"
+            )
         body = await self._http.get_json(
             "search",
             f"{self.base_url}/search.json",
-            params={
-                "engine": "google",
-                "q": people_query(text),
-                "start": (page - 1) * PAGE_SIZE,
-                "num": PAGE_SIZE,
-                "api_key": self.api_key,
-            },
+            params=search_params(text, page, place, self.api_key),
             time_limit=self.timeout,
             parse=self._parse,
         )

@@ -4,8 +4,9 @@ Tier 1 maps the brief 1:1 onto the provider's filters, so it needs structured fi
 the recruiter typed only "FPGA verification engineer in Munich, 5+ years". Everything here is
 local and deterministic (no network, no model): the role from the product's own titles
 (roles.py) or, failing that, the words in front of a job noun ("engineer", "nurse" …); the
-location from a city list; the years from "N+ years" or a seniority word; the skills from the
-corpus's own skill vocabulary. Structured fields the recruiter gave always win.
+location from the gazetteer (shortlist.places: aliases and languages, "München" is Munich); the
+years from "N+ years" or a seniority word; the skills from the corpus's own skill vocabulary.
+Structured fields the recruiter gave always win.
 """
 
 from __future__ import annotations
@@ -15,20 +16,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from shortlist import places
+from shortlist.places import PlaceKind
 from shortlist.talent.roles import ROLE_TITLES
-
-# Cities (and "remote") a brief may name; matched as whole words, longest first.
-CITIES: tuple[str, ...] = (
-    "San Francisco", "New York", "Austin", "Seattle", "Boston", "Chicago", "Los Angeles",
-    "Denver", "Toronto", "Vancouver", "Montreal", "Mexico City", "São Paulo", "Sao Paulo",
-    "Buenos Aires", "London", "Manchester", "Edinburgh", "Dublin", "Paris", "Lyon", "Berlin",
-    "Munich", "Hamburg", "Frankfurt", "Amsterdam", "Rotterdam", "Brussels", "Stockholm",
-    "Copenhagen", "Oslo", "Helsinki", "Zurich", "Geneva", "Vienna", "Madrid", "Barcelona",
-    "Lisbon", "Porto", "Milan", "Rome", "Warsaw", "Krakow", "Prague", "Budapest", "Bucharest",
-    "Tel Aviv", "Dubai", "Lagos", "Nairobi", "Cape Town", "Cairo", "Bangalore", "Bengaluru",
-    "Mumbai", "Delhi", "Hyderabad", "Singapore", "Hong Kong", "Shanghai", "Beijing", "Tokyo",
-    "Seoul", "Sydney", "Melbourne", "Auckland",
-)  # fmt: skip
 
 # Nouns that end a job title: "<what> <noun>" is read as the role when no known title matches.
 JOB_NOUNS = frozenset({
@@ -104,10 +94,16 @@ def find_role(text: str) -> str | None:
 
 
 def find_location(text: str) -> str | None:
-    for city in sorted(CITIES, key=len, reverse=True):
-        if _phrase(text, city):
-            return city
-    return None
+    """The place the text names (the gazetteer, :func:`shortlist.places.find_place`), as the
+    brief stores it: the place's own name ("Munich" for "München"), or its full label when the
+    name alone would resolve to another place ("Portland, Maine, United States"); "Remote" for
+    a remote brief."""
+    place = places.find_place(text)
+    if place is None:
+        return None
+    if place.kind is PlaceKind.remote:
+        return "Remote"
+    return place.name if places.resolve(place.name) == place else place.label()
 
 
 def find_min_years(text: str) -> int | None:

@@ -13,8 +13,12 @@ A profile enriched but not embedded because the embedder throttled stays on the 
 (``enriched_profile``), and the next claim ingests it without a second enrichment.
 
 Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested; nobody without an
-e-mail is a result, internal or backfilled); a score under the relevance floor →
-``below_threshold`` (ingested, not appended, not counted); timeout / 5xx after
+e-mail is a result, internal or backfilled — unless the provider says it holds one it does not
+show on this plan, ``email_on_file``: such a person is reached through the provider and is a
+result); outside the brief (a hard constraint of :mod:`shortlist.talent.constraints` not met:
+another city, fewer years) or a role score under the relevance floor → ``below_threshold``
+(ingested, not appended, not counted, the reason in ``last_error``); otherwise appended with
+its fit to the whole brief as the score; timeout / 5xx after
 the adapter's one retry → ``failed_transient``; 404 / other 4xx / malformed → ``failed_permanent``.
 A 429 or a paused provider is not the candidate's fault: the stub goes back to the queue and
 the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATTEMPTS claims).
@@ -45,6 +49,7 @@ from shortlist.sources.base import (
 from shortlist.sources.factory import Sources
 from shortlist.talent import headline
 from shortlist.talent import repository as repo
+from shortlist.talent.constraints import Held, Wanted, judge
 from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
 from shortlist.talent.repository import CandidateRecord
 
@@ -73,6 +78,8 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
     email = (profile.email or "").strip() or None
     if email is not None and (len(email) > 320 or "@" not in email):
         raise MalformedProfile(f"profile {profile.external_id} has an invalid e-mail address")
+    # sources.base.Profile.email_on_file (PDL Free plans: the address exists, not shown).
+    on_file = email is None and bool(getattr(profile, "email_on_file", False))
     years = profile.years_experience
     skills = list(dict.fromkeys(s.strip()[:100] for s in profile.skills if s and s.strip()))
     return CandidateRecord(
@@ -88,6 +95,18 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
         email=email,
         summary=_cut(profile.summary, 20000),
         profile_url=_cut(profile.profile_url, 2000) or None,
+        email_on_file=on_file,
+    )
+
+
+def held_of(record: CandidateRecord) -> Held:
+    """What the profile says about a brief's constraints (as search_corpus reads a row)."""
+    return Held(
+        location=record.location,
+        years=record.years_experience,
+        skills=record.skills,
+        title=f"{record.role_title}\n{record.headline}",
+        prose=f"{record.headline}\n{record.summary}",
     )
 
 
@@ -152,7 +171,11 @@ class CandidateQueue:
         except (ProviderTimeout, ProviderUnavailable) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_transient, str(exc))
             return
-        except (ProviderRejected, ProviderQuotaExhausted, EmbeddingPermanentError) as exc:
+        except ProviderQuotaExhausted as exc:
+            await self._out_of_credit(stub, exc)
+            await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
+            return
+        except (ProviderRejected, EmbeddingPermanentError) as exc:
             await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
             return
         try:
@@ -161,6 +184,17 @@ class CandidateQueue:
             # The model switched and the old space was dropped meanwhile: reload, do it again.
             await self.spaces.refresh()
             raise EmbeddingTransientError(f"embedding model changed: {exc}") from exc
+
+    async def _out_of_credit(self, stub: ClaimedStub, exc: ProviderQuotaExhausted) -> None:
+        """No credit left to enrich anyone: the tiers that only find people to enrich stop,
+        visibly, rather than page on for people nobody can enrich."""
+        async with self.pool.connection() as conn, conn.transaction():
+            await repo.lock_search(conn, stub.search_id)
+            ended = await repo.enrichment_out_of_credit(
+                conn, stub.search_id, error_text(f"enrichment out of credit: {exc}")
+            )
+        if ended:
+            log.warning("search %s: serp tier stopped, enrichment out of credit", stub.search_id)
 
     async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
         if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
@@ -200,9 +234,23 @@ class CandidateQueue:
                     return
                 candidate_id = await repo.upsert_candidate(conn, record, vector, space)
                 score = await repo.backfill_score(conn, stub.search_id, candidate_id, space)
-                if record.email is None:
+                search = await repo.get_search(conn, stub.search_id)
+                assert search is not None, "searches are never deleted under their backfill"
+                brief = search.understood()
+                judgement = judge(
+                    Wanted.of(brief.location, brief.min_years_experience, brief.skills),
+                    held_of(record),
+                )
+                failure = judgement.failure
+                if record.email is None and not record.email_on_file:
                     status, error = CandidateStatus.failed_no_email, NO_EMAIL
                     outcome = "no e-mail"
+                elif failure is not None:
+                    # As the relevance floor: ingested (it was paid for), not a result, and
+                    # not counted toward the target.
+                    status = CandidateStatus.below_threshold
+                    error = f"outside the brief: {failure.detail}"
+                    outcome = error
                 elif score < self.min_score:
                     # Ingested (it was paid for), but not a result: no stranger fills a place.
                     status = CandidateStatus.below_threshold
@@ -215,7 +263,9 @@ class CandidateQueue:
                         candidate_id=candidate_id,
                         search_candidate_id=stub.id,
                         tier=stub.tier,
-                        score=score,
+                        score=judgement.fit(score),
+                        role_score=score,
+                        judgement=judgement,
                     )
                     status, error = CandidateStatus.succeeded, None
                     if appended:

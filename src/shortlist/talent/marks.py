@@ -148,7 +148,9 @@ async def annotate_results(conn: AsyncConn, search: SearchRecord, rows: Sequence
 
 
 def brief_of(search: SearchRecord) -> Brief:
-    return Brief(search.role, search.location, search.min_years_experience, search.skills)
+    """The brief as understood (free text included), as the search was judged by."""
+    b = search.understood()
+    return Brief(b.role, b.location, b.min_years_experience, b.skills)
 
 
 def why_of(brief: Brief, row: Row) -> CandidateWhy:
@@ -158,8 +160,18 @@ def why_of(brief: Brief, row: Row) -> CandidateWhy:
         location=row["location"],
         years_experience=row["years_experience"],
         skills=list(row["skills"] or ()),
+        summary=row.get("summary") or "",
+        email=row.get("email"),
+        email_on_file=bool(row.get("email_on_file")),
     )
-    return explain_candidate(brief, person, float(row["score"]))
+    role_score = row.get("role_score")
+    return explain_candidate(
+        brief,
+        person,
+        float(row["score"]),
+        role_score=None if role_score is None else float(role_score),
+        judged=row.get("constraints"),
+    )
 
 
 CSV_HEADER = (

@@ -64,15 +64,19 @@ RETURNING id
 -- query's lexemes in the person's title and skills, and trigram similarity of the query and the
 -- title),
 -- ordered by it and kept only above min_score, so a niche brief gets few internal hits instead
--- of "the 15 least-bad people we have".
+-- of "the 15 least-bad people we have". The brief's place and minimum years pre-filter here for
+-- recall only: location_patterns are the place's names, its region's and country's, folded as
+-- shortlist_fold folds the location; people whose place or years are unknown pass. The verdict
+-- per constraint is shortlist.talent.constraints', on the person's fields returned with the score.
 WITH vector_hits AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS hit_rank
       FROM (SELECT c.id, c.{embedding} <=> %(embedding)s AS distance
               FROM candidates c
              WHERE c.{embedding} IS NOT NULL
-               AND (%(location_pattern)s::text IS NULL
-                    OR c.location ILIKE %(location_pattern)s::text)
-               AND (%(min_years)s::integer IS NULL
+               AND (cardinality(%(location_patterns)s::text[]) = 0
+                    OR shortlist_fold(c.location) LIKE ANY (%(location_patterns)s::text[])
+                    OR btrim(c.location) = '')
+               AND (%(min_years)s::integer IS NULL OR c.years_experience IS NULL
                     OR c.years_experience >= %(min_years)s::integer)
                AND (cardinality(%(skills)s::text[]) = 0
                     OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
@@ -88,9 +92,10 @@ text_hits AS (
                            AS query) AS q
              WHERE c.search_tsv @@ q.query
                AND c.{embedding} IS NOT NULL
-               AND (%(location_pattern)s::text IS NULL
-                    OR c.location ILIKE %(location_pattern)s::text)
-               AND (%(min_years)s::integer IS NULL
+               AND (cardinality(%(location_patterns)s::text[]) = 0
+                    OR shortlist_fold(c.location) LIKE ANY (%(location_patterns)s::text[])
+                    OR btrim(c.location) = '')
+               AND (%(min_years)s::integer IS NULL OR c.years_experience IS NULL
                     OR c.years_experience >= %(min_years)s::integer)
                AND (cardinality(%(skills)s::text[]) = 0
                     OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
@@ -100,6 +105,7 @@ text_hits AS (
 ),
 scored AS (
     SELECT c.id,
+           c.location, c.years_experience, c.skills, c.role_title, c.headline, c.summary,
            (1 / (1 + exp(-(%(w_intercept)s::float8
                            + %(w_cosine)s::float8 * (1 - (c.{embedding} <=> %(embedding)s))
                            + %(w_title_match)s::float8 * {title_match}
@@ -108,10 +114,12 @@ scored AS (
       FROM (SELECT id FROM vector_hits UNION SELECT id FROM text_hits) AS found
       JOIN candidates c ON c.id = found.id
      -- One contactability rule everywhere: nobody without an e-mail is a result (a backfilled
-     -- person without one ends failed_no_email; the same person is no internal hit later).
-     WHERE c.email IS NOT NULL
+     -- person without one ends failed_no_email; the same person is no internal hit later),
+     -- unless the provider holds one it does not show on this plan (email_on_file, 0018).
+     WHERE c.email IS NOT NULL OR c.email_on_file
 )
-SELECT id AS candidate_id, score
+SELECT id AS candidate_id, score, location, years_experience, skills, role_title, headline,
+       summary
   FROM scored
  WHERE score >= %(min_score)s
  ORDER BY score DESC, id
@@ -119,12 +127,15 @@ SELECT id AS candidate_id, score
 
 -- name: append_internal_hits
 -- Ranks 1..k for the corpus hits, written in the transaction that creates the search, so no
--- client can ever see the search without them.
+-- client can ever see the search without them; each with its role score and constraints.
 WITH appended AS (
-    INSERT INTO search_results (search_id, rank, candidate_id, tier, score)
-    SELECT %(search_id)s, h.ord::integer, h.candidate_id, 'internal', h.score
-      FROM unnest(%(candidate_ids)s::uuid[], %(scores)s::real[])
-           WITH ORDINALITY AS h (candidate_id, score, ord)
+    INSERT INTO search_results (search_id, rank, candidate_id, tier, score, role_score,
+                                constraints)
+    SELECT %(search_id)s, h.ord::integer, h.candidate_id, 'internal', h.score, h.role_score,
+           h.constraints
+      FROM unnest(%(candidate_ids)s::uuid[], %(scores)s::real[], %(role_scores)s::real[],
+                  %(constraints)s::jsonb[])
+           WITH ORDINALITY AS h (candidate_id, score, role_score, constraints, ord)
     RETURNING rank
 )
 UPDATE searches
@@ -272,6 +283,16 @@ SELECT s.target_count - s.result_count
   FROM searches s
  WHERE s.id = %(search_id)s
 
+-- name: records_wanted
+-- How many records a paid discovery page should ask for: the shortfall, and never more than
+-- the search's credit budget has left (a page is billed per record returned).
+SELECT least(s.target_count - s.result_count
+             - (SELECT count(*) FROM search_candidates c
+                 WHERE c.search_id = s.id AND c.status IN ('queued', 'running')),
+             coalesce(s.credit_budget - s.credits_spent, 2147483647)) AS wanted
+  FROM searches s
+ WHERE s.id = %(search_id)s
+
 -- name: tier_page_done
 -- fetched: the provider was asked for next_page (the next claim asks for the one after); else
 -- the page was the tier's held people. held: who this page brought beyond the search's
@@ -316,6 +337,20 @@ UPDATE search_tiers
        locked_until = NULL,
        updated_at = now()
  WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING id
+
+-- name: enrichment_out_of_credit
+-- status: queued | running → quota_exhausted for the tiers whose people all need an enrichment
+-- (serp: a profile link, no record) once the enrichment account is out of credit: paging on
+-- would only queue people nobody can enrich. A running tier's page is then dropped (its claim
+-- no longer holds).
+UPDATE search_tiers
+   SET status = 'quota_exhausted',
+       last_error = %(error)s,
+       locked_by = NULL,
+       locked_until = NULL,
+       updated_at = now()
+ WHERE search_id = %(search_id)s AND tier = 'serp' AND status IN ('queued', 'running')
 RETURNING id
 
 -- ----------------------------------------------------------------------------------------
@@ -380,11 +415,12 @@ SELECT {text} AS text
 -- and the indexer has nothing to redo (see mark_candidate_embedded). A row's source is where
 -- it first came from; a later ingest refreshes its fields.
 INSERT INTO candidates (external_id, source, full_name, headline, role_title, role_family,
-                        skills, years_experience, location, email, summary, profile_url,
-                        {embedding}, embedding_status, embedded_at)
+                        skills, years_experience, location, email, email_on_file, summary,
+                        profile_url, {embedding}, embedding_status, embedded_at)
 VALUES (%(external_id)s, %(source)s, %(full_name)s, %(headline)s, %(role_title)s,
         %(role_family)s, %(skills)s, %(years_experience)s, %(location)s, %(email)s,
-        %(summary)s, %(profile_url)s, %(embedding)s, 'embedded', clock_timestamp())
+        %(email_on_file)s, %(summary)s, %(profile_url)s, %(embedding)s, 'embedded',
+        clock_timestamp())
 ON CONFLICT (external_id) DO UPDATE
    SET full_name = EXCLUDED.full_name,
        headline = EXCLUDED.headline,
@@ -394,6 +430,7 @@ ON CONFLICT (external_id) DO UPDATE
        years_experience = EXCLUDED.years_experience,
        location = EXCLUDED.location,
        email = EXCLUDED.email,
+       email_on_file = EXCLUDED.email_on_file,
        summary = EXCLUDED.summary,
        profile_url = EXCLUDED.profile_url,
        {embedding} = EXCLUDED.{embedding},
@@ -419,7 +456,9 @@ RETURNING id
 -- this person is already in the results, and bump result_count only if a row went in. The row
 -- lock serialises appenders of one search, so ranks are 1..result_count with no gap and no
 -- repeat however many workers append at once; (search_id, candidate_id) turns a duplicate into
--- a no-op (no row returned). The score is the person's relevance (relevance_evidence).
+-- a no-op (no row returned). The score is the person's fit to the whole brief: the role
+-- probability (relevance_evidence) times the factors of the constraints judged
+-- (shortlist.talent.constraints), both stored beside it.
 WITH target AS (
     SELECT id, result_count
       FROM searches
@@ -427,9 +466,10 @@ WITH target AS (
        FOR NO KEY UPDATE
 ),
 appended AS (
-    INSERT INTO search_results (search_id, rank, candidate_id, search_candidate_id, tier, score)
+    INSERT INTO search_results (search_id, rank, candidate_id, search_candidate_id, tier, score,
+                                role_score, constraints)
     SELECT target.id, target.result_count + 1, %(candidate_id)s, %(search_candidate_id)s,
-           %(tier)s, %(score)s
+           %(tier)s, %(score)s, %(role_score)s, %(constraints)s
       FROM target
     ON CONFLICT (search_id, candidate_id) DO NOTHING
     RETURNING rank, score
@@ -599,10 +639,10 @@ SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
  LIMIT %(limit)s
 
 -- name: results_after
-SELECT r.rank, r.score, r.tier, r.search_candidate_id,
+SELECT r.rank, r.score, r.role_score, r.constraints, r.tier, r.search_candidate_id,
        coalesce(sc.status::text, 'succeeded') AS status,
        c.id AS candidate_id, c.full_name, c.headline, c.role_title, c.location, c.skills,
-       c.years_experience, c.email, c.profile_url
+       c.years_experience, c.email, c.email_on_file, c.profile_url, c.summary
   FROM search_results r
   JOIN candidates c ON c.id = r.candidate_id
   LEFT JOIN search_candidates sc ON sc.id = r.search_candidate_id

@@ -28,6 +28,7 @@ from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.sources.base import CallRecord, Profile
 from shortlist.talent.brief import Brief, brief_text
+from shortlist.talent.constraints import Held, Judgement, location_terms
 from shortlist.talent.evidence import TITLE_MATCH, query_terms
 from shortlist.talent.models import (
     DISCOVERY_TIERS,
@@ -60,10 +61,21 @@ _RUNNING_SEARCHES_WITHOUT_WORK = sql.SQL(QUERIES["running_searches_without_work"
 class CorpusHit:
     candidate_id: uuid.UUID
     score: float
+    """The result's score: the role probability until the hit is judged, then its fit."""
+    role_score: float | None = None
+    """The role probability (shortlist.relevance) the score rests on."""
+    held: Held | None = None
+    """What the person's profile says about the brief's constraints (from search_corpus)."""
+    judgement: Judgement | None = None
+    """The brief's constraints held against the person (shortlist.talent.constraints)."""
 
 
 @dataclass(frozen=True)
 class CorpusFilters:
+    """Pre-filters of the corpus search (recall; the verdict is the constraints'): the brief's
+    place (its names, region and country in the location text), minimum years (unknown
+    passes), and at least one of the given skills."""
+
     location: str | None
     min_years: int | None
     skills: Sequence[str]
@@ -85,6 +97,8 @@ class CandidateRecord:
     email: str | None
     summary: str
     profile_url: str | None
+    email_on_file: bool = False
+    """The provider has an address it does not show on this plan (migration 0018)."""
 
     def text_params(self) -> dict[str, Any]:
         return {
@@ -178,7 +192,7 @@ async def search_corpus(
             "w_cosine": model.cosine,
             "w_title_match": model.title_match,
             "w_title_similarity": model.title_similarity,
-            "location_pattern": like_pattern(filters.location) if filters.location else None,
+            "location_patterns": [like_pattern(t) for t in location_terms(filters.location)],
             "min_years": filters.min_years,
             "skills": [s.lower() for s in filters.skills],
             "min_score": min_score,
@@ -186,7 +200,25 @@ async def search_corpus(
             "pool_size": pool_size,
         },
     )
-    return [CorpusHit(r["candidate_id"], float(r["score"])) for r in rows]
+    return [
+        CorpusHit(
+            r["candidate_id"],
+            float(r["score"]),
+            role_score=float(r["score"]),
+            held=Held(
+                location=r["location"],
+                years=r["years_experience"],
+                skills=list(r["skills"] or ()),
+                title=f"{r['role_title']}\n{r['headline']}",
+                prose=f"{r['headline']}\n{r['summary']}",
+            ),
+        )
+        for r in rows
+    ]
+
+
+def _judged(judgement: Judgement | None) -> Jsonb | None:
+    return None if judgement is None else Jsonb(judgement.as_json())
 
 
 async def append_internal_hits(
@@ -199,6 +231,8 @@ async def append_internal_hits(
             "search_id": search_id,
             "candidate_ids": [h.candidate_id for h in hits],
             "scores": [h.score for h in hits],
+            "role_scores": [h.score if h.role_score is None else h.role_score for h in hits],
+            "constraints": [_judged(h.judgement) for h in hits],
         },
     )
     if row is None:
@@ -343,6 +377,12 @@ async def search_shortfall(conn: AsyncConn, search_id: uuid.UUID) -> int:
     return 0 if row is None else int(row["shortfall"])
 
 
+async def records_wanted(conn: AsyncConn, search_id: uuid.UUID) -> int:
+    """Records a paid discovery page should ask for (``records_wanted``)."""
+    row = await _one(conn, QUERIES["records_wanted"], {"search_id": search_id})
+    return 0 if row is None else int(row["wanted"])
+
+
 async def tier_page_done(
     conn: AsyncConn,
     tier_id: int,
@@ -390,6 +430,14 @@ async def tier_failed(
 ) -> bool:
     params = {"id": tier_id, "worker_id": worker_id, "error": error, "status": status.value}
     return await _one(conn, QUERIES["tier_failed"], params) is not None
+
+
+async def enrichment_out_of_credit(conn: AsyncConn, search_id: uuid.UUID, error: str) -> int:
+    """End the search's tiers that need enrichment (``enrichment_out_of_credit``)."""
+    rows = await _all(
+        conn, QUERIES["enrichment_out_of_credit"], {"search_id": search_id, "error": error}
+    )
+    return len(rows)
 
 
 # --- candidates -------------------------------------------------------------------------------
@@ -484,6 +532,7 @@ async def upsert_candidate(
             "years_experience": record.years_experience,
             "location": record.location,
             "email": record.email,
+            "email_on_file": record.email_on_file,
             "summary": record.summary,
             "profile_url": record.profile_url,
             "embedding": Vector(list(embedding)),
@@ -503,8 +552,11 @@ async def append_result(
     search_candidate_id: int | None,
     tier: Tier,
     score: float,
+    role_score: float | None = None,
+    judgement: Judgement | None = None,
 ) -> Appended | None:
-    """Append one result at the next rank; None if the person is already in the results."""
+    """Append one result at the next rank; None if the person is already in the results.
+    ``score``: the fit to the whole brief; ``role_score`` and ``judgement``: what it rests on."""
     row = await _one(
         conn,
         QUERIES["append_result"],
@@ -514,6 +566,8 @@ async def append_result(
             "search_candidate_id": search_candidate_id,
             "tier": tier.value,
             "score": score,
+            "role_score": score if role_score is None else role_score,
+            "constraints": _judged(judgement),
         },
     )
     return None if row is None else Appended(int(row["rank"]), float(row["score"]))
@@ -611,6 +665,20 @@ class SearchRecord:
     brief: Brief = field(default_factory=Brief)
     credit_budget: int | None = None
     credits_spent: int = 0
+
+    def understood(self) -> Brief:
+        """The brief as understood (migration 0009), its columns for a search from before."""
+        b = self.brief
+        return Brief(
+            role=b.role or self.role,
+            location=b.location or self.location,
+            min_years_experience=(
+                b.min_years_experience
+                if b.min_years_experience is not None
+                else self.min_years_experience
+            ),
+            skills=b.skills or tuple(self.skills),
+        )
 
     @property
     def budget_reached(self) -> bool:

@@ -1,10 +1,13 @@
 """The recruiter-facing operations: start a search, read its results, retry what failed.
 
-Starting a search is synchronous only up to the internal corpus: the query is embedded once,
-the corpus hits are appended as ranks 1..k, and if they fall short of the target the three
-discovery tiers are queued for the backfill workers — all in the one transaction that creates
-the search, so a client never sees a search without its first results, nor a backfill without
-its tiers.
+Starting a search is synchronous only up to the internal corpus: the brief is parsed (role,
+place, years, skills), the query embedded once, the corpus searched with the brief's place and
+years as pre-filters, each hit judged against the brief's constraints
+(:mod:`shortlist.talent.constraints`: a hit failing a hard one is left out and does not count),
+those meeting every constraint first; the hits are appended as ranks 1..k, and if they fall
+short of the target the three discovery tiers are queued for the backfill workers — all in the
+one transaction that creates the search, so a client never sees a search without its first
+results, nor a backfill without its tiers.
 
 Transactions (the same rule as :mod:`shortlist.listings.service`): each service function is one
 unit of work — it runs in one transaction that it opens itself and that commits when it returns
@@ -17,8 +20,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,7 +36,8 @@ from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
 from shortlist.talent import repository as repo
-from shortlist.talent.brief import brief_text, parse_brief
+from shortlist.talent.brief import Brief, brief_text, parse_brief
+from shortlist.talent.constraints import Judgement, Wanted, judge
 from shortlist.talent.models import (
     CandidateStatus,
     SearchCreate,
@@ -44,10 +48,17 @@ from shortlist.talent.repository import CorpusFilters, SearchRecord
 
 log = logging.getLogger(__name__)
 
-# How many nearest neighbours / full-text matches feed the fusion; hits beyond the first
-# INTERNAL_HIT_LIMIT are not appended (the backfill never runs for such a search anyway).
+# How many nearest neighbours / full-text matches feed the fusion; all of them are scored and
+# judged, and of those that meet the brief the first INTERNAL_HIT_LIMIT are appended (the
+# backfill never runs for such a search anyway).
 CORPUS_POOL_SIZE = 200
 INTERNAL_HIT_LIMIT = 100
+UNMET_BRIEF_DEFAULT = "exclude"
+"""``SHORTLIST_UNMET_BRIEF``: what becomes of a hit failing a hard constraint (place
+elsewhere, years below the minimum). ``exclude`` (the default, and the only mode built): it is
+not a result and does not count toward the target; a backfilled one ends ``below_threshold``
+saying why. ``rank_below`` (after every hit that meets the brief, i.e. internal ones held back
+until the backfill finishes) is not built."""
 # Bounds of what one response carries.
 MAX_PAGE = 500
 MAX_ATTEMPTS_LISTED = 500
@@ -111,12 +122,58 @@ _Searched = tuple[ModelInUse, list[float], list[repo.CorpusHit]]
 """The model a search was embedded by, its query vector, and its internal hits."""
 
 
+def wanted_of(brief: Brief) -> Wanted:
+    """The constraints of a brief as understood."""
+    return Wanted.of(brief.location, brief.min_years_experience, brief.skills)
+
+
+def unmet_brief_mode(settings: object) -> str:
+    """The mode in force: ``exclude`` (any other value is logged and read as ``exclude``)."""
+    mode = str(getattr(settings, "unmet_brief", UNMET_BRIEF_DEFAULT))
+    if mode != UNMET_BRIEF_DEFAULT:
+        log.warning(
+            "SHORTLIST_UNMET_BRIEF=%r is not built; hits outside the brief are left out", mode
+        )
+    return UNMET_BRIEF_DEFAULT
+
+
+def judge_hits(wanted: Wanted, hits: Sequence[repo.CorpusHit]) -> list[repo.CorpusHit]:
+    """The hits that fail no hard constraint, each scored by its fit to the whole brief: those
+    meeting every constraint first, then the rest (some constraint unknown), by score."""
+    kept: list[repo.CorpusHit] = []
+    for hit in hits:
+        judgement = judge(wanted, hit.held) if hit.held is not None else Judgement(())
+        if judgement.failure is not None:
+            continue
+        kept.append(replace(hit, score=judgement.fit(hit.score), judgement=judgement))
+    kept.sort(
+        key=lambda h: (
+            not (h.judgement is not None and h.judgement.meets_all),
+            -h.score,
+            str(h.candidate_id),
+        )
+    )
+    return kept
+
+
 async def start_search(
     services: Services, principal: Principal, payload: SearchCreate
 ) -> SearchStarted:
     settings = services.settings
     started = time.perf_counter()
     target = settings.backfill_min_results
+    unmet_brief_mode(settings)
+    # The brief first: its place and years pre-filter the corpus, and every hit is judged by it.
+    async with services.pool.connection() as conn:
+        vocabulary = await _skill_vocabulary(conn)
+    brief = parse_brief(
+        payload.query,
+        role=payload.role,
+        location=payload.location,
+        min_years_experience=payload.min_years_experience,
+        skills=payload.skills,
+        skill_vocabulary=vocabulary,
+    )
 
     async def embed_and_search(
         model: ModelInUse,
@@ -134,10 +191,11 @@ async def start_search(
                     embedding=embedding,
                     text=search_text(payload),
                     filters=CorpusFilters(
-                        payload.location, payload.min_years_experience, payload.skills
+                        brief.location, brief.min_years_experience, payload.skills
                     ),
                     min_score=settings.internal_min_score,
-                    limit=INTERNAL_HIT_LIMIT,
+                    # Every hit found: some are judged out below.
+                    limit=2 * CORPUS_POOL_SIZE,
                     pool_size=CORPUS_POOL_SIZE,
                 )
 
@@ -145,16 +203,10 @@ async def start_search(
         # after.
         return model, embedding, await services.reads.read(corpus_hits)
 
-    model, embedding, hits = await services.spaces.run(embed_and_search)
+    model, embedding, found = await services.spaces.run(embed_and_search)
+    judged = judge_hits(wanted_of(brief), found)
+    hits = judged[:INTERNAL_HIT_LIMIT]
     async with services.pool.connection() as conn, conn.transaction():
-        brief = parse_brief(
-            payload.query,
-            role=payload.role,
-            location=payload.location,
-            min_years_experience=payload.min_years_experience,
-            skills=payload.skills,
-            skill_vocabulary=await _skill_vocabulary(conn),
-        )
         search_id = await repo.insert_search(
             conn,
             owner_token_id=principal.token_id,
@@ -181,9 +233,11 @@ async def start_search(
     if status is SearchStatus.running:
         headline.observe_backfill_started()
     log.info(
-        "search %s started: %d internal hits, %s",
+        "search %s started: %d internal hits (%d found, %d outside the brief), %s",
         search_id,
         count,
+        len(found),
+        len(found) - len(judged),
         "backfilling" if status is SearchStatus.running else "complete",
     )
     return SearchStarted(search_id, status, count, status is SearchStatus.running)

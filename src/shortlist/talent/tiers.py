@@ -1,8 +1,11 @@
 """The discovery tiers: a queue over ``search_tiers``, one claim = one page of one tier.
 
-    strict  the recruiter's brief as understood (talent/brief.py), 1:1 onto the API's filters
-    broad   experience and location dropped, the role widened to its family (roles.py)
-    serp    free-text people search: the last resort, reliably non-empty
+    strict  the recruiter's brief as understood (talent/brief.py), 1:1 onto the API's filters:
+            the role as a phrase, the place (normalised by the gazetteer, shortlist.places) on
+            its city / region / country, the minimum years, the must-have skills
+    broad   experience dropped, the place widened to its region (or country), the role widened
+            through the provider's own taxonomy (roles.pdl_title), nobody strict already found
+    serp    people search on the web: the role quoted, with the place as a hint
 
 A page becomes ``queued`` stubs (written before any enrichment, deduplicated against everyone
 the search already attempted and then by the database) and the tier goes back to the queue for
@@ -17,12 +20,14 @@ the provider fails it (after the adapter's one retry) — the other tiers go on 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
+from shortlist.places import Place, PlaceKind, resolve
 from shortlist.queue import LeaseTable
 from shortlist.sources import ledger
 from shortlist.sources.base import (
@@ -45,11 +50,18 @@ from shortlist.talent.models import (
     TierStatus,
     error_text,
 )
-from shortlist.talent.roles import role_family
 
 log = logging.getLogger(__name__)
 
-DISCOVERY_PAGE_SIZE = 10
+# PDL bills every record a search returns (Person Search output response): a page asks for
+# what the search still lacks, within the provider's bounds (PDL: 1-100).
+MIN_PAGE_SIZE = 1
+MAX_PAGE_SIZE = 100
+
+
+def brief_place(brief: SearchBrief) -> Place | None:
+    """The brief's place as the gazetteer knows it (None: no place, or one it does not know)."""
+    return resolve(brief.location) if brief.location else None
 
 
 def strict_query(brief: SearchBrief) -> DiscoveryQuery:
@@ -60,18 +72,55 @@ def strict_query(brief: SearchBrief) -> DiscoveryQuery:
         location=brief.location,
         min_years=brief.min_years_experience,
         skills=brief.skills,
+        place=brief_place(brief),
+    )
+
+
+def wider_place(place: Place | None) -> Place | None:
+    """The next level out: a city's region (its country when the region is unknown), a
+    region's country; a country or a remote brief stays as it is."""
+    if place is None or place.kind in (PlaceKind.country, PlaceKind.remote):
+        return place
+    if place.kind is PlaceKind.city and place.region:
+        return dataclasses.replace(
+            place, kind=PlaceKind.region, name=place.region.title(), locality=None
+        )
+    return dataclasses.replace(
+        place,
+        kind=PlaceKind.country,
+        name=(place.country or "").title(),
+        locality=None,
+        region=None,
     )
 
 
 def broad_query(brief: SearchBrief) -> DiscoveryQuery:
-    """No experience or location filter, and the role widened to its whole family. Without a
-    role, the family is guessed from the free-text brief."""
-    family = role_family(brief.role or brief.query)
-    return DiscoveryQuery(role=family.name if family else brief.role, skills=brief.skills)
+    """The role widened through the provider's taxonomy, the place to its region (or
+    country), no years; the skills rank but do not exclude, and whoever the strict query
+    finds is left out (the strict tier pays for them already). A place the gazetteer does not
+    know is dropped."""
+    strict = strict_query(brief)
+    return DiscoveryQuery(
+        role=strict.role,
+        skills=brief.skills,
+        place=wider_place(strict.place),
+        widen=True,
+        exclude=strict,
+    )
 
 
 def serp_text(brief: SearchBrief) -> str:
-    return " ".join(part for part in (brief.query, brief.role, brief.location) if part)
+    """The web search's words: the role as a quoted phrase (or the brief's own words when no
+    role was recognised); the place goes with it as a hint (:func:`brief_place`)."""
+    if brief.role:
+        return '"' + " ".join(brief.role.replace('"', " ").split()) + '"'
+    return " ".join(brief.query.split())[:200]
+
+
+def page_size(wanted: int) -> int:
+    """How many records to ask for: what the search still wants (its shortfall, within its
+    credit budget), within the provider's bounds."""
+    return max(MIN_PAGE_SIZE, min(wanted, MAX_PAGE_SIZE))
 
 
 class TierQueue:
@@ -101,11 +150,14 @@ class TierQueue:
         with ledger.collecting() as calls:
             try:
                 if claimed.tier is Tier.serp:
-                    return await sources.serp.search(serp_text(brief), page)
+                    place = brief_place(brief)
+                    if place is None:
+                        return await sources.serp.search(serp_text(brief), page)
+                    return await sources.serp.search(serp_text(brief), page, place)
                 query = strict_query(brief) if claimed.tier is Tier.strict else broad_query(brief)
-                return await sources.talent.discover(
-                    query, page, DISCOVERY_PAGE_SIZE, claimed.cursor
-                )
+                async with self.pool.connection() as conn:
+                    wanted = await repo.records_wanted(conn, brief.search_id)
+                return await sources.talent.discover(query, page, page_size(wanted), claimed.cursor)
             finally:
                 await repo.record_provider_calls(
                     self.pool, brief.search_id, claimed.tier, calls, discovery=True
@@ -176,7 +228,8 @@ class TierQueue:
     def _fresh_stubs(page: DiscoveryPage, known: set[str]) -> tuple[list[NewStub], bool]:
         fresh: dict[str, NewStub] = {}
         for stub in page.stubs:
-            if stub.external_id not in known:
+            # Known by any of their ids (a PDL record's older LinkedIn slugs): not again.
+            if stub.external_id not in known and known.isdisjoint(stub.aliases):
                 fresh.setdefault(
                     stub.external_id,
                     NewStub(stub.external_id, stub.display_name[:200], stub.profile),

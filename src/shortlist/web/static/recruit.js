@@ -35,7 +35,7 @@
     failed_no_email: "No e-mail found",
     failed_transient: "Temporary failure",
     failed_permanent: "Failed",
-    below_threshold: "Below the relevance floor (not shown)",
+    below_threshold: "Not a result",
     skipped: "Not needed (target reached)",
   };
   const TIER_FAILED = new Set(["failed", "quota_exhausted"]);
@@ -272,15 +272,43 @@
         h("p", { class: "person-facts" }, facts.filter(Boolean).join(" · ")),
         skills.length ? h("ul", { class: "chips", "aria-label": "Skills" }, ...skills.map((s) => h("li", {}, s))) : null,
         r.why && r.why.summary ? h("p", { class: "why" }, h("span", { class: "why-label" }, "Why: "), r.why.summary) : null,
+        renderConstraints(r.why),
+        r.why && r.why.contact && !c.email ? h("p", { class: "contact-note" }, r.why.contact) : null,
         c.id ? markForm(c.id, name, r.mark) : null,
       ),
       h(
         "div",
         { class: "aside" },
         h("span", { class: `pill pill-${status}` }, STATUS_LABEL[status] || status),
-        h("span", { class: "score", title: `Relevance score ${Number.isFinite(score) ? score.toFixed(3) : ""}` }, scoreText),
+        h(
+          "span",
+          {
+            class: "score",
+            title: `Probability of fitting the whole brief ${Number.isFinite(score) ? score.toFixed(3) : ""}`,
+          },
+          scoreText,
+        ),
         r.tier ? h("span", { class: "tier" }, r.tier === "internal" ? "corpus" : `${r.tier} tier`) : null,
         c.email ? h("a", { class: "contact", href: `mailto:${c.email}` }, c.email) : null,
+      ),
+    );
+  }
+
+  /** Each constraint of the brief with its outcome (met ✓ / unknown ~ / not met ✗), its detail
+   * as a tooltip; skills carry their own per-skill marks in the label. */
+  function renderConstraints(why) {
+    const list = why && Array.isArray(why.constraints) ? why.constraints : [];
+    if (!list.length) return null;
+    const MARK = { met: "✓", unknown: "~", not_met: "✗" };
+    return h(
+      "ul",
+      { class: "constraints", "aria-label": "The brief's constraints" },
+      ...list.map((k) =>
+        h(
+          "li",
+          { class: `constraint outcome-${k.outcome}`, title: k.detail || "", "data-kind": k.kind },
+          k.kind === "skills" ? `skills: ${k.label}` : `${k.kind}: ${k.label} ${MARK[k.outcome] || ""}`,
+        ),
       ),
     );
   }

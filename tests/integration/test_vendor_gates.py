@@ -1,0 +1,164 @@
+"""The vendors' gates in PostgreSQL, one per endpoint (PDL "Usage Limits": limits per key and
+per endpoint on fixed windows; SerpApi: per hour): windows of seconds here, two gate objects
+standing in for two processes. A 429 on Person Search pauses Person Search only; the vendor's
+own limit and "window spent" headers tighten only the endpoint that sent them; the last known
+balance is shared."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.config import Settings
+from shortlist.db.types import AsyncPool
+from shortlist.sources.base import DiscoveryQuery, ProviderPaused, ProviderQuotaExhausted
+from shortlist.sources.factory import rate_limits
+from shortlist.sources.limits import GateLimit, PgRateGate
+from shortlist.sources.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
+from tests.helpers import wait_for
+
+
+async def _row(pool: AsyncPool, gate: str) -> dict[str, Any]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT *, window_seconds - mod(extract(epoch FROM clock_timestamp()),"
+            " window_seconds::numeric)::float8 AS left_s FROM provider_limits WHERE provider = %s",
+            (gate,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return dict(row)
+
+
+async def test_each_endpoint_has_its_own_window(pool: AsyncPool) -> None:
+    limits = {SEARCH_GATE: GateLimit(2, 6.0), ENRICH_GATE: GateLimit(3, 6.0)}
+    one, two = PgRateGate(pool, limits), PgRateGate(pool, limits)
+    await one.acquire(SEARCH_GATE)
+
+    async def window_has_room() -> bool:
+        return float((await _row(pool, SEARCH_GATE))["left_s"]) > 3
+
+    # Start in a window with time to spare, so the test cannot straddle its edge.
+    await wait_for(window_has_room, timeout=10, interval=0.1, message="a fresh window")
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE provider_limits SET window_count = 0, window_start = 'epoch'")
+    await one.acquire(SEARCH_GATE)
+    await two.acquire(SEARCH_GATE)
+    # Person Search is full for both "processes" ...
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(two.acquire(SEARCH_GATE), 0.5)
+    # ... while Enrichment, counted on its own, still has its three.
+    for gate in (one, two, one):
+        await asyncio.wait_for(gate.acquire(ENRICH_GATE), 2)
+    assert (await _row(pool, SEARCH_GATE))["window_count"] == 2
+    assert (await _row(pool, ENRICH_GATE))["window_count"] == 3
+
+
+async def test_a_window_of_half_a_second_rolls_over_by_the_clock(pool: AsyncPool) -> None:
+    gate = PgRateGate(pool, {SEARCH_GATE: GateLimit(1, 0.5)})
+    windows = []
+    started = time.monotonic()
+    for _ in range(4):
+        await asyncio.wait_for(gate.acquire(SEARCH_GATE), 5)
+        row = await _row(pool, SEARCH_GATE)
+        assert row["window_count"] == 1
+        windows.append(row["window_start"])
+    assert len(set(windows)) == 4  # one request per window, four windows
+    assert time.monotonic() - started < 5
+
+
+async def test_a_429_on_search_pauses_search_only_for_every_process(pool: AsyncPool) -> None:
+    limits = {SEARCH_GATE: GateLimit(10, 60.0), ENRICH_GATE: GateLimit(10, 60.0)}
+    one, two = PgRateGate(pool, limits), PgRateGate(pool, limits)
+    await one.pause(SEARCH_GATE, 30)
+    with pytest.raises(ProviderPaused) as paused:
+        await two.acquire(SEARCH_GATE)
+    assert paused.value.retry_after is not None and 25 < paused.value.retry_after <= 30
+    await asyncio.wait_for(two.acquire(ENRICH_GATE), 2)
+
+
+async def test_a_spent_window_is_waited_out_not_failed(pool: AsyncPool) -> None:
+    gate = PgRateGate(pool, {ENRICH_GATE: GateLimit(100, 60.0)})
+    await gate.spent(ENRICH_GATE, 0.6)
+    started = time.monotonic()
+    await asyncio.wait_for(gate.acquire(ENRICH_GATE), 5)
+    assert time.monotonic() - started >= 0.5
+
+
+async def test_the_vendor_limit_tightens_one_endpoint_and_balances_are_shared(
+    pool: AsyncPool,
+) -> None:
+    limits = rate_limits(Settings())
+    assert limits[SEARCH_GATE] == GateLimit(10, 60.0)
+    assert limits[ENRICH_GATE] == GateLimit(100, 60.0)
+    assert limits["serpapi"] == GateLimit(1000, 3600.0)
+    one, two = PgRateGate(pool, limits), PgRateGate(pool, limits)
+    await one.tighten(SEARCH_GATE, 5)
+    await two.acquire(ENRICH_GATE)
+    assert (await _row(pool, SEARCH_GATE))["vendor_per_window"] == 5
+    assert (await _row(pool, ENRICH_GATE))["vendor_per_window"] is None
+    assert await two.balance("pdl", "search") is None
+    await one.record_balance("pdl", "search", 42)
+    await two.spend_balance("pdl", "search", 2)
+    assert await one.balance("pdl", "search") == 40
+    assert await two.balance("pdl", "enrich") is None
+
+
+def _record() -> dict[str, Any]:
+    return {
+        "id": "abc",
+        "full_name": "Sean Thorne",
+        "linkedin_url": "linkedin.com/in/seanthorne",
+        "job_title": "Nurse",
+    }
+
+
+async def test_the_adapters_share_pauses_windows_and_balance_per_endpoint(pool: AsyncPool) -> None:
+    settings = Settings(talent_api_key="k", retry_delay=0.01, pdl_window_seconds=30.0)
+    reset = datetime.now(UTC) + timedelta(seconds=20)
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        if request.url.path.endswith("/search"):
+            return httpx.Response(
+                429,
+                json={"status": 429, "error": {"type": "rate_limit_error", "message": "slow"}},
+                headers={"x-ratelimit-reset": reset.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            )
+        return httpx.Response(
+            200,
+            json={"status": 200, "likelihood": 9, "data": _record()},
+            headers={
+                "x-ratelimit-limit": "{'minute': 100, 'day': None}",
+                "x-totallimit-remaining": "0",
+                "x-call-credits-type": "enrich",
+            },
+        )
+
+    def adapter() -> PdlTalentAPI:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        return PdlTalentAPI(
+            "https://pdl.test", settings, client, limiter=PgRateGate(pool, rate_limits(settings))
+        )
+
+    first, second = adapter(), adapter()
+    with pytest.raises(Exception, match="rate_limit_error"):
+        await first.discover(DiscoveryQuery(role="nurse"), 1, 1)
+    # The other process sends nothing to Person Search while it is paused ...
+    with pytest.raises(ProviderPaused):
+        await second.discover(DiscoveryQuery(role="nurse"), 1, 1)
+    assert sent == ["/v5/person/search"]
+    # ... and enriches as usual; the balance that answer reported stops the next enrichment.
+    await second.enrich("linkedin:seanthorne")
+    assert (await _row(pool, ENRICH_GATE))["vendor_per_window"] == 100
+    with pytest.raises(ProviderQuotaExhausted, match="PDL balance 0 enrich credits"):
+        await first.enrich("linkedin:seanthorne")
+    assert sent == ["/v5/person/search", "/v5/person/enrich"]
+    await first.aclose()
+    await second.aclose()

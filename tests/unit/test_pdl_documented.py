@@ -1,0 +1,372 @@
+"""The PDL adapter against answers shaped like PDL's documented examples (MockTransport), one
+test per rule: Free-plan contact booleans (Person Schema, contact fields), ``titlecase``
+(Person Search / Enrichment input parameters), ``min_likelihood`` and ``required`` (Person
+Enrichment input parameters), identity through ``profiles`` (Person Schema), per-endpoint rate
+headers and balance (Usage Limits, "Fix 429 rate limit errors"), the queries on PDL's fields."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.config import Settings
+from shortlist.places import resolve
+from shortlist.sources import ledger
+from shortlist.sources.base import DiscoveryQuery, ProviderQuotaExhausted, ProviderRateLimited
+from shortlist.sources.pdl import (
+    MAX_SIZE,
+    PdlTalentAPI,
+    enrich_params,
+    header_window,
+    search_body,
+)
+from shortlist.talent.roles import PDL_LEVELS, pdl_title
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def _settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "talent_api_key": "pdl-key",
+        "discovery_timeout": 1.0,
+        "enrichment_timeout": 1.0,
+        "retry_delay": 0.01,
+    }
+    return Settings(**(values | overrides))
+
+
+def _pdl(handler: Handler, **overrides: Any) -> PdlTalentAPI:
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return PdlTalentAPI("https://api.peopledatalabs.test", _settings(**overrides), client)
+
+
+def record(**fields: Any) -> dict[str, Any]:
+    """A person as the Person Schema example shows one (titlecased, as asked for)."""
+    base: dict[str, Any] = {
+        "id": "qEnOZ5Oh0poWnQ1luFBfVw_0000",
+        "full_name": "Sean Thorne",
+        "linkedin_url": "linkedin.com/in/seanthorne",
+        "linkedin_username": "seanthorne",
+        "job_title": "Co-Founder And Chief Executive Officer",
+        "job_title_role": "operations",
+        "job_title_sub_role": None,
+        "job_title_levels": ["cxo", "owner"],
+        "location_name": "San Francisco, California, United States",
+        "skills": ["Data Science"],
+        "inferred_years_experience": 9,
+        "profiles": [
+            {
+                "network": "linkedin",
+                "id": "145991517",
+                "url": "linkedin.com/in/seanthorne",
+                "username": "seanthorne",
+            }
+        ],
+        "work_email": None,
+        "personal_emails": [],
+        "recommended_personal_email": None,
+    }
+    return base | fields
+
+
+def search_answer(*people: dict[str, Any], headers: dict[str, str] | None = None) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            json={"status": 200, "data": list(people), "scroll_token": None, "total": len(people)},
+            headers={"x-call-credits-spent": str(len(people)), **(headers or {})},
+        )
+
+    return handler
+
+
+# --- contact fields on Free plans -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "contacts",
+    [
+        {"work_email": True, "personal_emails": True, "recommended_personal_email": True},
+        {"work_email": True, "personal_emails": [True], "recommended_personal_email": False},
+        {"work_email": False, "personal_emails": False, "recommended_personal_email": True},
+    ],
+)
+async def test_free_plan_contact_booleans_parse_and_mean_an_address_on_file(
+    contacts: dict[str, Any],
+) -> None:
+    api = _pdl(search_answer(record(**contacts)))
+    page = await api.discover(DiscoveryQuery(role="chief executive officer"), 1, 1)
+    [stub] = page.stubs
+    assert stub.profile is not None
+    assert stub.profile.email is None and stub.profile.email_on_file is True
+    await api.aclose()
+
+
+async def test_a_shown_address_is_the_email_and_false_is_nothing_on_file() -> None:
+    shown = record(work_email="sean@peopledatalabs.com", personal_emails=True)
+    nothing = record(
+        id="other", linkedin_url="linkedin.com/in/x", work_email=False, personal_emails=False
+    )
+    api = _pdl(search_answer(shown, nothing))
+    page = await api.discover(DiscoveryQuery(role="chief executive officer"), 1, 2)
+    first, second = (s.profile for s in page.stubs)
+    assert first is not None and second is not None
+    assert (first.email, first.email_on_file) == ("sean@peopledatalabs.com", False)
+    assert (second.email, second.email_on_file) == (None, False)
+    await api.aclose()
+
+
+# --- titlecase, min_likelihood, required -------------------------------------------------------
+
+
+async def test_every_call_asks_for_titlecase_and_enrichment_for_real_matches_only() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path.endswith("/enrich"):
+            return httpx.Response(200, json={"status": 200, "likelihood": 9, "data": record()})
+        return search_answer(record())(request)
+
+    api = _pdl(handler, pdl_min_likelihood=7)
+    await api.discover(DiscoveryQuery(role="ceo"), 1, 1)
+    profile = await api.enrich("linkedin:seanthorne")
+    search, enrich = seen
+    assert json.loads(search.content)["titlecase"] is True
+    params = enrich.url.params
+    assert params["titlecase"] == "true"
+    assert params["min_likelihood"] == "7" and params["required"] == "job_title"
+    assert params["profile"] == "linkedin.com/in/seanthorne"
+    assert profile.full_name == "Sean Thorne"  # as sent: no casing of our own
+    await api.aclose()
+
+
+def test_min_likelihood_is_a_setting_within_pdls_bounds() -> None:
+    assert Settings().pdl_min_likelihood == 6
+    with pytest.raises(ValueError):
+        Settings(pdl_min_likelihood=11)
+    assert enrich_params("pdl:abc", 3) == {
+        "min_likelihood": 3,
+        "required": "job_title",
+        "titlecase": "true",
+        "pdl_id": "abc",
+    }
+
+
+# --- identity through profiles[] ------------------------------------------------------------------
+
+
+async def test_a_person_found_by_an_older_slug_is_kept_under_that_id() -> None:
+    moved = record(
+        linkedin_url="linkedin.com/in/sean-thorne-new",
+        linkedin_username="sean-thorne-new",
+        profiles=[
+            {"network": "linkedin", "url": "linkedin.com/in/sean-thorne-new"},
+            {"network": "linkedin", "url": "linkedin.com/in/seanthorne", "username": "seanthorne"},
+        ],
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"status": 200, "likelihood": 8, "data": moved})
+
+    api = _pdl(handler)
+    profile = await api.enrich("linkedin:seanthorne")
+    assert profile.external_id == "linkedin:seanthorne"
+    with pytest.raises(Exception, match="got the record of"):
+        await api.enrich("linkedin:someone-else")
+    await api.aclose()
+
+
+async def test_search_stubs_carry_older_slugs_as_aliases() -> None:
+    moved = record(
+        linkedin_url="linkedin.com/in/new-slug",
+        linkedin_username="new-slug",
+        profiles=["linkedin.com/in/new-slug", "linkedin.com/in/Old-Slug"],
+    )
+    api = _pdl(search_answer(moved))
+    [stub] = (await api.discover(DiscoveryQuery(role="ceo"), 1, 1)).stubs
+    assert stub.external_id == "linkedin:new-slug" and stub.aliases == ("linkedin:old-slug",)
+    await api.aclose()
+
+
+# --- rate headers and balance ------------------------------------------------------------------
+
+
+def test_rate_headers_are_read_as_json_or_python_literals() -> None:
+    assert header_window("{'minute': 10, 'day': None, 'month': None}") == 10
+    assert header_window('{"minute": 1201, "day": null}') == 1201
+    assert header_window("{'minute': 0}") == 0
+    assert header_window("100") == 100
+    assert header_window("{'day': 5}") is None
+    assert header_window("__import__('os')") is None
+    assert header_window("{'minute': 10") is None
+
+
+async def test_a_429_pauses_only_the_endpoint_that_answered_it() -> None:
+    reset = datetime.now(UTC) + timedelta(seconds=20)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/search"):
+            return httpx.Response(
+                429,
+                json={"status": 429, "error": {"type": "rate_limit_error", "message": "slow"}},
+                headers={"x-ratelimit-reset": reset.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            )
+        return httpx.Response(200, json={"status": 200, "likelihood": 9, "data": record()})
+
+    api = _pdl(handler)
+    with pytest.raises(ProviderRateLimited) as caught:
+        await api.discover(DiscoveryQuery(role="ceo"), 1, 1)
+    assert caught.value.provider == "pdl:search"
+    assert 15 < api.search_gate.paused_for() <= 20
+    assert api.enrich_gate.paused_for() == 0
+    assert (await api.enrich("linkedin:seanthorne")).external_id == "linkedin:seanthorne"
+    await api.aclose()
+
+
+async def test_the_ledger_names_the_vendor_and_the_kind_names_the_endpoint() -> None:
+    api = _pdl(search_answer(record(), record(id="b", linkedin_url="linkedin.com/in/b")))
+    with ledger.collecting() as calls:
+        await api.discover(DiscoveryQuery(role="ceo"), 1, 2)
+    assert [(c.provider, c.kind, c.credits) for c in calls] == [("pdl", "search", 2)]
+    await api.aclose()
+
+
+async def test_a_balance_below_one_page_stops_the_search_before_any_call() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return search_answer(
+            record(), headers={"x-totallimit-remaining": "3", "x-call-credits-type": "search"}
+        )(request)
+
+    api = _pdl(handler)
+    await api.discover(DiscoveryQuery(role="ceo"), 1, 1)
+    with pytest.raises(ProviderQuotaExhausted, match="PDL balance 3 search credits: below one"):
+        await api.discover(DiscoveryQuery(role="ceo"), 1, 10)
+    assert len(sent) == 1  # no request, no 402
+    await api.discover(DiscoveryQuery(role="ceo"), 1, 3)  # a page the balance covers goes
+    await api.aclose()
+
+
+async def test_an_empty_enrich_balance_stops_enrichment_but_not_search() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/enrich"):
+            return httpx.Response(
+                200,
+                json={"status": 200, "likelihood": 9, "data": record()},
+                headers={"x-totallimit-remaining": "0", "x-call-credits-type": "enrich"},
+            )
+        return search_answer(record())(request)
+
+    api = _pdl(handler)
+    await api.enrich("linkedin:seanthorne")
+    with pytest.raises(ProviderQuotaExhausted, match="PDL balance 0 enrich credits"):
+        await api.enrich("linkedin:seanthorne")
+    assert (await api.discover(DiscoveryQuery(role="ceo"), 1, 1)).stubs
+    await api.aclose()
+
+
+# --- the queries ------------------------------------------------------------------------------
+
+
+def _clauses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    must: list[dict[str, Any]] = body["query"]["bool"]["must"]
+    return must
+
+
+def test_page_size_is_what_is_asked_within_pdls_bounds() -> None:
+    query = DiscoveryQuery(role="nurse")
+    assert search_body(query, 3, None)["size"] == 3
+    assert search_body(query, 0, None)["size"] == 1
+    assert search_body(query, 500, None)["size"] == MAX_SIZE == 100
+
+
+GERMANY = {"term": {"location_country": "germany"}}
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("München", [{"term": {"location_locality": "munich"}}, GERMANY]),
+        ("Bavaria", [{"term": {"location_region": "bavaria"}}, GERMANY]),
+        ("UK", [{"term": {"location_country": "united kingdom"}}]),
+        ("Remote", []),
+    ],
+)
+def test_the_place_goes_through_the_keyword_location_fields(
+    location: str, expected: list[dict[str, Any]]
+) -> None:
+    body = search_body(DiscoveryQuery(role="nurse", place=resolve(location)), 10, None)
+    assert _clauses(body) == [{"match_phrase": {"job_title": "nurse"}}, *expected]
+
+
+def test_an_unknown_place_is_matched_as_words_of_location_name() -> None:
+    body = search_body(DiscoveryQuery(role="nurse", location="Atlantis Deep"), 10, None)
+    assert {"match": {"location_name": {"query": "Atlantis Deep", "operator": "and"}}} in (
+        _clauses(body)
+    )
+
+
+def test_the_widened_query_uses_pdls_taxonomy_and_excludes_the_strict_people() -> None:
+    strict = DiscoveryQuery(
+        role="Senior FPGA Verification Engineer",
+        min_years=5,
+        skills=("UVM",),
+        place=resolve("Munich"),
+    )
+    broad = DiscoveryQuery(
+        role=strict.role,
+        skills=("UVM",),
+        place=resolve("Bavaria"),
+        widen=True,
+        exclude=strict,
+    )
+    body = search_body(broad, 10, None)["query"]["bool"]
+    role = body["must"][0]["bool"]
+    assert role["minimum_should_match"] == 1
+    all_words, by_taxonomy = role["should"]
+    assert all_words == {
+        "match": {"job_title": {"query": "fpga verification engineer", "operator": "and"}}
+    }
+    assert by_taxonomy["bool"]["must"][0] == {
+        "match_phrase": {"job_title": "verification engineer"}
+    }
+    sub_roles = by_taxonomy["bool"]["must"][1]["terms"]["job_title_sub_role"]
+    assert "hardware" in sub_roles and "backend" not in sub_roles
+    assert {"term": {"location_region": "bavaria"}} in body["must"]
+    assert not any("range" in c for c in body["must"])  # no years
+    assert {"terms": {"job_title_levels": ["senior"]}} in body["should"]
+    assert {"term": {"skills": "uvm"}} in body["should"]  # ranks, does not exclude
+    [excluded] = body["must_not"]
+    assert {"range": {"inferred_years_experience": {"gte": 5}}} in excluded["bool"]["must"]
+
+
+@pytest.mark.parametrize(
+    ("role", "sub_role"),
+    [
+        ("Marine Geophysicist", "scientific"),
+        ("Pediatric Oncology Nurse", "nursing"),
+        ("Actuary", "insurance"),
+        ("Hydrogeologist", "scientific"),
+        ("Kotlin Multiplatform Engineer", "software"),
+        ("Avionics Test Engineer", "qa_engineering"),
+    ],
+)
+def test_roles_map_onto_pdl_sub_roles_for_any_occupation(role: str, sub_role: str) -> None:
+    title = pdl_title(role)
+    assert sub_role in title.sub_roles
+    assert set(title.levels) <= PDL_LEVELS
+
+
+def test_a_role_pdl_has_no_sub_role_for_is_widened_by_its_words_only() -> None:
+    body = search_body(DiscoveryQuery(role="Glass Blower", widen=True), 10, None)
+    assert _clauses(body) == [
+        {"match": {"job_title": {"query": "glass blower", "operator": "and"}}}
+    ]

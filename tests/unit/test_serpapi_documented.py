@@ -1,0 +1,167 @@
+"""The SerpApi adapter against answers shaped like SerpApi's documented examples
+(MockTransport): the Google Search API's parameters (``location``, ``gl``, ``hl``, ``start``;
+no ``num``), regional LinkedIn hosts, cached searches free (Google Search API, ``no_cache``),
+the two kinds of 429 told apart by the Account API (Status and error codes; Account API), and a
+balance that stops the tier before the account runs dry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.config import Settings
+from shortlist.places import resolve
+from shortlist.sources import ledger
+from shortlist.sources.base import ProviderQuotaExhausted, ProviderRateLimited
+from shortlist.sources.serpapi import SerpApiSearch, search_params
+
+Handler = Callable[[httpx.Request], httpx.Response]
+THROTTLED = "The number of requests sent using this API key exceeds the hourly throughput limit."
+
+
+def _serp(handler: Handler, **overrides: Any) -> SerpApiSearch:
+    settings = Settings(
+        **({"serp_api_key": "serp-key", "discovery_timeout": 1.0, "retry_delay": 0.01} | overrides)
+    )
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return SerpApiSearch("https://serpapi.test", settings, client)
+
+
+def account(**fields: Any) -> dict[str, Any]:
+    """The Account API's documented example."""
+    return {
+        "account_id": "5ac54d6adefb2f1dba1663f5",
+        "plan_name": "Big Data Plan",
+        "searches_per_month": 30000,
+        "plan_searches_left": 5958,
+        "total_searches_left": 5958,
+        "this_hour_searches": 87,
+        "account_rate_limit_per_hour": 6000,
+    } | fields
+
+
+def page(*links: str, cached: bool = False) -> dict[str, Any]:
+    return {
+        "search_metadata": {"status": "Success", "cached": cached},
+        "organic_results": [
+            {"position": i + 1, "title": f"Jane {i} - Nurse | LinkedIn", "link": link}
+            for i, link in enumerate(links)
+        ],
+    }
+
+
+def test_the_place_is_a_location_and_a_country_and_num_is_never_sent() -> None:
+    munich = resolve("Munich")
+    params = search_params('"FPGA Verification Engineer"', 2, munich, "k")
+    assert params == {
+        "engine": "google",
+        "q": 'site:linkedin.com/in "FPGA Verification Engineer" Munich',
+        "start": 10,
+        "hl": "en",
+        "api_key": "k",
+        "location": "Munich, Bavaria, Germany",
+        "gl": "de",
+    }
+    country = search_params('"Nurse"', 1, resolve("UK"), "k")
+    assert country["gl"] == "gb" and "location" not in country
+    remote = search_params('"Nurse"', 1, resolve("Remote"), "k")
+    assert "gl" not in remote and remote["q"] == 'site:linkedin.com/in "Nurse"'
+
+
+async def test_regional_hosts_with_tracking_are_the_same_person() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account())
+        return httpx.Response(
+            200,
+            json=page(
+                "https://de.linkedin.com/in/jane-doe-123?trk=public_profile",
+                "https://www.linkedin.com/in/jane-doe-123/",
+                "https://uk.linkedin.com/in/Other-Person",
+            ),
+        )
+
+    api = _serp(handler)
+    result = await api.search('"Nurse"', 1, resolve("Munich"))
+    assert [s.external_id for s in result.stubs] == [
+        "linkedin:jane-doe-123",
+        "linkedin:jane-doe-123",
+        "linkedin:other-person",
+    ]
+    await api.aclose()
+
+
+async def test_cached_searches_are_not_billed() -> None:
+    cached = {"value": False}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account(total_searches_left=10))
+        return httpx.Response(
+            200, json=page("https://www.linkedin.com/in/a", cached=cached["value"])
+        )
+
+    api = _serp(handler)
+    with ledger.collecting() as calls:
+        await api.search('"Nurse"', 1)
+        cached["value"] = True
+        await api.search('"Nurse"', 1)
+    assert [(c.provider, c.kind, c.credits) for c in calls] == [
+        ("serpapi", "search", 1),
+        ("serpapi", "search", 0),
+    ]
+    # Only the billed search came off the balance the Account API gave.
+    assert await api._http.known_balance("searches") == 9
+    await api.aclose()
+
+
+async def test_the_account_api_tells_a_throttle_from_an_empty_account() -> None:
+    left = {"n": 40}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account(total_searches_left=left["n"]))
+        # The same 429 body both times: only the Account API knows which it is.
+        return httpx.Response(429, json={"error": THROTTLED})
+
+    api = _serp(handler)
+    with pytest.raises(ProviderRateLimited) as throttled:
+        await api.search('"Nurse"', 1)
+    assert throttled.value.retry_after and 0 < throttled.value.retry_after <= 3600
+    assert api.provider.paused_for() > 0
+    api.provider._paused_until = 0.0
+    left["n"] = 0
+    with pytest.raises(ProviderQuotaExhausted, match="SerpApi balance 0 searches left"):
+        await api.search('"Nurse"', 1)
+    await api.aclose()
+
+
+async def test_without_the_account_api_the_429_message_decides() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(503, json={"error": "down"})
+        return httpx.Response(429, json={"error": "Your account has run out of searches."})
+
+    api = _serp(handler)
+    with pytest.raises(ProviderQuotaExhausted):
+        await api.search('"Nurse"', 1)
+    await api.aclose()
+
+
+async def test_an_empty_balance_stops_before_a_search_is_sent() -> None:
+    searches: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account(total_searches_left=0))
+        searches.append(request)
+        return httpx.Response(200, json=page())
+
+    api = _serp(handler)
+    with pytest.raises(ProviderQuotaExhausted, match="SerpApi balance 0 searches left"):
+        await api.search('"Nurse"', 1)
+    assert searches == []
+    await api.aclose()

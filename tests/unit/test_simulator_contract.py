@@ -1,0 +1,219 @@
+"""The simulator held to the vendors' documented behaviour (each test names its page), never to
+what our adapters expect: People Data Labs (Errors & Status Codes, Usage Limits, Fix 429 rate
+limit errors, Person Schema, Person Search / Enrichment API input parameters, ``pdl-specs.json``)
+and SerpApi (Status and Error Codes, Google Search API, Account API)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.simulator import SimulatorConfig, create_simulator_app
+
+KEY = "simulator-key"
+CALM = SimulatorConfig(
+    time_scale=0.0,
+    discovery_hang_rate=0.0,
+    error_5xx_rate=0.0,
+    serp_error_5xx_rate=0.0,
+    rate_limit_rate=0.0,
+    serp_rate_limit_rate=0.0,
+    pdl_search_rate_limit=0,
+)
+# pdl-specs.json, Person schema: the job_title_role enum.
+ROLES = {"customer_service", "design", "education", "engineering", "finance", "health",
+         "human_resources", "legal", "marketing", "media", "operations", "public_relations",
+         "real_estate", "sales", "trades"}  # fmt: skip
+THROUGHPUT = "The number of requests sent using this API key exceeds the hourly throughput limit."
+GEOPHYSICISTS = {"bool": {"must": [{"match_phrase": {"job_title": "geophysicist"}}]}}
+
+
+def client(config: SimulatorConfig = CALM) -> httpx.AsyncClient:
+    app = create_simulator_app(config)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://sim", headers={"X-Api-Key": KEY}
+    )
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[httpx.AsyncClient]:
+    async with client() as c:
+        yield c
+
+
+async def search(c: httpx.AsyncClient, query: Any, **body: Any) -> httpx.Response:
+    return await c.post("/v5/person/search", json={"query": query, **body})
+
+
+async def test_pdl_error_bodies_and_types(sim: httpx.AsyncClient) -> None:
+    # Errors & Status Codes: {"status", "error": {"type", "message"}}; 401 authentication_error.
+    bad = await sim.post(
+        "/v5/person/search", json={"query": GEOPHYSICISTS}, headers={"X-Api-Key": "x"}
+    )
+    assert bad.status_code == 401
+    assert bad.json() == {
+        "status": 401,
+        "error": {
+            "type": "authentication_error",
+            "message": "Request contained a missing or invalid key",
+        },
+    }
+    # The documented body is {"query": ...}: a bare {"bool": ...} is an invalid request.
+    bare = await sim.post("/v5/person/search", json={"bool": {"must": []}})
+    assert bare.status_code == 400 and bare.json()["error"]["type"] == "invalid_request_error"
+    unknown = await search(sim, {"fuzzy": {"job_title": "nurse"}})
+    assert unknown.status_code == 400
+    # 404 not_found "No records were found matching your request", not billed.
+    nobody = await search(sim, {"bool": {"filter": [{"term": {"location_country": "atlantis"}}]}})
+    assert nobody.status_code == 404
+    assert nobody.json()["error"] == {
+        "type": "not_found",
+        "message": "No records were found matching your request",
+    }
+    assert nobody.headers["x-call-credits-spent"] == "0"
+
+
+async def test_records_are_lowercase_unless_titlecase(sim: httpx.AsyncClient) -> None:
+    # Person Schema examples are lowercase ("full_name": "sean thorne"); titlecase=true
+    # title-cases the person data (spec, titlecase parameter).
+    plain = (await search(sim, GEOPHYSICISTS, size=5)).json()["data"]
+    for person in plain:
+        for name in ("full_name", "job_title", "location_name"):
+            assert person[name] == person[name].lower()
+        assert person["linkedin_url"].startswith("linkedin.com/in/")
+        assert person["job_title_role"] in ROLES
+        assert person["profiles"][0]["network"] == "linkedin"
+    titled = (await search(sim, GEOPHYSICISTS, size=5, titlecase=True)).json()["data"]
+    assert titled[0]["full_name"] == titled[0]["full_name"].title()
+    assert titled[0]["full_name"].lower() == plain[0]["full_name"]
+
+
+async def test_free_plan_contact_fields_are_booleans() -> None:
+    # Person Schema, Field Availability: on Free plans contact fields "appear as true if the
+    # value exists or false if it does not".
+    async with client(replace(CALM, pdl_plan="free")) as c:
+        data = (await search(c, GEOPHYSICISTS, size=50)).json()["data"]
+    for person in data:
+        for name in ("work_email", "personal_emails", "recommended_personal_email", "mobile_phone"):
+            assert isinstance(person[name], bool)
+    assert any(p["work_email"] for p in data) and any(not p["personal_emails"] for p in data)
+
+
+async def test_rate_limits_are_per_endpoint_with_dict_headers() -> None:
+    # Usage Limits: per key and per endpoint, fixed windows; headers carry a dict per window.
+    config = replace(CALM, pdl_search_rate_limit=None, pdl_enrich_rate_limit=3)
+    async with client(config) as c:
+        answers = [await search(c, GEOPHYSICISTS) for _ in range(11)]
+        assert [r.status_code for r in answers[:10]] == [200] * 10
+        limited = answers[10]
+        # Fix 429 rate limit errors / Errors: 429 rate_limit_error.
+        assert limited.status_code == 429
+        assert limited.json()["error"]["type"] == "rate_limit_error"
+        first = answers[0].headers
+        assert ast.literal_eval(first["x-ratelimit-limit"]) == {"minute": 10}
+        assert ast.literal_eval(first["x-ratelimit-remaining"]) == {"minute": 9}
+        assert first["x-ratelimit-reset"].endswith("Z")
+        assert first["x-call-credits-type"] == "search"
+        # Enrichment has its own window: the search 429 does not touch it.
+        slug = answers[0].json()["data"][0]["linkedin_username"]
+        enrich = [await c.get("/v5/person/enrich", params={"profile": slug}) for _ in range(4)]
+        assert [r.status_code for r in enrich] == [200, 200, 200, 429]
+        assert enrich[0].headers["x-call-credits-type"] == "enrich"
+        report = (await c.get("/v1/admin/vendors")).json()["endpoints"]
+        assert report["pdl:search"]["sent_429"] == 1 and report["pdl:enrich"]["sent_429"] == 1
+    assert SimulatorConfig().pdl_limit("enrich") == 1000
+    assert SimulatorConfig(pdl_plan="free").pdl_limit("enrich") == 100
+
+
+async def test_credits_run_out_with_402() -> None:
+    async with client(replace(CALM, pdl_credit_limit=3)) as c:
+        first = await search(c, GEOPHYSICISTS, size=3)
+        assert first.headers["x-totallimit-remaining"] == "0"
+        again = await search(c, GEOPHYSICISTS, size=1)
+        assert again.status_code == 402
+        assert again.json()["error"]["type"] == "payment_required"
+
+
+async def test_enrichment_min_likelihood_required_and_old_slugs(sim: httpx.AsyncClient) -> None:
+    app_people = sim._transport.app.state.index.people  # type: ignore[attr-defined]
+    moved = next(p for p in app_people if p.old_slugs)
+    # Any LinkedIn URL form, and an older slug PDL keeps in profiles[].
+    by_old = await sim.get(
+        "/v5/person/enrich",
+        params={"profile": f"https://www.linkedin.com/in/{moved.old_slugs[0]}/"},
+    )
+    assert by_old.status_code == 200
+    data = by_old.json()["data"]
+    assert data["linkedin_username"] == moved.username
+    assert {p["username"] for p in data["profiles"]} == {moved.username, *moved.old_slugs}
+    assert 1 <= by_old.json()["likelihood"] <= 10
+    # A weak match (name only, shared by several) is below min_likelihood: 404, unbilled.
+    weak = await sim.get("/v5/person/enrich", params={"name": moved.full_name, "min_likelihood": 9})
+    assert weak.status_code == 404 and weak.headers["x-call-credits-spent"] == "0"
+    # required=emails: a person without any e-mail is a 404, not billed.
+    silent = next(p for p in app_people if p.email is None)
+    lacking = await sim.get(
+        "/v5/person/enrich", params={"profile": silent.username, "required": "emails"}
+    )
+    assert lacking.status_code == 404 and lacking.headers["x-call-credits-spent"] == "0"
+
+
+async def test_serpapi_shapes_limits_and_account(sim: httpx.AsyncClient) -> None:
+    params = {"engine": "google", "api_key": KEY}
+    # Status and Error Codes: 401 with the documented message.
+    bad = await sim.get("/search.json", params={**params, "q": "nurse", "api_key": "x"})
+    assert bad.status_code == 401
+    assert bad.json() == {
+        "error": "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key"
+    }
+    # num is ignored: about ten organic results a page; regional LinkedIn hosts.
+    page = (
+        await sim.get("/search.json", params={**params, "q": "registered nurse", "num": 100})
+    ).json()
+    assert len(page["organic_results"]) == 10
+    assert all(".linkedin.com/in/" in r["link"] for r in page["organic_results"])
+    # location narrows results to people there.
+    toronto = (
+        await sim.get(
+            "/search.json", params={**params, "q": "nurse", "location": "Toronto, Ontario, Canada"}
+        )
+    ).json()
+    assert toronto["organic_results"]
+    assert all("Toronto" in r["displayed_link"] for r in toronto["organic_results"])
+    # The documented empty result.
+    empty = (
+        await sim.get("/search.json", params={**params, "q": "underwater basket weaving sommelier"})
+    ).json()
+    assert empty["search_information"]["organic_results_state"] == "Fully empty"
+    assert empty["error"] == "Google hasn't returned any results for this query."
+    # A cached search (identical, within the hour) is free: the month's usage does not move.
+    account = (await sim.get("/account.json", params={"api_key": KEY})).json()
+    await sim.get("/search.json", params={**params, "q": "registered nurse", "num": 100})
+    again = (await sim.get("/account.json", params={"api_key": KEY})).json()
+    assert again["this_month_usage"] == account["this_month_usage"]
+    for name in ("plan_searches_left", "total_searches_left", "this_month_usage",
+                 "account_rate_limit_per_hour", "this_hour_searches"):  # fmt: skip
+        assert name in account
+
+
+async def test_serpapi_hourly_throughput_and_out_of_searches() -> None:
+    params = {"engine": "google", "api_key": KEY}
+    async with client(replace(CALM, serpapi_rate_limit_per_hour=2)) as c:
+        codes = [
+            (await c.get("/search.json", params={**params, "q": f"nurse {i}"})) for i in range(3)
+        ]
+        assert [r.status_code for r in codes] == [200, 200, 429]
+        assert codes[2].json() == {"error": THROUGHPUT}
+        assert (await c.get("/account.json", params={"api_key": KEY})).json()[
+            "account_rate_limit_per_hour"
+        ] == 2
+    async with client(replace(CALM, serpapi_search_limit=1)) as c:
+        await c.get("/search.json", params={**params, "q": "nurse"})
+        out = await c.get("/search.json", params={**params, "q": "teacher"})
+        assert out.status_code == 429
+        assert out.json() == {"error": "Your account has run out of searches."}
