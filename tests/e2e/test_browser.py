@@ -480,7 +480,8 @@ def widest_elements(page: Page) -> list[str]:
                 const box = el.getBoundingClientRect();
                 if (box.right > width + 1 && ![...el.children].some(
                         (c) => c.getBoundingClientRect().right > width + 1)) {
-                    out.push(`${el.tagName.toLowerCase()}.${el.className} ${Math.round(box.right)}px`);
+                    const name = `${el.tagName.toLowerCase()}.${el.className}`;
+                    out.push(`${name} ${Math.round(box.right)}px`);
                 }
             }
             return out.slice(0, 5);
