@@ -267,23 +267,26 @@ def profile(username: str, *, role: str = "Firmware Engineer") -> Profile:
 
 @dataclass
 class ScriptedSources:
-    """Sources whose tiers all return the same people (page 1 only). ``gate``: every discovery
-    call waits until ``gate_size`` calls are in flight, so the tiers race on the same people
-    with known sets loaded before any of them wrote a stub."""
+    """Sources whose tiers all return the same people (page 1 only). ``gate``: the first
+    ``gate_size`` discovery calls wait until all of them are in flight, so those tiers race on
+    the same people with known sets loaded before any of them wrote a stub; later calls pass."""
 
     people: list[str]
     gate_size: int = 1
     discovered: Counter[str] = field(default_factory=Counter)
     enriched: Counter[str] = field(default_factory=Counter)
     _barrier: asyncio.Barrier | None = None
+    _gated: int = 0
 
     def __post_init__(self) -> None:
         self._barrier = asyncio.Barrier(self.gate_size)
 
     async def _page(self, page: int) -> DiscoveryPage:
         assert self._barrier is not None
-        async with asyncio.timeout(10):
-            await self._barrier.wait()
+        if self._gated < self.gate_size:
+            self._gated += 1
+            async with asyncio.timeout(10):
+                await self._barrier.wait()
         if page > 1:
             return DiscoveryPage([], has_more=False)
         stubs = [ProfileStub(f"talent:{u}", u, u) for u in self.people]

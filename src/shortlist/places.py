@@ -383,6 +383,16 @@ def resolve(text: str | None) -> Place | None:
     return None
 
 
+@dataclass(frozen=True)
+class Found:
+    """A place named in a text, and where: ``text[start:end]`` names it ("in Munich, Germany",
+    the preposition included), so the rest of the text can be read without it."""
+
+    place: Place
+    start: int
+    end: int
+
+
 def find_place(text: str) -> Place | None:
     """The place named inside free text ("Senior FPGA engineer in Munich, 5+ years" → Munich),
     or :data:`REMOTE` for a remote brief that names no place; None if it names none.
@@ -390,15 +400,23 @@ def find_place(text: str) -> Place | None:
     A place right after "in", "near", "based in" … is read first, whatever its size; otherwise a
     capitalised name of a big city, a region or a country.
     """
+    found = locate_place(text)
+    return found.place if found is not None else None
+
+
+def locate_place(text: str) -> Found | None:
+    """:func:`find_place` with where the text names the place (a remote brief: the word
+    "remote" and what is around it are left in place, as they describe the work)."""
     text = text[:2000]
     for match in _PREPOSITION.finditer(text):
         found = _longest_place(text[match.end() :], after_preposition=True)
         if found is not None:
-            return found
+            place, length = found
+            return Found(place, match.start(), match.end() + length)
     for match in _BASED.finditer(text):  # "Munich-based", "London based"
-        found = resolve(match.group(1))
-        if found is not None and found.kind is not PlaceKind.remote:
-            return found
+        based = resolve(match.group(1))
+        if based is not None and based.kind is not PlaceKind.remote:
+            return Found(based, match.start(), match.end())
     for word in _WORD.finditer(text):
         # A capitalised word opening the text or a sentence is no sign of a name.
         before = text[: word.start()].rstrip()
@@ -406,15 +424,26 @@ def find_place(text: str) -> Place | None:
             continue
         found = _longest_place(text[word.start() :], after_preposition=False)
         if found is not None:
-            return found
+            place, length = found
+            return Found(place, word.start(), word.start() + length)
     if any(w in _REMOTE_WORDS for w in _key(text).replace("-", " ").split()):
-        return REMOTE
+        return Found(REMOTE, 0, 0)
     return None
 
 
-def _longest_place(rest: str, *, after_preposition: bool) -> Place | None:
+def without_place(text: str) -> str:
+    """``text`` with the place it names taken out ("nurse in Toronto" → "nurse"): what the
+    words mean without where (a place is a constraint, judged on its own)."""
+    found = locate_place(text)
+    if found is None or found.end <= found.start:
+        return text
+    rest = " ".join(f"{text[: found.start]} {text[found.end :]}".split())
+    return re.sub(r"\s*,(?:\s*,)*", ",", rest).replace(",", ", ").replace(",  ", ", ").strip(" ,;")
+
+
+def _longest_place(rest: str, *, after_preposition: bool) -> tuple[Place, int] | None:
     """The longest run of words at the start of ``rest`` that names a place (with a ", country"
-    or ", region" after it when there is one)."""
+    or ", region" after it when there is one), and how many characters of ``rest`` name it."""
     words = list(_WORD.finditer(rest[:200]))
     if not words or words[0].start() > 1:
         return None
@@ -435,7 +464,7 @@ def _longest_place(rest: str, *, after_preposition: bool) -> Place | None:
             if qualified is not None and (
                 qualified.kind is PlaceKind.city or _key(qualified.name) == _key(head)
             ):
-                return qualified
+                return qualified, words[n - 1].end() + qualifier.end()
         place = resolve(head)
         if place is None or place.kind is PlaceKind.remote:
             continue
@@ -450,7 +479,7 @@ def _longest_place(rest: str, *, after_preposition: bool) -> Place | None:
                 continue
         if len(_key(head)) < 3 and g.country(head) is None:
             continue
-        return place
+        return place, words[n - 1].end()
     return None
 
 

@@ -106,7 +106,7 @@ def test_tier_queries_map_strict_broad_and_serp() -> None:
         ("Rust",),
     )
     broad = broad_query(brief)
-    # The role kept (PDL's own fields widen it), no years, the city widened to its region, and
+    # The role kept (PDL's own fields widen it), no years, the city widened to its country, and
     # nobody the strict tier already bought.
     assert (broad.role, broad.min_years, broad.widen) == (
         "Rust Embedded Firmware Engineer",
@@ -114,8 +114,8 @@ def test_tier_queries_map_strict_broad_and_serp() -> None:
         True,
     )
     assert broad.exclude == strict
-    assert broad.place is not None and broad.place.kind == "region"
-    assert broad.place.region == "berlin"
+    assert broad.place is not None and broad.place.kind == "country"
+    assert broad.place.country == "germany" and broad.place.locality is None
     assert serp_text(brief) == '"Rust Embedded Firmware Engineer"'
 
 
@@ -195,11 +195,12 @@ async def test_broad_query_filled_by_the_corpus_starts_no_backfill(
 async def test_same_person_found_by_all_three_tiers_appears_once(
     client: httpx.AsyncClient, services: Services, recruiter: str
 ) -> None:
-    # Every tier returns the same five people, and no tier returns before all three are in
-    # flight: each loaded its known set while it was still empty, so only the database's
-    # unique (search_id, external_id) stands between them and triple work.
+    # Every tier returns the same five people. The strict and serp tiers run side by side (no
+    # call returns before both are in flight: each loaded its known set while it was still
+    # empty, so only the database's unique (search_id, external_id) stands between them and
+    # double work); the broad tier follows strict's first page and skips whom it knows.
     people = [f"same.person{i}" for i in range(5)]
-    scripted = ScriptedSources(people, gate_size=3)
+    scripted = ScriptedSources(people, gate_size=2)
     services.sources = scripted.as_sources()
     search_id = await start(client, recruiter, NICHE)
     async with running_workers(services):

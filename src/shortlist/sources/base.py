@@ -84,6 +84,9 @@ class ProfileStub:
     aliases: tuple[str, ...] = ()
     """Other external ids of the same person (a PDL record's older LinkedIn slugs, from its
     ``profiles``): a person already known by one of them is not taken again."""
+    headline: str = ""
+    """What the discovery answer says the person does (a search result's title: "Backend
+    Engineer"), before anyone pays to enrich them; empty when it says nothing."""
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ from shortlist.sources.provider import (
     parse_model,
     provider_error,
 )
-from shortlist.talent.roles import pdl_title
+from shortlist.talent.roles import NOUN_SYNONYMS, pdl_title
 from shortlist.text import fold
 
 PROVIDER_NAME = "pdl"
@@ -242,29 +242,42 @@ def _keyword(field: str, name: str) -> dict[str, Any]:
 
 def _role_clause(role: str, *, widen: bool) -> dict[str, Any] | None:
     """Who holds ``role``. Strict: the title as a phrase (Elasticsearch ``match`` ORs the words,
-    so a bare match on "fpga verification engineer" bills every "engineer"). Widened: all the
-    title's words in any order, or its head ("verification engineer") held by someone PDL
-    files under the role's sub_role — PDL's own taxonomy, never our family names."""
+    so a bare match on "fpga verification engineer" bills every "engineer"). Widened — still
+    people who hold the role, never a neighbouring one: every word of the title in any order,
+    its last word also by the names titles give the same work ("ios engineer" for "ios
+    developer"). PDL's own taxonomy (``job_title_sub_role`` / ``job_title_role``) ranks, it does
+    not admit: "verification engineer" + sub_role hardware is also a design verification
+    engineer, which an FPGA brief did not ask for."""
     title = pdl_title(role)
     if not title.core:
         return None
     if not widen:
         return {"match_phrase": {"job_title": title.text}}
-    options: list[dict[str, Any]] = [
-        {"match": {"job_title": {"query": title.core, "operator": "and"}}}
-    ]
-    taxonomy = (
-        {"terms": {"job_title_sub_role": list(title.sub_roles)}}
-        if title.sub_roles
-        else {"terms": {"job_title_role": list(title.roles)}}
-        if title.roles and title.head and " " in title.head
-        else None
-    )
-    if title.head and taxonomy is not None:
-        options.append({"bool": {"must": [{"match_phrase": {"job_title": title.head}}, taxonomy]}})
-    if len(options) == 1:
-        return options[0]
-    return {"bool": {"should": options, "minimum_should_match": 1}}
+    words = title.core.split()
+    every_word = {"match": {"job_title": {"query": title.core, "operator": "and"}}}
+    synonyms = NOUN_SYNONYMS.get(words[-1], ())
+    if len(words) < 2 or len(synonyms) < 2:
+        return every_word
+    qualifiers = " ".join(words[:-1])
+    return {
+        "bool": {
+            "must": [
+                {"match": {"job_title": {"query": qualifiers, "operator": "and"}}},
+                # match ORs its words: any one of the names of the work.
+                {"match": {"job_title": " ".join(synonyms)}},
+            ]
+        }
+    }
+
+
+def _taxonomy_hint(role: str) -> dict[str, Any] | None:
+    """PDL's filing of the role (sub_role, else role), as a ranking preference."""
+    title = pdl_title(role)
+    if title.sub_roles:
+        return {"terms": {"job_title_sub_role": list(title.sub_roles)}}
+    if title.roles:
+        return {"terms": {"job_title_role": list(title.roles)}}
+    return None
 
 
 def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
@@ -275,10 +288,14 @@ def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
         if clause is not None:
             must.append(clause)
         if query.widen:
-            # A seniority the brief named ranks first, it does not exclude (job_title_levels).
+            # A seniority the brief named and PDL's filing of the role rank first; neither
+            # excludes (job_title_levels, job_title_sub_role).
             levels = list(pdl_title(query.role).levels)
             if levels:
                 should.append({"terms": {"job_title_levels": levels}})
+            hint = _taxonomy_hint(query.role)
+            if hint is not None:
+                should.append(hint)
     if query.place is not None:
         must.extend(place_filters(query.place))
     elif query.location:

@@ -119,6 +119,12 @@ def _display_name(title: str) -> str:
     return title.split(" - ")[0].split(" | ")[0].strip()
 
 
+def _headline(title: str) -> str:
+    # "Jane Doe - Backend Engineer - Acme | LinkedIn": what they do comes second.
+    parts = title.split(" | ")[0].split(" - ")
+    return parts[1].strip() if len(parts) >= 2 else ""
+
+
 def _cached(response: httpx.Response) -> bool:
     try:
         body = response.json()
@@ -267,6 +273,7 @@ class SerpApiSearch:
                     external_id=external_id,
                     username=external_id.split(":", 1)[1],
                     display_name=_display_name(hit.title) or external_id,
+                    headline=_headline(hit.title),
                 )
             )
         has_more = bool(body.organic_results) and bool(

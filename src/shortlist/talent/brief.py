@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
 from shortlist import places
@@ -30,6 +31,33 @@ JOB_NOUNS = frozenset({
     "artisan", "pharmacist", "therapist", "veterinarian", "economist", "statistician",
     "translator", "photographer", "sommelier", "baker", "tester", "sre", "devops",
 })  # fmt: skip
+# Words that end a head of Faker's occupation list but name no occupation ("Clothing/textile
+# technologist", "Television floor manager"): never read as a job noun.
+_NOT_OCCUPATIONS = frozenset({
+    "activities", "clothing", "commercial", "copy", "crew", "emeritus", "film", "forest",
+    "garment", "industrial", "land", "logistics", "make", "maths", "medical", "museum",
+    "person", "planning", "product", "professional", "sciences", "staff", "support",
+    "television", "wales", "visitor", "associate",
+})  # fmt: skip
+
+
+@cache
+def occupation_nouns() -> frozenset[str]:
+    """Nouns that end a job title: :data:`JOB_NOUNS` and the head nouns of Faker's list of
+    occupations (a well-kept list of real ones: "geophysicist", "actuary", "hydrogeologist"),
+    taken from each title's head before a comma ("Engineer, aeronautical") and from each
+    alternative of a slash ("Geophysicist/field seismologist")."""
+    from faker.providers.job import Provider
+
+    nouns = set(JOB_NOUNS)
+    for job in Provider.jobs:
+        for alternative in job.split(",")[0].split("/"):
+            words = re.findall(r"[a-z]+", alternative.lower())
+            if words and len(words[-1]) >= 4:
+                nouns.add(words[-1])
+    return frozenset(nouns - _NOT_OCCUPATIONS)
+
+
 _ROLE_STOP = frozenset({
     "a", "an", "the", "for", "with", "in", "at", "and", "or", "who", "looking", "need",
     "needed", "wanted", "hiring", "seeking", "senior", "junior", "staff", "principal", "mid",
@@ -81,7 +109,7 @@ def find_role(text: str) -> str | None:
             return title
     words = _WORD.findall(text)
     for i, word in enumerate(words):
-        if word.lower() not in JOB_NOUNS:
+        if word.lower() not in occupation_nouns():
             continue
         start = i
         while (
@@ -131,11 +159,24 @@ def find_skills(text: str, vocabulary: Collection[str], role: str | None) -> tup
     return tuple(sorted(found, key=lambda s: order[s]))[:10]
 
 
+_YEARS_PHRASE = re.compile(
+    r",?\s*\b\d{1,2}\s*\+?\s*(?:years?|yrs?)(?:\s+of)?(?:\s+experience)?\b", re.IGNORECASE
+)
+
+
+def _meaning(query: str) -> str:
+    """The brief's words without its place and its years: "nurse in Toronto, 5+ years" reads
+    as "nurse". Both are constraints judged on their own; left in, "in Berlin" would make every
+    Berliner look like the role."""
+    text = _YEARS_PHRASE.sub("", places.without_place(query)).strip(" ,;")
+    return text or query
+
+
 def brief_text(query: str, role: str | None, skills: Sequence[str]) -> str:
     """What a search's query embedding and relevance score are of: the brief, plus the role and
     skills, which describe the person wanted. Location and experience are filters, not meaning,
     and stay out."""
-    parts = [query]
+    parts = [_meaning(query)]
     if role:
         parts.append(f"Role: {role}")
     if skills:

@@ -229,6 +229,14 @@ WITH claimable AS (
                               WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
            < s.target_count
        AND (s.credit_budget IS NULL OR s.credits_spent < s.credit_budget)
+       -- The broad tier widens the strict one: it waits for the strict tier's first page (or
+       -- its end), so the people strict finds are not bought a second time as the shortfall
+       -- of a broad page asked for in parallel (PDL bills every record returned). The serp
+       -- tier, the fallback, runs alongside from the start.
+       AND (t.tier <> 'broad' OR NOT EXISTS (
+             SELECT 1 FROM search_tiers st
+              WHERE st.search_id = t.search_id AND st.tier = 'strict'
+                AND st.next_page = 1 AND st.status IN ('queued', 'running')))
      ORDER BY t.not_before, t.id
      LIMIT %(limit)s
        FOR UPDATE OF t SKIP LOCKED
@@ -361,8 +369,10 @@ RETURNING id
 -- Of running searches only (a stale search waits for its retry). Fair across searches: the
 -- stub of the search with the fewest results + enrichments in flight goes first, so a search
 -- that just started gets its first results while older ones fill up, instead of queueing
--- behind their whole backfill; within a search, oldest stub first. A running stub whose
--- worker vanished is the reaper's (reap_lost_candidates).
+-- behind their whole backfill; within a search, people already paid for first (a PDL search
+-- record needs no enrichment: the target fills from them before a paid enrichment starts),
+-- then oldest stub first. A running stub whose worker vanished is the reaper's
+-- (reap_lost_candidates).
 WITH claimable AS (
     SELECT c.id
       FROM search_candidates c
@@ -379,7 +389,7 @@ WITH claimable AS (
             OR s.credits_spent < s.credit_budget)
      ORDER BY s.result_count + (SELECT count(*) FROM search_candidates r
                                  WHERE r.search_id = c.search_id AND r.status = 'running'),
-              c.created_at, c.id
+              c.enriched_profile IS NULL, c.created_at, c.id
      LIMIT %(limit)s
        FOR UPDATE OF c SKIP LOCKED
 )

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from shortlist.text import fold
+
 
 @dataclass(frozen=True)
 class RoleFamily:
@@ -494,3 +496,30 @@ def pdl_title(role: str) -> PdlTitle:
         roles=taxon.roles if taxon else (),
         sub_roles=taxon.sub_roles if taxon else (),
     )
+
+
+# The last word of a title that names the kind of work rather than the field, with the words
+# PDL's titles use for the same work: "iOS Engineer" holds the role "iOS Developer".
+NOUN_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "engineer": ("engineer", "developer"),
+    "developer": ("developer", "engineer", "programmer"),
+    "programmer": ("programmer", "developer"),
+    "lawyer": ("lawyer", "attorney", "counsel", "solicitor"),
+    "attorney": ("attorney", "lawyer", "counsel"),
+    "nurse": ("nurse",),
+    "designer": ("designer",),
+    "scientist": ("scientist", "researcher"),
+}
+
+
+def title_holds_role(role: str, title: str) -> bool:
+    """Whether a job title (as a search result shows it) holds ``role``: every word of the
+    role's title, its last word also by the names titles give the same work. Seniority words
+    do not count ("Lead iOS Engineer" holds "Senior iOS Developer")."""
+    wanted = pdl_title(role).core.split()
+    if not wanted:
+        return True
+    held = set(_TITLE_WORD.findall(fold(title)))
+    *qualifiers, noun = wanted
+    names = NOUN_SYNONYMS.get(noun, (noun,))
+    return all(w in held for w in qualifiers) and any(n in held for n in names)

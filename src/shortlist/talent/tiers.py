@@ -3,8 +3,9 @@
     strict  the recruiter's brief as understood (talent/brief.py), 1:1 onto the API's filters:
             the role as a phrase, the place (normalised by the gazetteer, shortlist.places) on
             its city / region / country, the minimum years, the must-have skills
-    broad   experience dropped, the place widened to its region (or country), the role widened
-            through the provider's own taxonomy (roles.pdl_title), nobody strict already found
+    broad   experience dropped, the place widened to its country, the role held in any word
+            order and by the names titles give the same work, PDL's taxonomy as a preference
+            (roles.pdl_title), nobody strict already found; it waits for strict's first page
     serp    people search on the web: the role quoted, with the place as a hint
 
 A page becomes ``queued`` stubs (written before any enrichment, deduplicated against everyone
@@ -50,6 +51,7 @@ from shortlist.talent.models import (
     TierStatus,
     error_text,
 )
+from shortlist.talent.roles import title_holds_role
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,13 @@ log = logging.getLogger(__name__)
 # what the search still lacks, within the provider's bounds (PDL: 1-100).
 MIN_PAGE_SIZE = 1
 MAX_PAGE_SIZE = 100
+
+
+def recognised_role(brief: SearchBrief) -> str | None:
+    """The brief's role when the parser recognised one (not its whole text kept as the role)."""
+    if not brief.role or brief.role == " ".join(brief.query.split())[:200]:
+        return None
+    return brief.role
 
 
 def brief_place(brief: SearchBrief) -> Place | None:
@@ -77,14 +86,11 @@ def strict_query(brief: SearchBrief) -> DiscoveryQuery:
 
 
 def wider_place(place: Place | None) -> Place | None:
-    """The next level out: a city's region (its country when the region is unknown), a
-    region's country; a country or a remote brief stays as it is."""
+    """The place's country: a city or a region widens to it (the brief's judge keeps people
+    elsewhere in the country as maybes, ranked after the city's own); a country or a remote
+    brief stays as it is."""
     if place is None or place.kind in (PlaceKind.country, PlaceKind.remote):
         return place
-    if place.kind is PlaceKind.city and place.region:
-        return dataclasses.replace(
-            place, kind=PlaceKind.region, name=place.region.title(), locality=None
-        )
     return dataclasses.replace(
         place,
         kind=PlaceKind.country,
@@ -95,10 +101,10 @@ def wider_place(place: Place | None) -> Place | None:
 
 
 def broad_query(brief: SearchBrief) -> DiscoveryQuery:
-    """The role widened through the provider's taxonomy, the place to its region (or
-    country), no years; the skills rank but do not exclude, and whoever the strict query
-    finds is left out (the strict tier pays for them already). A place the gazetteer does not
-    know is dropped."""
+    """The role widened (every word in any order, its noun by its synonyms; PDL's taxonomy
+    ranks), the place to its country, no years; the skills rank but do not exclude, and
+    whoever the strict query finds is left out (the strict tier pays for them already). A
+    place the gazetteer does not know is dropped."""
     strict = strict_query(brief)
     return DiscoveryQuery(
         role=strict.role,
@@ -212,7 +218,7 @@ class TierQueue:
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
             return
-        stubs, has_more = self._fresh_stubs(page, known)
+        stubs, has_more = self._fresh_stubs(page, known, role=recognised_role(claimed.search))
         # People the recruiter already handled are in `known`; the page counts them.
         await marks.record_hidden_discovered(
             self.pool,
@@ -225,9 +231,20 @@ class TierQueue:
         )
 
     @staticmethod
-    def _fresh_stubs(page: DiscoveryPage, known: set[str]) -> tuple[list[NewStub], bool]:
+    def _fresh_stubs(
+        page: DiscoveryPage, known: set[str], *, role: str | None = None
+    ) -> tuple[list[NewStub], bool]:
         fresh: dict[str, NewStub] = {}
         for stub in page.stubs:
+            # A web result's title says what the person does; one who does something else is
+            # not worth an enrichment (paid) to find out.
+            if (
+                role
+                and stub.profile is None
+                and stub.headline
+                and not title_holds_role(role, stub.headline)
+            ):
+                continue
             # Known by any of their ids (a PDL record's older LinkedIn slugs): not again.
             if stub.external_id not in known and known.isdisjoint(stub.aliases):
                 fresh.setdefault(
