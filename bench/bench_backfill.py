@@ -68,8 +68,9 @@ FREE_TEXT_BRIEFS = (
     "Corporate lawyer in New York",
     "iOS developer in Tokyo",
     "Technical recruiter in Singapore",
-    "glass blower artisan",
-    "pediatric cardiac surgeon in Lagos",
+    # Nobody in the world (the simulator's occupations) does these.
+    "underwater basket weaving sommelier",
+    "dragon tamer for a medieval castle",
 )
 MATCHED_BY_NOBODY = FREE_TEXT_BRIEFS[-2:]
 

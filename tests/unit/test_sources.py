@@ -539,14 +539,15 @@ async def test_make_sources_builds_both_adapters() -> None:
 
 # --- against the simulator on loopback --------------------------------------------------------
 
-# At this scale the simulator's 90 s discovery hang lasts 0.45 s, past the 0.2 s discovery
-# timeout below, while its normal latencies (discovery 1.5 s → 7.5 ms, enrichment 8 s → 40 ms,
-# capped at 40 s → 0.2 s) stay well inside the timeouts.
-SIM_SCALE = 0.005
+# At this scale the simulator's 90 s discovery hang lasts 1.8 s, past the 1 s discovery
+# timeout below, while its normal latencies (discovery 1.5 s → 30 ms, enrichment 8 s → 160 ms,
+# capped at 40 s → 0.8 s) and the time it takes to search its 50,000 people stay well inside
+# the timeouts.
+SIM_SCALE = 0.02
 
 
 def sim_settings(**overrides: Any) -> Settings:
-    return settings(**{"enrichment_timeout": 1.0, **overrides})
+    return settings(**{"discovery_timeout": 1.0, "enrichment_timeout": 2.0, **overrides})
 
 
 @pytest.fixture(scope="module")
@@ -638,13 +639,13 @@ async def test_sim_5xx_is_retried_once(sim: Sim) -> None:
 
 async def test_sim_429_pauses_the_provider_until_retry_after(sim: Sim) -> None:
     first, second = sim.usernames(2)
-    # Retry-After 100 s at this scale: 0.5 s.
-    await sim.behave(retry_after_s=100.0, force_enrich={first: "429"})
+    # Retry-After 25 s at this scale: 0.5 s.
+    await sim.behave(retry_after_s=25.0, force_enrich={first: "429"})
     api = sim.talent()
     try:
         with pytest.raises(ProviderRateLimited) as limited:
             await api.enrich(first)
-        assert limited.value.retry_after == pytest.approx(0.5)
+        assert limited.value.retry_after == pytest.approx(25.0 * SIM_SCALE)
 
         with pytest.raises(ProviderPaused):
             await api.enrich(second)

@@ -49,7 +49,7 @@ from shortlist.sources.base import (
 from shortlist.sources.factory import Sources
 from shortlist.talent import headline
 from shortlist.talent import repository as repo
-from shortlist.talent.constraints import Held, Wanted, judge
+from shortlist.talent.constraints import Wanted, held_of, judge
 from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
 from shortlist.talent.repository import CandidateRecord
 
@@ -96,17 +96,6 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
         summary=_cut(profile.summary, 20000),
         profile_url=_cut(profile.profile_url, 2000) or None,
         email_on_file=on_file,
-    )
-
-
-def held_of(record: CandidateRecord) -> Held:
-    """What the profile says about a brief's constraints (as search_corpus reads a row)."""
-    return Held(
-        location=record.location,
-        years=record.years_experience,
-        skills=record.skills,
-        title=f"{record.role_title}\n{record.headline}",
-        prose=f"{record.headline}\n{record.summary}",
     )
 
 

@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from shortlist import places
 from shortlist.places import Nearness, Place, PlaceKind
@@ -166,6 +167,34 @@ class Held:
     """Role title and headline: a skill named there counts as listed."""
     prose: str = ""
     """Headline and summary: where a profile says it works remotely."""
+
+
+class Profile(Protocol):
+    """What :func:`held_of` reads of a person (a corpus row, an enriched record)."""
+
+    @property
+    def role_title(self) -> str: ...
+    @property
+    def headline(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def years_experience(self) -> int | None: ...
+    @property
+    def skills(self) -> Sequence[str]: ...
+
+
+def held_of(person: Profile) -> Held:
+    """What a profile says about a brief's constraints."""
+    return Held(
+        location=person.location,
+        years=person.years_experience,
+        skills=person.skills,
+        title=f"{person.role_title}\n{person.headline}",
+        prose=f"{person.headline}\n{person.summary}",
+    )
 
 
 @dataclass(frozen=True)

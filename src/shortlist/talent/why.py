@@ -22,10 +22,10 @@ from pydantic.alias_generators import to_camel
 
 from shortlist.talent.constraints import (
     ConstraintKind,
-    Held,
     Judgement,
     Outcome,
     Wanted,
+    held_of,
     judge,
     skills_listed,
 )
@@ -99,16 +99,6 @@ def _role_match(wanted: str, person: Person) -> bool:
         return True
     family = role_family(wanted)
     return family is not None and role_family(person.role_title) == family
-
-
-def held_of(person: Person) -> Held:
-    return Held(
-        location=person.location,
-        years=person.years_experience,
-        skills=person.skills,
-        title=f"{person.role_title}\n{person.headline}",
-        prose=f"{person.headline}\n{person.summary}",
-    )
 
 
 def wanted_of(brief: Brief) -> Wanted:
