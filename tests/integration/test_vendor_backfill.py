@@ -17,6 +17,7 @@ from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.simulator import SimulatorServer
 from shortlist.talent.brief import parse_brief
+from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
     MakeToken,
     auth,
@@ -133,6 +134,27 @@ async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the
     assert summary["budget"] == {"credits": None, "reached": False}
     stats = await sim_stats(simulator)
     assert sum(stats["enrich_by_username"].values()) == summary["enrichments"]
+
+
+async def test_a_free_plan_key_completes_its_searches_with_people_in_proper_case(
+    client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
+) -> None:
+    # PDL Free and trial plans answer contact fields as true/false ("exists, not shown"):
+    # never a failed page; such a person is a result, reachable through the provider.
+    await set_behaviour(simulator, **RELIABLE, pdl_plan="free")
+    search_id = await start(client, recruiter, {"query": "nurse in Toronto"})
+    async with running_workers(services):
+        body = await wait_complete(client, recruiter, search_id)
+    summary = await detail(client, recruiter, search_id)
+    assert not [t for t in summary["tiers"] if t["status"] in ("failed", "quota_exhausted")]
+    backfilled = [r for r in body["results"] if r["tier"] != "internal"]
+    assert len(backfilled) == body["resultCount"] == 15
+    for result in backfilled:
+        person = result["candidate"]
+        assert person["email"] is None and result["why"]["contact"] == EMAIL_ON_FILE
+        # titlecase=true on every call: what recruiters read is not PDL's lowercase.
+        assert person["roleTitle"] != person["roleTitle"].lower(), person
+        assert person["location"].split(",")[0] == "Toronto" or "Ontario" in person["location"]
 
 
 async def test_a_brief_nobody_matches_ends_with_no_strangers(

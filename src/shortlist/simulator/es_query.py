@@ -123,6 +123,18 @@ class Store:
         found = f.postings.get(term)
         return found if found is not None else np.zeros(self.size, dtype=np.bool_)
 
+    def warm(self, names: Sequence[str]) -> None:
+        """Build the indexes of ``names`` now (a server's start, not its first query: a client
+        with a short timeout must not pay for them)."""
+        for name in names:
+            kind = self.kind(name)
+            if kind == "integer":
+                self.numbers(name)
+                continue
+            self.term_mask(name, "")
+            if kind == "text":
+                self.tokens(name)
+
     def idf(self, name: str, term: str) -> float:
         df = int(self.term_mask(name, term).sum())
         return math.log(1 + (self.size - df + 0.5) / (df + 0.5)) if df else 0.0

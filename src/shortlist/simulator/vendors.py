@@ -460,9 +460,27 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
         return vendors.report()
 
 
+# The fields Person Searches read most (Person Schema: title, taxonomy, place, years, skills),
+# indexed at start (about a second) so a first query does not pay for them.
+_WARM_FIELDS = (
+    "job_title",
+    "job_title_role",
+    "job_title_sub_role",
+    "job_title_levels",
+    "location_locality",
+    "location_region",
+    "location_country",
+    "location_name",
+    "skills",
+    "inferred_years_experience",
+)
+
+
 @lru_cache(maxsize=4)
 def _store_for(people: tuple[Person, ...]) -> Store:
-    return person_store(people)
+    store = person_store(people)
+    store.warm([f for f in _WARM_FIELDS if f in store.kinds])
+    return store
 
 
 @dataclass
