@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shortlist.config import Settings
-from shortlist.simulator import LOCATIONS, ROLE_FAMILIES, SimulatorConfig
+from shortlist.simulator import SimulatorConfig
 
 DEFAULT_TIME_SCALE = 0.1
 """Simulator latencies ×0.1: enrichment ~0.8 s, discovery ~0.15 s, a hang 9 s. The client's
@@ -60,15 +60,27 @@ class HashEmbedder:
 
 
 def briefs(n: int) -> list[dict[str, Any]]:
-    """``n`` distinct recruiter briefs over the simulator's roles and cities (distinct, so each
-    search's discovery calls are first attempts, which hang at the simulator's 41 %)."""
-    titles = [t for family in ROLE_FAMILIES.values() for t in family]
-    cities = [loc.split(",")[0] for loc in LOCATIONS]
-    out = []
-    for i in range(n):
-        title = titles[(i * 7) % len(titles)]
-        city = cities[(i * 11) % len(cities)]
-        min_years = (None, 3, 5)[i % 3]
+    """``n`` distinct recruiter briefs, each the title and city of someone in the simulator's
+    world (so each is one somebody can answer, as a recruiter's brief usually is) — distinct,
+    so each search's discovery calls are first attempts, which hang at the simulator's 41 %.
+    Every third brief asks for 3, every third for 5 years, when that person has them."""
+    from shortlist.simulator.population import build_population
+
+    people = build_population()
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    step = 7919  # a prime: walks the whole population without a pattern
+    i = 0
+    while len(out) < n and i < len(people):
+        person = people[(i * step) % len(people)]
+        i += 1
+        title = person.role_title
+        city = person.location.split(",")[0].strip()
+        if (title, city) in seen:
+            continue
+        seen.add((title, city))
+        wanted = (None, 3, 5)[len(out) % 3]
+        min_years = wanted if wanted is not None and person.years_experience >= wanted else None
         out.append(
             {
                 "query": f"{title} in {city}",
