@@ -79,7 +79,7 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
     if email is not None and (len(email) > 320 or "@" not in email):
         raise MalformedProfile(f"profile {profile.external_id} has an invalid e-mail address")
     # sources.base.Profile.email_on_file (PDL Free plans: the address exists, not shown).
-    on_file = email is None and bool(getattr(profile, "email_on_file", False))
+    on_file = email is None and profile.email_on_file
     years = profile.years_experience
     skills = list(dict.fromkeys(s.strip()[:100] for s in profile.skills if s and s.strip()))
     return CandidateRecord(

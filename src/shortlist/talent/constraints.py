@@ -69,10 +69,6 @@ FACTORS: dict[ConstraintKind, dict[Outcome, float]] = {
 SKILL_UNLISTED_FACTOR = 0.8
 """Per must-have skill the profile does not list: a list is incomplete, so this is mild."""
 
-UNMET_BRIEF_MODES = ("exclude",)
-"""``SHORTLIST_UNMET_BRIEF``: what becomes of a hit failing a hard constraint. ``exclude``: it is
-not a result (a backfilled one ends ``below_threshold`` saying why). ``rank_below`` (ranked
-after every hit that meets the brief) needs held-back ranks and is not built yet."""
 
 # A profile that says it works remotely (location or prose).
 _REMOTE_TEXT = re.compile(
@@ -120,7 +116,7 @@ class Wanted:
             return []
         names = [place.name, place.locality, place.region, place.country]
         if place.kind is PlaceKind.city:
-            names.extend(_city_aliases(place))
+            names.extend(places.aliases(place))
         if place.region and place.country_code:
             names.append(_region_label(place))
         # Folded, as the SQL side folds the location (shortlist_fold, migration 0018).
@@ -130,24 +126,6 @@ class Wanted:
 def location_terms(location: str | None) -> list[str]:
     """:meth:`Wanted.location_terms` of a brief's location alone (the corpus pre-filter)."""
     return Wanted.of(location, None, ()).location_terms()
-
-
-def _city_aliases(place: Place) -> list[str]:
-    """The gazetteer's other names of a city ("münchen", "lisboa"): how a profile may write it.
-
-    ``places.aliases(place)`` when the gazetteer offers it; until then its name index is read
-    (names that lead to this very city)."""
-    aliases = getattr(places, "aliases", None)
-    if callable(aliases):
-        return [str(a) for a in aliases(place)]
-    g = places._gazetteer()
-    index = getattr(g, "city_by_key", {})
-    cities = getattr(g, "cities", [])
-    return [
-        key
-        for key, found in index.items()
-        if any(cities[i] == place for i in found) and places.resolve(key) == place
-    ]
 
 
 def _region_label(place: Place) -> str:

@@ -53,12 +53,6 @@ log = logging.getLogger(__name__)
 # backfill never runs for such a search anyway).
 CORPUS_POOL_SIZE = 200
 INTERNAL_HIT_LIMIT = 100
-UNMET_BRIEF_DEFAULT = "exclude"
-"""``SHORTLIST_UNMET_BRIEF``: what becomes of a hit failing a hard constraint (place
-elsewhere, years below the minimum). ``exclude`` (the default, and the only mode built): it is
-not a result and does not count toward the target; a backfilled one ends ``below_threshold``
-saying why. ``rank_below`` (after every hit that meets the brief, i.e. internal ones held back
-until the backfill finishes) is not built."""
 # Bounds of what one response carries.
 MAX_PAGE = 500
 MAX_ATTEMPTS_LISTED = 500
@@ -127,16 +121,6 @@ def wanted_of(brief: Brief) -> Wanted:
     return Wanted.of(brief.location, brief.min_years_experience, brief.skills)
 
 
-def unmet_brief_mode(settings: object) -> str:
-    """The mode in force: ``exclude`` (any other value is logged and read as ``exclude``)."""
-    mode = str(getattr(settings, "unmet_brief", UNMET_BRIEF_DEFAULT))
-    if mode != UNMET_BRIEF_DEFAULT:
-        log.warning(
-            "SHORTLIST_UNMET_BRIEF=%r is not built; hits outside the brief are left out", mode
-        )
-    return UNMET_BRIEF_DEFAULT
-
-
 def judge_hits(wanted: Wanted, hits: Sequence[repo.CorpusHit]) -> list[repo.CorpusHit]:
     """The hits that fail no hard constraint, each scored by its fit to the whole brief: those
     meeting every constraint first, then the rest (some constraint unknown), by score."""
@@ -162,7 +146,6 @@ async def start_search(
     settings = services.settings
     started = time.perf_counter()
     target = settings.backfill_min_results
-    unmet_brief_mode(settings)
     # The brief first: its place and years pre-filter the corpus, and every hit is judged by it.
     async with services.pool.connection() as conn:
         vocabulary = await _skill_vocabulary(conn)
