@@ -224,15 +224,16 @@ async def free_text_table(
     ctx: Context, url: str, sim_url: str, scale: float, embedder: Any
 ) -> list[dict[str, Any]]:
     """The free-text briefs on the product's path: each one's brief as parsed, its strict
-    tier's calls and its results at or above the floor."""
+    tier's calls and its results at or above the floor (a smoke run: one matched, one not)."""
     import psycopg
 
-    share = [(i, {"query": q}) for i, q in enumerate(FREE_TEXT_BRIEFS)]
+    queries = (FREE_TEXT_BRIEFS[0], MATCHED_BY_NOBODY[0]) if ctx.smoke else FREE_TEXT_BRIEFS
+    share = [(i, {"query": q}) for i, q in enumerate(queries)]
     done = await _deployment(ctx, url, sim_url, scale, embedder, share)
     floor = backfill_settings(url, sim_url, scale).internal_min_score
     rows = []
     async with await psycopg.AsyncConnection.connect(url) as conn:
-        for (i, timeline), query in zip(done, FREE_TEXT_BRIEFS, strict=True):
+        for (i, timeline), query in zip(done, queries, strict=True):
             cur = await conn.execute(
                 "SELECT s.brief, t.calls, (SELECT count(*) FROM search_results r"
                 "  WHERE r.search_id = s.id AND r.score >= %s::real) AS above"
