@@ -115,7 +115,14 @@ async def _run(url: str, embedder: Any, briefs: Sequence[Constrained]) -> list[d
     from shortlist.talent.models import SearchCreate
     from shortlist.talent.service import start_search
 
-    settings = Settings(database_url=url, load_sample_data=False, log_level="WARNING")
+    settings = Settings(
+        database_url=url,
+        load_sample_data=False,
+        log_level="WARNING",
+        # One recruiter runs every brief: the daily caps would stop the benchmark.
+        recruiter_daily_searches=0,
+        recruiter_daily_credits=0,
+    )
     rows: list[dict[str, Any]] = []
     async with open_services(settings, url, embedder=embedder) as services:
         principal = await recruiter(services.pool)

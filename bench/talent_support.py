@@ -128,6 +128,9 @@ def backfill_settings(
         "pdl_enrich_rate_limit": max(1, defaults.pdl_enrich_rate_limit // share),
         "serpapi_rate_limit": max(1, defaults.serpapi_rate_limit // share),
         "log_level": "WARNING",
+        # One recruiter runs every search of a benchmark: the daily caps would stop it.
+        "recruiter_daily_searches": 0,
+        "recruiter_daily_credits": 0,
     }
     return Settings(**(values | overrides))
 

@@ -73,6 +73,9 @@ def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Setting
         "talent_api": "generic",
         "serp_api": "generic",
         "search_credit_budget": 0,
+        # One recruiter runs many searches here; the daily caps have tests of their own.
+        "recruiter_daily_searches": 0,
+        "recruiter_daily_credits": 0,
     }
     return Settings(**(values | overrides))
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from shortlist.db.types import AsyncConn, SyncConn
 
@@ -42,9 +44,34 @@ def new_token() -> str:
 
 
 _INSERT = "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, %s, %s) RETURNING id"
-_LOOKUP = (
-    "SELECT id, name, role::text AS role FROM api_tokens"
-    " WHERE token_hash = %s AND revoked_at IS NULL"
+# A token is valid until revoked or expired; each check sees a revocation at once (no cache).
+_VALID = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())"
+# One round trip: find the token and, at most once a minute, note that it was used (a write
+# per request would turn every read into a row update).
+_LOOKUP = f"""
+WITH found AS (
+    SELECT id, name, role::text AS role FROM api_tokens WHERE token_hash = %s AND {_VALID}
+), touched AS (
+    UPDATE api_tokens AS t SET last_used_at = now()
+      FROM found
+     WHERE t.id = found.id
+       AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+)
+SELECT id, name, role FROM found
+"""
+_STILL_VALID = f"SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = %s AND {_VALID}) AS valid"
+_SET_EXPIRY = "UPDATE api_tokens SET expires_at = now() + %s * interval '1 day' WHERE id = %s"
+# company_name is the company binding's column (another change); read through to_jsonb so
+# the list works with or without it.
+_LIST = """
+SELECT t.id, t.name, t.role::text AS role, to_jsonb(t) ->> 'company_name' AS company,
+       t.created_at, t.expires_at, t.last_used_at, t.revoked_at
+  FROM api_tokens AS t
+ ORDER BY t.created_at, t.id
+"""
+# Revoking never deletes: the recruiter's searches, results and marks stay (migration 0022).
+_REVOKE = (
+    "UPDATE api_tokens SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL RETURNING id"
 )
 
 
@@ -74,3 +101,35 @@ async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
     if row is None:
         return None
     return Principal(int(row["id"]), str(row["name"]), Role(row["role"]))
+
+
+async def still_valid(conn: AsyncConn, token_id: int) -> bool:
+    """Whether the token is neither revoked nor expired now (an open event stream asks)."""
+    cur = await conn.execute(_STILL_VALID, (token_id,))
+    row = await cur.fetchone()
+    return bool(row and row["valid"])
+
+
+def set_expiry(conn: SyncConn, token_id: int, days: float) -> None:
+    """The token expires ``days`` from now."""
+    conn.execute(_SET_EXPIRY, (days, token_id))
+    conn.commit()
+
+
+def list_tokens(conn: SyncConn) -> list[dict[str, Any]]:
+    """Every token with its state (never its secret, which is not stored anyway)."""
+    rows = conn.execute(_LIST).fetchall()
+    now = datetime.now().astimezone()
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        expired = r["expires_at"] is not None and r["expires_at"] <= now
+        state = "revoked" if r["revoked_at"] else "expired" if expired else "active"
+        out.append({**r, "state": state})
+    return out
+
+
+def revoke_tokens(conn: SyncConn, name: str) -> int:
+    """Revoke every live token named ``name``; returns how many."""
+    rows = conn.execute(_REVOKE, (name,)).fetchall()
+    conn.commit()
+    return len(rows)

@@ -80,9 +80,12 @@ async def open_services(
     sources: Sources | None = None,
     with_sources: bool = False,
     pool_max: int | None = None,
+    statement_timeout: float = 0.0,
 ) -> AsyncIterator[Services]:
     """Build a process's services; ``with_sources`` also builds the configured providers
-    (raising ``SourcesNotConfigured`` before anything is opened when they are not).
+    (raising ``SourcesNotConfigured`` before anything is opened when they are not);
+    ``statement_timeout`` bounds every statement of the pool (``serve``: the API's,
+    ``SHORTLIST_STATEMENT_TIMEOUT``).
 
     The embedder of each model space comes from ``embedder_factory`` (default: the settings'
     kinds, ``make_space_embedder``); ``embedder`` is one embedder for every space (tests)."""
@@ -99,7 +102,10 @@ async def open_services(
         check_sources(settings)  # before anything is opened
     max_size = pool_max or settings.db_pool_max
     pool = await open_async_pool(
-        database_url, min_size=min(settings.db_pool_min, max_size), max_size=max_size
+        database_url,
+        min_size=min(settings.db_pool_min, max_size),
+        max_size=max_size,
+        statement_timeout=statement_timeout,
     )
     if sources is None and with_sources:
         sources = shared_sources(settings, pool)
@@ -231,7 +237,11 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
     )
     candidates = QueueWorker(
         CandidateQueue(
-            services.pool, services.spaces, services.sources, min_score=s.internal_min_score
+            services.pool,
+            services.spaces,
+            services.sources,
+            min_score=s.internal_min_score,
+            privacy_key=s.privacy_key,
         ),
         config,
         notifier=services.notifier,

@@ -58,6 +58,29 @@ class Settings(BaseSettings):
     search_rate_limit: int = Field(120, ge=0)
     """Public job searches per client IP per minute (0 disables)."""
     max_body_bytes: int = Field(1_000_000, ge=1)
+    forwarded_header: Literal["x-forwarded-for", "x-real-ip"] = "x-forwarded-for"
+    """The one header a trusted proxy sets with the client's address (the other is ignored)."""
+    statement_timeout: float = Field(30.0, ge=0)
+    """Seconds any one SQL statement of the API's connections may run (0: no limit)."""
+    status_cache_seconds: float = Field(5.0, ge=0)
+    """/status and /metrics are computed at most once per this many seconds per process."""
+    probe_rate_limit: int = Field(60, ge=0)
+    """/status and /metrics requests per client IP per minute (0 disables)."""
+    sse_per_token: int = Field(4, ge=1)
+    """Open event streams per token (per API process); beyond: 429."""
+    sse_max_streams: int = Field(500, ge=1)
+    """Open event streams in total (per API process); beyond: 429."""
+
+    # --- trust (shortlist.privacy, shortlist.audit) -------------------------------------------
+    recruiter_daily_searches: int = Field(200, ge=0)
+    """Searches one recruiter token may start in any 24 hours (0: no cap; admins exempt)."""
+    recruiter_daily_credits: int = Field(2000, ge=0)
+    """Provider credits one recruiter token's searches may spend in any 24 hours (0: no cap;
+    admins exempt); a new search's budget is cut to what is left."""
+    profile_retention_days: float = Field(180.0, ge=0)
+    """Days a bought profile nobody marked is kept after its last refresh (0: forever)."""
+    privacy_key: str = ""
+    """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True
     """Load the bundled sample corpora on the first start of an empty database."""
 
@@ -65,6 +88,10 @@ class Settings(BaseSettings):
     embedder: Literal["local", "openai"] = "local"
     embedder_url: str = "https://api.openai.com/v1"
     embedder_api_key: str = ""
+    """Sent only to the origin of ``embedder_url`` (shortlist.embedding.factory.api_key_for)."""
+    embedder_api_keys: dict[str, str] = Field(default_factory=dict)
+    """JSON object of other embedder origins and their keys, for model spaces of other vendors
+    (``embeddings migrate --url``)."""
     embedder_model: str = "text-embedding-3-small"
     embedder_timeout: float = Field(30.0, gt=0)
     embedding_dim: int = Field(384, ge=1, le=16000)

@@ -66,3 +66,11 @@ class RateLimited(ShortlistError):
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class QuotaExceeded(RateLimited):
+    """A configured cap is reached (HTTP 429 naming it in ``limit``: the setting's name)."""
+
+    def __init__(self, message: str, *, limit: str, retry_after: float) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.limit = limit

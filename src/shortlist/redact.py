@@ -1,4 +1,5 @@
-"""E-mail addresses never leave the database through logs, stored errors or the status report.
+"""E-mail addresses never leave the database through logs, error bodies, stored errors or the
+status report; LinkedIn ids appear in logs at DEBUG only.
 
 Free text — a recruiter's query, a provider's error body quoting a profile — may hold one, and
 logs and reports end up in terminals, log stores and screenshots.
@@ -6,6 +7,7 @@ logs and reports end up in terminals, log stores and screenshots.
 
 from __future__ import annotations
 
+import logging
 import re
 
 _EMAIL = re.compile(r"[^\s@\"'<>(),;:]+@[^\s@\"'<>(),;:]+\.[^\s@\"'<>(),;:]+")
@@ -14,3 +16,37 @@ _EMAIL = re.compile(r"[^\s@\"'<>(),;:]+@[^\s@\"'<>(),;:]+\.[^\s@\"'<>(),;:]+")
 def redact_emails(text: str) -> str:
     """``text`` with anything shaped like an e-mail address replaced by ``[e-mail]``."""
     return _EMAIL.sub("[e-mail]", text)
+
+
+# A LinkedIn slug is usually the person's name ("jane-doe-4b2a"): our external ids
+# ("linkedin:<slug>") and profile URLs.
+_LINKEDIN_ID = re.compile(r"(linkedin:|linkedin\.com/in/)[^\s/?#\"'<>(),;]+", re.IGNORECASE)
+
+
+def redact_person_ids(text: str) -> str:
+    """``text`` with LinkedIn ids and profile URLs' slugs replaced by ``[id]``."""
+    return _LINKEDIN_ID.sub(r"\1[id]", text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose every line — message, arguments, traceback, a provider's error body
+    quoted in an exception — has its e-mail addresses redacted, and above DEBUG its LinkedIn
+    ids: nothing a log line can carry escapes it, whoever wrote the line (our code, a
+    library, the server)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = redact_emails(super().format(record))
+        # Personal ids are for debugging only: above DEBUG they are masked too.
+        return line if record.levelno <= logging.DEBUG else redact_person_ids(line)
+
+
+def redact_logs(root: logging.Logger | None = None) -> None:
+    """Put :class:`RedactingFormatter` on every handler of ``root`` (default: the root
+    logger), keeping each handler's format."""
+    for handler in (root or logging.getLogger()).handlers:
+        current = handler.formatter
+        if isinstance(current, RedactingFormatter):
+            continue
+        fmt = current._fmt if current is not None else None
+        datefmt = current.datefmt if current is not None else None
+        handler.setFormatter(RedactingFormatter(fmt, datefmt))

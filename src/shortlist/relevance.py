@@ -102,10 +102,17 @@ def normalise_query(text: str) -> str:
     return _WORD.sub(expand, text)
 
 
+MAX_QUERY_WORDS = 32
+"""Words of a query the full-text match uses: each is ORed into the match list (job search and
+candidate search alike), so a long paste would make one search as costly as many."""
+
+
 def text_terms(normalised: str) -> str:
-    """The words a full-text match should look for: the normalised query minus seniority."""
-    words = [w for w in _WORD.findall(normalised) if w.lower() not in SENIORITY_WORDS]
-    return " ".join(words) if words else normalised
+    """The words a full-text match should look for: the normalised query minus seniority, the
+    first :data:`MAX_QUERY_WORDS` of them."""
+    found = _WORD.findall(normalised)
+    words = [w for w in found if w.lower() not in SENIORITY_WORDS] or found
+    return " ".join((words or normalised.split())[:MAX_QUERY_WORDS])
 
 
 @dataclass(frozen=True)

@@ -125,3 +125,26 @@ async def collect_status(
         "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
     }
+
+
+PUBLIC_PAUSE_REASON = "the embedder looks misconfigured (details for admins)"
+
+
+def public_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without what only an operator should read: row and search ids, search
+    queries, raw error texts (a provider's or the embedder's words, which may quote hosts or
+    people) and the embedder's URL. Counts, states and timings stay."""
+    corpora = {
+        table: {
+            **c,
+            "paused_reason": PUBLIC_PAUSE_REASON if c["paused_reason"] else None,
+            "failures": [{**f, "id": None, "error": None} for f in c["failures"]],
+        }
+        for table, c in report["corpora"].items()
+    }
+    running = [{**r, "id": None, "query": None} for r in report["running_searches"]]
+    models = {
+        state: None if m is None else {k: v for k, v in m.items() if k != "url"}
+        for state, m in report["embedding_models"].items()
+    }
+    return {**report, "corpora": corpora, "running_searches": running, "embedding_models": models}

@@ -87,6 +87,10 @@ def company_writes(owner: int, other: int) -> dict[str, int]:
     }
 
 
+def admin_only(status: int) -> dict[str, int]:
+    return {**dict.fromkeys(WHO, 403), "none": 401, "admin": status}
+
+
 def recruiter_owned(owner: int) -> dict[str, int]:
     return {
         "none": 401,
@@ -143,6 +147,10 @@ TABLE = [
     Row("GET", "/api/shortlist", recruiter_any(200)),
     Row("GET", "/api/searches/{search}/hidden", recruiter_owned(200)),
     Row("GET", "/api/searches/{search}/results.csv", recruiter_owned(200)),
+    Row("GET", "/api/candidates/{candidate}", recruiter_owned(200)),
+    # A person's erasure and the audit of who saw contact details: admins only.
+    Row("DELETE", "/api/candidates/{candidate}", admin_only(200)),
+    Row("GET", "/api/audit", admin_only(200)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shortlist.api.app import create_app
+from shortlist.auth import Role, create_token_async
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.channels import EMBED as EMBED_CHANNEL
@@ -302,11 +303,16 @@ async def test_status_page_and_metrics_show_the_pause(pool: AsyncPool, db_url: s
         settings, db_url, pool, Notifier(db_url), Spaces.of_embedder(pool, FakeEmbedder())
     )
     transport = httpx.ASGITransport(app=create_app(services), client=("127.0.0.1", 50000))
+    async with pool.connection() as conn:
+        _admin, admin_token = await create_token_async(conn, "ops", Role.admin)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         page = await client.get("/status")
+        as_admin = await client.get("/status", headers={"Authorization": f"Bearer {admin_token}"})
         metrics = (await client.get("/metrics")).text
     assert page.status_code == 200
-    assert 'data-paused="job_listings"' in page.text and "16-dimensional" in page.text
+    # Public: that it is paused; the embedder's own words are for admins.
+    assert 'data-paused="job_listings"' in page.text and "16-dimensional" not in page.text
+    assert 'data-paused="job_listings"' in as_admin.text and "16-dimensional" in as_admin.text
     assert 'data-paused="candidates"' not in page.text
     assert 'shortlist_indexer_paused{corpus="job_listings"} 1.0' in metrics
     assert 'shortlist_indexer_paused{corpus="candidates"} 0.0' in metrics

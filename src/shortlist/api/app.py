@@ -11,8 +11,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
+from shortlist.api.probe_cache import ProbeCache
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import events, jobs, probes, searches, shortlist
+from shortlist.api.routes import events, jobs, privacy, probes, searches, shortlist
+from shortlist.api.streams import StreamSlots
 from shortlist.bootstrap import Services
 from shortlist.web import pages
 
@@ -23,10 +25,18 @@ class GuardMiddleware:
     """Pure ASGI middleware: resolves the client IP once per request and refuses bodies over
     ``max_body_bytes`` (checked on Content-Length and while streaming) with a JSON 413."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, trusted_proxies: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        trusted_proxies: str,
+        forwarded_header: str = "x-forwarded-for",
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.trusted_proxies = trusted_proxies
+        self.forwarded_header = forwarded_header
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -34,7 +44,9 @@ class GuardMiddleware:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         peer = scope.get("client")
-        ip = client_ip(peer[0] if peer else None, headers, self.trusted_proxies)
+        ip = client_ip(
+            peer[0] if peer else None, headers, self.trusted_proxies, self.forwarded_header
+        )
         scope.setdefault("state", {})["client_ip"] = ip
         length = headers.get("content-length")
         if length is not None and (
@@ -100,6 +112,11 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     app.state.search_limiter = RateLimiter(settings.search_rate_limit)
+    app.state.probe_limiter = RateLimiter(settings.probe_rate_limit)
+    app.state.probe_cache = ProbeCache(settings.status_cache_seconds)
+    app.state.stream_slots = StreamSlots(
+        per_token=settings.sse_per_token, total=settings.sse_max_streams
+    )
     install_error_handlers(app)
 
     for router in (
@@ -107,6 +124,7 @@ def create_app(services: Services) -> FastAPI:
         jobs.router,
         searches.router,
         shortlist.router,
+        privacy.router,
         events.router,
         pages.router,
     ):
@@ -115,5 +133,6 @@ def create_app(services: Services) -> FastAPI:
         GuardMiddleware,
         max_body_bytes=settings.max_body_bytes,
         trusted_proxies=settings.trusted_proxies,
+        forwarded_header=settings.forwarded_header,
     )
     return app

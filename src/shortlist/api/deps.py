@@ -97,3 +97,4 @@ def require_role(*roles: Role) -> Callable[..., Coroutine[Any, Any, Principal]]:
 
 CompanyDep = Annotated[Principal, Depends(require_role(Role.company))]
 RecruiterDep = Annotated[Principal, Depends(require_role(Role.recruiter))]
+AdminDep = Annotated[Principal, Depends(require_role())]

@@ -19,11 +19,13 @@ from shortlist.errors import (
     Conflict,
     Forbidden,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     ShortlistError,
     TransientError,
     Unauthorized,
 )
+from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,8 @@ UNAVAILABLE_RETRY_AFTER = 5
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
+    # Every error body goes through the redactor: a message may quote input or a provider.
+    err: dict[str, Any] = {"code": code, "message": redact_emails(message)}
     if field:
         err["field"] = field
     err.update(extra)
@@ -66,6 +69,9 @@ def _domain(request: Request, exc: Exception) -> JSONResponse:
                 message = "a service this request depends on is unavailable; try again shortly"
                 return JSONResponse(error_body(code, message), status, headers=headers)
             field = exc.field if isinstance(exc, BadInput) else None
+            if isinstance(exc, QuotaExceeded):
+                body = error_body("quota_exceeded", str(exc), limit=exc.limit)
+                return JSONResponse(body, status, headers=headers)
             return JSONResponse(error_body(code, str(exc), field), status, headers=headers)
     log.error("unmapped domain error on %s", request.url.path, exc_info=exc)
     return JSONResponse(error_body("internal", "internal error"), 500)

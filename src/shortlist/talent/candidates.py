@@ -35,6 +35,7 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError, EmbeddingTransientError
 from shortlist.embedding.spaces import ModelSpace, Spaces
 from shortlist.errors import TransientError
+from shortlist.privacy import is_suppressed, person_keys, scrub_attempt
 from shortlist.queue import LeaseTable
 from shortlist.sources import ledger
 from shortlist.sources.base import (
@@ -59,6 +60,7 @@ log = logging.getLogger(__name__)
 # it is failed forward as failed_transient instead of being put back once more.
 MAX_THROTTLED_ATTEMPTS = 5
 NO_EMAIL = "profile has no e-mail address"
+FORGOTTEN = "this person asked to be forgotten"
 
 
 class MalformedProfile(ProviderRejected):
@@ -113,11 +115,13 @@ class CandidateQueue:
         sources: Sources,
         *,
         min_score: float = 0.0,
+        privacy_key: str = "",
     ):
         self.pool = pool
         self.spaces = spaces
         self.sources = sources
         self.min_score = min_score
+        self.privacy_key = privacy_key
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
         return await repo.claim_candidates(self.pool, worker_id, limit, lease)
@@ -139,9 +143,26 @@ class CandidateQueue:
                     self.pool, stub.search_id, stub.tier, calls, discovery=False
                 )
 
+    async def _forgotten(self, keys: set[str]) -> bool:
+        return await is_suppressed(self.pool, keys, self.privacy_key)
+
     async def process(self, worker_id: str, stub: ClaimedStub) -> None:
+        # A forgotten person (shortlist.privacy) is neither bought nor stored: checked by the
+        # stub's id before the enrichment, and by every id and contact of the profile after.
+        if await self._forgotten({stub.external_id}):
+            await self._forget_stub(worker_id, stub)
+            return
         try:
             profile = await self._enrich(stub)
+            if await self._forgotten(
+                person_keys(
+                    email=profile.email,
+                    profile_url=profile.profile_url,
+                    external_id=profile.external_id,
+                )
+            ):
+                await self._forget_stub(worker_id, stub)
+                return
             record = candidate_record(profile, stub.tier)
             # Embedded here, outside the transaction, with the indexer's own text for the row,
             # by the active model, which the search's query vector is made to match.
@@ -173,6 +194,13 @@ class CandidateQueue:
             # The model switched and the old space was dropped meanwhile: reload, do it again.
             await self.spaces.refresh()
             raise EmbeddingTransientError(f"embedding model changed: {exc}") from exc
+
+    async def _forget_stub(self, worker_id: str, stub: ClaimedStub) -> None:
+        """The attempt ends failed_permanent and keeps no trace of who it was."""
+        await self._fail(worker_id, stub, CandidateStatus.failed_permanent, FORGOTTEN)
+        async with self.pool.connection() as conn, conn.transaction():
+            await repo.lock_search(conn, stub.search_id)
+            await scrub_attempt(conn, stub.id)
 
     async def _out_of_credit(self, stub: ClaimedStub, exc: ProviderQuotaExhausted) -> None:
         """No credit left to enrich anyone: the tiers that only find people to enrich stop,
@@ -294,13 +322,8 @@ class CandidateQueue:
             moved = await repo.finish_candidate(conn, stub.id, worker_id, status, error=error)
             if moved:
                 await repo.touch_search(conn, stub.search_id)
-        log.info(
-            "search %s candidate %d (%s): %s: %s",
-            stub.search_id,
-            stub.id,
-            stub.external_id,
-            status.value,
-            error,
-        )
+        log.info("search %s candidate %d: %s: %s", stub.search_id, stub.id, status.value, error)
+        # The external id is often a person's name (a LinkedIn slug): debug level only.
+        log.debug("search %s candidate %d is %s", stub.search_id, stub.id, stub.external_id)
         async with self.pool.connection() as conn, conn.transaction():
             await repo.complete_search_if_done(conn, stub.search_id)

@@ -8,6 +8,7 @@ indexer embeds them; until then they are found by full text.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from types import MappingProxyType
@@ -24,7 +25,10 @@ from shortlist.ingest_files import (
     RecordFileReader,
     ingest_records,
 )
+from shortlist.privacy import person_keys, suppressed_among
 from shortlist.validation import storable
+
+log = logging.getLogger(__name__)
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
 _Text = Annotated[str, StringConstraints(strip_whitespace=True)]
@@ -116,14 +120,25 @@ class CandidateFileReader(RecordFileReader[CandidateCreate]):
     )
 
 
-async def insert_candidates(conn: AsyncConn, batch: list[CandidateCreate]) -> int:
-    """Insert (or update by external id) one batch inside the caller's transaction."""
-    async with conn.cursor() as cur:
-        await cur.executemany(
-            QUERIES["import_candidate"],
-            [c.model_dump() for c in batch],
-        )
-    return len(batch)
+async def insert_candidates(
+    conn: AsyncConn, batch: list[CandidateCreate], *, privacy_key: str = ""
+) -> int:
+    """Insert (or update by external id) one batch inside the caller's transaction; a person
+    on the suppression list (shortlist.privacy: forgotten on request) is never stored."""
+    keys = {
+        id(c): person_keys(email=c.email, profile_url=c.profile_url, external_id=c.external_id)
+        for c in batch
+    }
+    suppressed = await suppressed_among(
+        conn, set().union(*keys.values()) if keys else set(), privacy_key
+    )
+    kept = [c for c in batch if not (keys[id(c)] & suppressed)]
+    if len(kept) < len(batch):
+        log.info("ingest: %d forgotten profile(s) not stored", len(batch) - len(kept))
+    if kept:
+        async with conn.cursor() as cur:
+            await cur.executemany(QUERIES["import_candidate"], [c.model_dump() for c in kept])
+    return len(kept)
 
 
 async def ingest_candidates(
@@ -133,12 +148,18 @@ async def ingest_candidates(
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_bad_row: Callable[[BadRow], None] | None = None,
     on_progress: Callable[[RecordFileReader[CandidateCreate], int], None] | None = None,
+    privacy_key: str = "",
 ) -> IngestReport:
-    """Read every row of an opened ``reader``; insert the good profiles in batches."""
+    """Read every row of an opened ``reader``; insert the good profiles in batches (never a
+    forgotten person's)."""
+
+    async def insert(conn: AsyncConn, batch: list[CandidateCreate]) -> int:
+        return await insert_candidates(conn, batch, privacy_key=privacy_key)
+
     return await ingest_records(
         conn,
         reader,
-        insert_candidates,
+        insert,
         batch_size=batch_size,
         on_bad_row=on_bad_row,
         on_progress=on_progress,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
@@ -135,10 +136,12 @@ async def hidden_of_search(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
 async def annotate_results(conn: AsyncConn, search: SearchRecord, rows: Sequence[Row]) -> int:
     """Give each result row its ``why`` and the search owner's ``mark`` (or None); returns how
     many people the search hid."""
-    marked = await marks_of(conn, search.owner_token_id, [r["candidate_id"] for r in rows])
+    people = [r["candidate_id"] for r in rows if r["candidate_id"] is not None]
+    marked = await marks_of(conn, search.owner_token_id, people)
     brief = brief_of(search)
     for row in rows:
-        row["why"] = why_of(brief, row)
+        # A tombstone (a forgotten person) has nothing to explain or mark.
+        row["why"] = why_of(brief, row) if row["candidate_id"] is not None else None
         row["mark"] = marked.get(row["candidate_id"])
     [count] = await _all(conn, "hidden_count", {"search_id": search.id})
     return int(count["n"])
@@ -178,28 +181,41 @@ CSV_HEADER = (
     "rank", "name", "role", "location", "years_experience", "skills", "email", "profile_url",
     "score", "tier", "status", "mark", "note", "why",
 )  # fmt: skip
-# A spreadsheet runs a cell starting with one of these as a formula (CSV injection, OWASP).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV Injection").
+# Quoting keeps a separator inside a cell, but a spreadsheet importing with another separator
+# (";" in many locales, tab, "|") splits the text there and reads what follows as a new cell:
+# so a formula character is neutralised wherever a cell could start, not only in the first
+# character — after any of those separators or a line break, spaces between allowed.
+_FORMULA_CHARS = "=+-@\t\r"
+_CELL_BREAKS = ",;\t|\r\n"
+_NEW_CELL_FORMULA = re.compile(
+    f"(^|[{re.escape(_CELL_BREAKS)}])([ ]*)([{re.escape(_FORMULA_CHARS)}])"
+)
 
 
 def csv_cell(value: object) -> str:
+    """A value as an inert cell: a ``'`` before every formula character that could begin a
+    cell (the apostrophe is the spreadsheets' own "this is text" marker)."""
     text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    return _NEW_CELL_FORMULA.sub(lambda m: f"{m.group(1)}{m.group(2)}'{m.group(3)}", text)
 
 
 def results_csv(rows: Iterable[Row]) -> str:
     """A search's results (annotated by :func:`annotate_results`) in rank order, one line each,
-    with the ``why`` summary and the recruiter's mark."""
+    with the ``why`` summary and the recruiter's mark; every cell quoted. A forgotten person's
+    row keeps its rank and says so, nothing else."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
+    writer = csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_HEADER)
     for row in rows:
         mark = row["mark"]
+        why = row["why"]
         line = (
             row["rank"], row["full_name"], row["role_title"], row["location"],
             row["years_experience"], "; ".join(row["skills"] or ()), row["email"],
             row["profile_url"], f"{float(row['score']):.4f}", row["tier"], row["status"],
-            mark["status"] if mark else "", mark["note"] if mark else "", row["why"].summary,
+            mark["status"] if mark else "", mark["note"] if mark else "",
+            why.summary if why is not None else "",
         )  # fmt: skip
         writer.writerow([csv_cell(v) for v in line])
     return out.getvalue()

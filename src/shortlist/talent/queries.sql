@@ -649,12 +649,14 @@ SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
  LIMIT %(limit)s
 
 -- name: results_after
+-- A forgotten person's row is a tombstone (migration 0022): its rank, tier and score, no person.
 SELECT r.rank, r.score, r.role_score, r.constraints, r.tier, r.search_candidate_id,
-       coalesce(sc.status::text, 'succeeded') AS status,
+       CASE WHEN r.forgotten_at IS NOT NULL THEN 'forgotten'
+            ELSE coalesce(sc.status::text, 'succeeded') END AS status,
        c.id AS candidate_id, c.full_name, c.headline, c.role_title, c.location, c.skills,
        c.years_experience, c.email, c.email_on_file, c.profile_url, c.summary
   FROM search_results r
-  JOIN candidates c ON c.id = r.candidate_id
+  LEFT JOIN candidates c ON c.id = r.candidate_id
   LEFT JOIN search_candidates sc ON sc.id = r.search_candidate_id
  WHERE r.search_id = %(search_id)s AND r.rank > %(after)s
  ORDER BY r.rank
@@ -746,3 +748,25 @@ UPDATE searches
    SET query_embedding = %(embedding)s, embedding_model_id = %(model_id)s
  WHERE id = %(search_id)s
    AND embedding_model_id IS DISTINCT FROM %(model_id)s
+
+-- name: daily_usage
+-- A recruiter's last 24 hours (the daily caps, shortlist.talent.service.check_daily_caps): searches
+-- started, provider credits spent (and still reserved by running searches), and when the
+-- oldest of each leaves the window.
+SELECT (SELECT count(*) FROM searches
+         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
+           AS searches,
+       (SELECT extract(epoch FROM min(created_at) + interval '1 day' - now()) FROM searches
+         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
+           AS searches_free_in,
+       (SELECT coalesce(sum(credits), 0) FROM provider_calls
+         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
+           AS credits,
+       -- what running searches may still spend: promised to them already
+       (SELECT coalesce(sum(greatest(credit_budget - credits_spent, 0)), 0) FROM searches
+         WHERE owner_token_id = %(token_id)s AND status = 'running')
+           AS reserved,
+       (SELECT extract(epoch FROM min(created_at) + interval '1 day' - now()) FROM provider_calls
+         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day'
+           AND credits > 0)
+           AS credits_free_in

@@ -12,7 +12,8 @@ worker process is gone or hung: a live process renews everything it holds):
 Every ``reaper_interval`` it also completes a ``running`` search with nothing left to do (its
 last worker died between its commit and the completion check), and marks ``stale`` a running
 search with no progress for ``stale_after`` and no candidate held by a live worker, until
-``POST /api/searches/{id}/retry``.
+``POST /api/searches/{id}/retry``; and erases bought profiles nobody marked once
+``SHORTLIST_PROFILE_RETENTION_DAYS`` have passed since their last refresh (shortlist.privacy).
 
 Any number of reapers may run (one per worker process): each step is a guarded UPDATE, so two
 reapers never double-apply a transition.
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.privacy import purge_expired_profiles
 from shortlist.talent import repository as repo
 
 log = logging.getLogger(__name__)
@@ -43,10 +45,12 @@ class ReapReport:
     failed_tiers: int = 0
     completed: int = 0
     stale: int = 0
+    purged_profiles: int = 0
 
     def __bool__(self) -> bool:
         return any(
             (
+                self.purged_profiles,
                 self.requeued_candidates,
                 self.failed_candidates,
                 self.requeued_tiers,
@@ -87,7 +91,10 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
         log.warning(
             "search %s: no progress for %.0fs, marked stale", search_id, settings.stale_after
         )
+    # Retention (shortlist.privacy): bought profiles nobody marked, past their time.
+    purged = await purge_expired_profiles(pool, settings.profile_retention_days)
     report = ReapReport(
+        purged_profiles=len(purged),
         requeued_candidates=sum(1 for c in lost if c["status"] == "queued"),
         failed_candidates=sum(1 for c in lost if c["status"] == "failed_transient"),
         requeued_tiers=sum(1 for t in tiers if t["status"] == "queued"),

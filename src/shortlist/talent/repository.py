@@ -799,3 +799,10 @@ async def credits_by_provider(conn: AsyncConn, search_id: uuid.UUID) -> list[Row
 
 async def corpus_skills(conn: AsyncConn, limit: int) -> list[str]:
     return [str(r["skill"]) for r in await _all(conn, QUERIES["corpus_skills"], {"limit": limit})]
+
+
+async def daily_usage(conn: AsyncConn, token_id: int) -> Row:
+    """A recruiter's searches and credits of the last 24 hours (``daily_usage``)."""
+    row = await _one(conn, QUERIES["daily_usage"], {"token_id": token_id})
+    assert row is not None
+    return row

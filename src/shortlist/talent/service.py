@@ -26,13 +26,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shortlist import metrics
+from shortlist import audit, metrics
 from shortlist.auth import Principal
 from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.embedding.spaces import ModelInUse
-from shortlist.errors import BadInput, Conflict, NotFound
+from shortlist.errors import BadInput, Conflict, NotFound, QuotaExceeded
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
 from shortlist.talent import repository as repo
@@ -140,12 +140,52 @@ def judge_hits(wanted: Wanted, hits: Sequence[repo.CorpusHit]) -> list[repo.Corp
     return kept
 
 
+async def check_daily_caps(services: Services, principal: Principal) -> int | None:
+    """Raise :class:`QuotaExceeded` when the recruiter's last 24 hours reached a daily cap;
+    else the credits a new search may spend (the per-search budget, cut to what the daily cap
+    leaves; None: no budget). Admins are exempt from the daily caps."""
+    settings = services.settings
+    budget = settings.search_credit_budget or None
+    if principal.is_admin or not (
+        settings.recruiter_daily_searches or settings.recruiter_daily_credits
+    ):
+        return budget
+    async with services.pool.connection() as conn:
+        usage = await repo.daily_usage(conn, principal.token_id)
+    searches, credits = int(usage["searches"]), int(usage["credits"])
+    # Credits running searches may still spend count as spent: together they stay in the cap.
+    committed = credits + int(usage["reserved"])
+    cap = settings.recruiter_daily_searches
+    if cap and searches >= cap:
+        raise QuotaExceeded(
+            f"daily search limit reached: {searches} of {cap} searches in the last 24 hours"
+            " (SHORTLIST_RECRUITER_DAILY_SEARCHES)",
+            limit="SHORTLIST_RECRUITER_DAILY_SEARCHES",
+            retry_after=float(usage["searches_free_in"] or 60.0),
+        )
+    cap = settings.recruiter_daily_credits
+    if cap:
+        if committed >= cap:
+            raise QuotaExceeded(
+                f"daily credit limit reached: {committed} of {cap} provider credits spent or"
+                " reserved by running searches in the last 24 hours"
+                " (SHORTLIST_RECRUITER_DAILY_CREDITS)",
+                limit="SHORTLIST_RECRUITER_DAILY_CREDITS",
+                retry_after=float(usage["credits_free_in"] or 60.0),
+            )
+        budget = cap - committed if budget is None else min(budget, cap - committed)
+    return budget
+
+
 async def start_search(
     services: Services, principal: Principal, payload: SearchCreate
 ) -> SearchStarted:
     settings = services.settings
     started = time.perf_counter()
     target = settings.backfill_min_results
+    # Before any work: a recruiter over a daily cap is refused (429), and the search may spend
+    # no more than the day has left.
+    credit_budget = await check_daily_caps(services, principal)
     # The brief first: its place and years pre-filter the corpus, and every hit is judged by it.
     async with services.pool.connection() as conn:
         vocabulary = await _skill_vocabulary(conn)
@@ -202,7 +242,7 @@ async def start_search(
             model_id=model.space.id,
             target_count=target,
             brief=brief,
-            credit_budget=settings.search_credit_budget or None,
+            credit_budget=credit_budget,
         )
         hits = await marks.drop_handled(conn, search_id, principal.token_id, hits)
         count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0
@@ -254,12 +294,19 @@ def _all_counts(counts: dict[str, int]) -> dict[str, int]:
 
 
 async def results_page(
-    services: Services, principal: Principal, raw_search_id: str, *, after: int, limit: int
+    services: Services,
+    principal: Principal,
+    raw_search_id: str,
+    *,
+    after: int,
+    limit: int,
+    audit_as: audit.Action | None = "results",
 ) -> ResultsPage:
     """Results with rank > ``after``, in rank order, plus the state around them.
 
     Read in one REPEATABLE READ snapshot, so ``resultCount`` and the rows agree: a poll never
-    reports a count whose ranks it does not also return (up to ``limit``).
+    reports a count whose ranks it does not also return (up to ``limit``). The people whose
+    contact details the page shows are written to the audit log as ``audit_as``.
     """
     search_id = parse_search_id(raw_search_id)
     async with services.pool.connection() as conn, conn.transaction():
@@ -269,8 +316,24 @@ async def results_page(
         counts = await repo.candidate_counts(conn, search_id)
         attempts = await repo.open_attempts(conn, search_id, MAX_ATTEMPTS_LISTED)
         hidden = await marks.annotate_results(conn, search, rows)
+    if audit_as is not None:
+        await record_contact_views(services.pool, principal, audit_as, rows, search_id)
     next_after = int(rows[-1]["rank"]) if rows else after
     return ResultsPage(search, rows, _all_counts(counts), attempts, next_after, hidden)
+
+
+async def record_contact_views(
+    pool: AsyncPool,
+    principal: Principal,
+    action: audit.Action,
+    rows: Sequence[Row],
+    search_id: uuid.UUID | None,
+) -> None:
+    """Audit the people among ``rows`` whose e-mail address or profile link was handed out."""
+    shown = [r["candidate_id"] for r in rows if r.get("email") or r.get("profile_url")]
+    if shown:
+        async with pool.connection() as conn, conn.transaction():
+            await audit.record(conn, principal, action, shown, search_id=search_id)
 
 
 async def search_summary(

@@ -29,11 +29,13 @@ from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
 from shortlist.places import Place, PlaceKind, resolve
+from shortlist.privacy import person_keys, suppressed_among
 from shortlist.queue import LeaseTable
 from shortlist.sources import ledger
 from shortlist.sources.base import (
     DiscoveryPage,
     DiscoveryQuery,
+    ProfileStub,
     ProviderError,
     ProviderPaused,
     ProviderQuotaExhausted,
@@ -218,6 +220,7 @@ class TierQueue:
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
             return
+        page = await self._without_forgotten(page)
         stubs, has_more = self._fresh_stubs(page, known, role=recognised_role(claimed.search))
         # People the recruiter already handled are in `known`; the page counts them.
         await marks.record_hidden_discovered(
@@ -229,6 +232,32 @@ class TierQueue:
         await self._record_page(
             worker_id, claimed, stubs, has_more, fetched=True, cursor=page.cursor
         )
+
+    async def _without_forgotten(self, page: DiscoveryPage) -> DiscoveryPage:
+        """The page without people on the suppression list (shortlist.privacy), checked by
+        every id and contact a discovery answer gives, before anyone is enriched (bought)."""
+
+        def keys(stub: ProfileStub) -> set[str]:
+            found = {stub.external_id, *stub.aliases}
+            if stub.profile is not None:
+                found |= person_keys(
+                    email=stub.profile.email,
+                    profile_url=stub.profile.profile_url,
+                    external_id=stub.profile.external_id,
+                )
+            return found
+
+        by_stub = [(stub, keys(stub)) for stub in page.stubs]
+        async with self.pool.connection() as conn:
+            suppressed = await suppressed_among(
+                conn, set().union(*(k for _, k in by_stub)), self.settings.privacy_key
+            )
+        if not suppressed:
+            return page
+        kept = [stub for stub, k in by_stub if not (k & suppressed)]
+        log.info("tier page: %d forgotten people left out", len(page.stubs) - len(kept))
+        # has_more stays the provider's: the page had people, the next one may have more.
+        return dataclasses.replace(page, stubs=kept, has_more=page.has_more and bool(page.stubs))
 
     @staticmethod
     def _fresh_stubs(

@@ -39,13 +39,14 @@ from markupsafe import Markup
 
 from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
+from shortlist.api.probe_cache import ProbeCache
 from shortlist.config import index_build_overrides
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
 from shortlist.listings.search import MAX_OFFSET, SearchHit, search_jobs
 from shortlist.listings.service import find_listing
-from shortlist.status import collect_status
+from shortlist.status import collect_status, public_view
 from shortlist.validation import small_int
 from shortlist.web import job_filters
 
@@ -558,18 +559,29 @@ async def status_page(
     """Queue depths, recent failures and running searches (what ``shortlist status`` prints).
 
     Public, because none of it identifies a person: the report never holds e-mail addresses,
-    owners or tokens, and candidate failures are labelled by role. The one thing withheld
-    without an admin token is the running searches' query text and ids — recruiters' briefs
-    are their business. ``static/status.js`` sends the admin token kept in ``sessionStorage``
-    as ``Authorization: Bearer`` when it refreshes the report (``?fragment=1``).
+    owners or tokens, and candidate failures are labelled by role. Withheld without an admin
+    token (:func:`shortlist.status.public_view`): the running searches' query text and ids —
+    recruiters' briefs are their business —, row ids, raw error texts of providers and the
+    embedder, and the embedder's URL. Computed at most once per few seconds per process, and
+    rate limited per client IP (admins exempt). ``static/status.js`` sends the admin token
+    kept in ``sessionStorage`` as ``Authorization: Bearer`` when it refreshes the report
+    (``?fragment=1``).
     """
     admin = principal is not None and principal.is_admin
+    if not admin:
+        request.app.state.probe_limiter.check(request.state.client_ip)
     status_code = 200
-    try:
+    cache: ProbeCache = request.app.state.probe_cache
+
+    async def compute() -> dict[str, Any]:
         async with services.pool.connection() as conn:
-            report: dict[str, Any] | None = await collect_status(
-                conn, index_build_overrides(services.settings)
-            )
+            return await collect_status(conn, index_build_overrides(services.settings))
+
+    try:
+        # At most once per SHORTLIST_STATUS_CACHE_SECONDS per process, whoever asks; the
+        # public view is cut from it (shortlist.status.public_view).
+        full = await cache.get("status", compute)
+        report: dict[str, Any] | None = full if admin else public_view(full)
     except UNAVAILABLE:
         log.exception("status page: database unavailable")
         report, status_code = None, 503

@@ -17,12 +17,14 @@ A comment line is sent as a heartbeat every ``HEARTBEAT_SECONDS`` so proxies kee
 connection open. ``?after=N`` (or ``Last-Event-ID``) resumes after rank N.
 
 How it wakes: the ``searches`` trigger NOTIFYs :data:`~shortlist.db.channels.SEARCH_EVENTS` with
-the search id on every update of the row (each append bumps ``result_count``); the candidate
-stubs' trigger NOTIFYs :data:`~shortlist.db.channels.BACKFILL` when a stub is added or changes
-status. Both arrive through the
-process's one :class:`~shortlist.queue.notify.Notifier`; either makes the stream re-read the
-search. It also re-reads every ``RESYNC_SECONDS`` without a notification, so a NOTIFY lost
-while the listener reconnects delays an event by seconds, never forever.
+the search id on every update of the row (each append bumps ``result_count``), and so does the
+candidate stubs' trigger when a stub is added or changes status (migration 0022). Both arrive
+through the process's one :class:`~shortlist.queue.notify.Notifier`; only its own search's id
+makes the stream re-read. It also re-reads every ``RESYNC_SECONDS`` without a notification, so
+a NOTIFY lost while the listener reconnects delays an event by seconds, never forever.
+
+It ends after ``complete`` — the search complete with nothing in flight, or ``stale`` — and,
+with ``"status": "revoked"``, within one resync of its token being revoked or expiring.
 
 Only the search's owner or an admin may open it (``Authorization: Bearer``, as every other
 endpoint: the page reads the stream with ``fetch()``, so no token ever goes into a URL).
@@ -40,12 +42,14 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from shortlist.api.deps import RecruiterDep, ServicesDep
 from shortlist.api.routes import searches as searches_api
-from shortlist.auth import Principal
+from shortlist.api.streams import StreamSlots, holding
+from shortlist.auth import Principal, still_valid
 from shortlist.bootstrap import Services
 from shortlist.db import channels
 from shortlist.db.types import Row
@@ -109,8 +113,10 @@ class Snapshot:
 
     @property
     def finished(self) -> bool:
+        """Nothing more will arrive: complete with nothing in flight, or stale (a stale search
+        waits for its retry, which a client follows with a new stream)."""
         busy = sum(self.counts.get(s, 0) for s in BUSY_STATUSES)
-        return self.search.status == "complete" and busy == 0
+        return self.search.status == "stale" or (self.search.status == "complete" and busy == 0)
 
 
 async def read_snapshot(
@@ -121,7 +127,7 @@ async def read_snapshot(
     results: list[dict[str, Any]] = []
     while True:
         page = await service.results_page(
-            services, principal, search_id, after=after, limit=service.MAX_PAGE
+            services, principal, search_id, after=after, limit=service.MAX_PAGE, audit_as="stream"
         )
         results.extend(result_json(r) for r in page.results)
         if len(page.results) < service.MAX_PAGE:
@@ -175,17 +181,17 @@ def frames_for(state: StreamState, snap: Snapshot) -> list[str]:
 
 
 class Wakeups:
-    """Notifications that may concern one search, from the process's shared listener."""
+    """Notifications that concern one search, from the process's shared listener: the
+    searches row's and its stubs' triggers both send the search id on SEARCH_EVENTS
+    (migration 0022), so a stream wakes for its own search only."""
 
     def __init__(self, notifier: Notifier, search_id: uuid.UUID) -> None:
         self.notifier = notifier
         self.search_id = str(search_id)
         self.search_events = notifier.payloads(channels.SEARCH_EVENTS)
-        self.backfill = notifier.subscribe(channels.BACKFILL)
 
     def close(self) -> None:
         self.notifier.drop_payloads(channels.SEARCH_EVENTS, self.search_events)
-        self.notifier.unsubscribe(channels.BACKFILL, self.backfill)
 
     def _pending(self) -> bool:
         """Drain queued payloads; true if one is ours ("" = the listener reconnected)."""
@@ -193,9 +199,6 @@ class Wakeups:
         while not self.search_events.empty():
             payload = self.search_events.get_nowait()
             relevant = relevant or payload in ("", self.search_id)
-        if self.backfill.is_set():
-            self.backfill.clear()
-            relevant = True
         return relevant
 
     async def wait(self, seconds: float) -> bool:
@@ -207,20 +210,10 @@ class Wakeups:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            payload = asyncio.ensure_future(self.search_events.get())
-            backfill = asyncio.ensure_future(self.backfill.wait())
-            try:
-                await asyncio.wait(
-                    {payload, backfill}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                payload.cancel()
-                backfill.cancel()
-                await asyncio.gather(payload, backfill, return_exceptions=True)
-            if not payload.cancelled():
-                # Put it back, so _pending() judges it with any that arrived meanwhile.
-                with contextlib.suppress(asyncio.QueueFull):
-                    self.search_events.put_nowait(payload.result())
+            with contextlib.suppress(TimeoutError):
+                payload = await asyncio.wait_for(self.search_events.get(), timeout=remaining)
+                if payload in ("", self.search_id):
+                    return True
 
 
 async def search_event_stream(
@@ -247,9 +240,16 @@ async def search_event_stream(
             if since < MIN_SYNC_INTERVAL:
                 await asyncio.sleep(MIN_SYNC_INTERVAL - since)  # coalesce a burst of NOTIFYs
             last_sync = time.monotonic()
+            # A token revoked or expired while the stream is open: it ends here, within one
+            # resync interval, as any other request of that token would now be refused.
+            async with services.pool.connection() as conn:
+                valid = await still_valid(conn, principal.token_id)
+            if not valid:
+                yield sse_frame("complete", {"searchId": str(search_id), "status": "revoked"})
+                return
             try:
                 snap = await read_snapshot(services, principal, str(search_id), state.last_rank)
-            except NotFound:  # deleted (or its owner's token revoked) while we watched
+            except NotFound:  # deleted while we watched
                 yield sse_frame("complete", {"searchId": str(search_id), "status": "gone"})
                 return
             frames = frames_for(state, snap)
@@ -282,21 +282,30 @@ async def search_event_stream(
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def search_events(
+    request: Request,
     search_id: str,
     services: ServicesDep,
     principal: RecruiterDep,
     after: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
-    """Follow a search as Server-Sent Events (owner or admin; see the module docstring)."""
+    """Follow a search as Server-Sent Events (owner or admin; see the module docstring).
+    At most ``SHORTLIST_SSE_PER_TOKEN`` open streams per token and ``SHORTLIST_SSE_MAX_STREAMS``
+    in all: beyond, 429 (the page polls instead)."""
     # Checked before the response starts, so a stranger gets the API's JSON 404, not a stream.
-    page = await service.results_page(services, principal, search_id, after=0, limit=1)
+    page = await service.results_page(
+        services, principal, search_id, after=0, limit=1, audit_as=None
+    )
     resume_after = small_int(last_event_id)
     if resume_after is not None:
         after = max(after, resume_after)
-    body = search_event_stream(services, principal, page.search.id, after)
+    slots: StreamSlots = request.app.state.stream_slots
+    slot = slots.acquire(principal.token_id)
+    body = holding(slot, search_event_stream(services, principal, page.search.id, after))
     return StreamingResponse(
         body,
+        # A stream whose body never started (client gone at once) frees its slot here.
+        background=BackgroundTask(slot.release),
         media_type="text/event-stream",
         headers={
             "Cache-Control": "no-cache, no-store, no-transform",

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
-from shortlist.api.deps import PoolDep, ServicesDep
+from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, PoolDep, ServicesDep
+from shortlist.api.probe_cache import ProbeCache
 from shortlist.db.migrate import pending_migrations_async
-from shortlist.db.types import Row
+from shortlist.db.types import AsyncPool, Row
 from shortlist.embedding.migration import status as embedding_status
 from shortlist.indexer import CORPORA
 from shortlist.status import indexer_pauses, queue_depths
@@ -34,10 +35,11 @@ async def healthz() -> dict[str, str]:
         503: {"description": "Database unreachable or migrations not applied"},
     },
 )
-async def readyz(pool: PoolDep, services: ServicesDep) -> Response:
+async def readyz(pool: PoolDep, services: ServicesDep, principal: OptionalPrincipalDep) -> Response:
     """Ready to serve: the database answers and every migration is applied. With read
     replicas, each one's state; any replica not serving makes the status ``degraded`` (still
-    200: searches fall back to the primary)."""
+    200: searches fall back to the primary). Replicas' names (host:port/database) and errors
+    are shown to an admin token only."""
     try:
         async with pool.connection(timeout=2.0) as conn:
             pending = await pending_migrations_async(conn)
@@ -54,23 +56,32 @@ async def readyz(pool: PoolDep, services: ServicesDep) -> Response:
         )
     body: dict[str, Any] = {"status": "ready", "database": "ok", "migrations": "up to date"}
     if services.reads.replicas:
-        body["replicas"] = services.reads.report()
+        report = services.reads.report()
+        if principal is None or not principal.is_admin:
+            report = [{"state": r["state"], "lag_seconds": r["lag_seconds"]} for r in report]
+        body["replicas"] = report
         if services.reads.degraded:
             body["status"] = "degraded"
     return JSONResponse(body)
 
 
-# Queue depths are read at scrape time, so /metrics is right whichever process did the work.
+async def _metrics_data(pool: AsyncPool) -> tuple[list[Row], dict[str, Row], dict[str, Any]]:
+    async with pool.connection(timeout=2.0) as conn, conn.transaction():
+        return await queue_depths(conn), await indexer_pauses(conn), await embedding_status(conn)
+
+
+# Queue depths are read at scrape time, so /metrics is right whichever process did the work;
+# at most once per SHORTLIST_STATUS_CACHE_SECONDS per process (shortlist.api.probe_cache), and
+# rate limited per client like /status.
 @router.get("/metrics", response_class=PlainTextResponse)
-async def metrics(pool: PoolDep) -> Response:
+async def metrics(request: Request, pool: PoolDep, client_ip: ClientIPDep) -> Response:
+    request.app.state.probe_limiter.check(client_ip)
+    cache: ProbeCache = request.app.state.probe_cache
     rows: list[Row] = []
     pauses: dict[str, Row] = {}
     models: dict[str, Any] = {}
     try:
-        async with pool.connection(timeout=2.0) as conn, conn.transaction():
-            rows = await queue_depths(conn)
-            pauses = await indexer_pauses(conn)
-            models = await embedding_status(conn)
+        rows, pauses, models = await cache.get("metrics", lambda: _metrics_data(pool))
     except Exception:
         rows = []
     depth = GaugeMetricFamily(

@@ -58,7 +58,8 @@ class MarkOut(_Out):
 
 class ResultOut(_Out):
     rank: int
-    candidate: CandidateOut
+    candidate: CandidateOut | None
+    """None for a tombstone (``status: forgotten``): the person asked to be forgotten."""
     score: float
     tier: str
     status: str
@@ -180,7 +181,7 @@ def result_out(row: Row) -> ResultOut:
     mark = row.get("mark")
     return ResultOut(
         rank=int(row["rank"]),
-        candidate=candidate_out(row),
+        candidate=None if row["candidate_id"] is None else candidate_out(row),
         score=float(row["score"]),
         tier=str(row["tier"]),
         status=str(row["status"]),

@@ -16,7 +16,7 @@ from shortlist.api.routes.searches import CandidateOut, MarkOut, _Out, candidate
 from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.marks import MarkIn, MarkStatus
-from shortlist.talent.service import _visible_search, parse_search_id
+from shortlist.talent.service import _visible_search, parse_search_id, record_contact_views
 
 router = APIRouter(tags=["shortlist"])
 
@@ -90,6 +90,7 @@ async def hidden(search_id: str, services: ServicesDep, principal: RecruiterDep)
     async with services.pool.connection() as conn:
         await _visible_search(conn, principal, sid)
         rows = await marks.hidden_of_search(conn, sid)
+    await record_contact_views(services.pool, principal, "hidden", rows, sid)
     return HiddenListOut(
         search_id=str(sid),
         hidden=[
@@ -113,14 +114,15 @@ async def hidden(search_id: str, services: ServicesDep, principal: RecruiterDep)
     responses={200: {"content": {"text/csv": {}}, "description": "UTF-8 CSV, rank order"}},
 )
 async def results_csv(search_id: str, services: ServicesDep, principal: RecruiterDep) -> Response:
-    """Every result in rank order with its ``why`` summary and your mark; cells a spreadsheet
-    would run as a formula are escaped."""
+    """Every result in rank order with its ``why`` summary and your mark; every cell quoted,
+    and a formula character escaped wherever a spreadsheet could start a cell. Audited."""
     sid = parse_search_id(search_id)
     async with services.pool.connection() as conn, conn.transaction():
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         search = await _visible_search(conn, principal, sid)
         rows = await repo.results_after(conn, sid, 0, MAX_EXPORT)
         await marks.annotate_results(conn, search, rows)
+    await record_contact_views(services.pool, principal, "export", rows, sid)
     return Response(
         marks.results_csv(rows).encode("utf-8"),
         media_type="text/csv; charset=utf-8",

@@ -37,6 +37,7 @@
     failed_permanent: "Failed",
     below_threshold: "Not a result",
     skipped: "Not needed (target reached)",
+    forgotten: "Removed on request",
   };
   const TIER_FAILED = new Set(["failed", "quota_exhausted"]);
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -235,7 +236,8 @@
   function renderResult(r) {
     const c = r.candidate || {};
     const status = r.status || "succeeded";
-    const name = c.fullName || "Unnamed candidate";
+    // A tombstone (the person asked to be forgotten) keeps its rank and nothing else.
+    const name = status === "forgotten" ? "Removed at this person's request" : c.fullName || "Unnamed candidate";
     const profile = safeHttpUrl(c.profileUrl);
     const facts = [c.roleTitle, c.location];
     if (Number.isInteger(c.yearsExperience)) {
