@@ -27,6 +27,9 @@ class Principal:
     token_id: int
     name: str
     role: Role
+    company: str | None = None
+    """The company a company token posts as (every listing it writes carries it); None for the
+    other roles."""
 
     @property
     def is_admin(self) -> bool:
@@ -41,29 +44,47 @@ def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-_INSERT = "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, %s, %s) RETURNING id"
+_INSERT = (
+    "INSERT INTO api_tokens (name, role, token_hash, company_name) VALUES (%s, %s, %s, %s)"
+    " RETURNING id"
+)
 _LOOKUP = (
-    "SELECT id, name, role::text AS role FROM api_tokens"
+    "SELECT id, name, role::text AS role, company_name FROM api_tokens"
     " WHERE token_hash = %s AND revoked_at IS NULL"
 )
 
 
-def create_token(conn: SyncConn, name: str, role: Role) -> tuple[Principal, str]:
+def bound_company(name: str, role: Role, company: str | None) -> str | None:
+    """The company a new token is bound to: ``company`` for a company token (its own name when
+    none is given: the command line requires one, programs may rely on the name), None for the
+    other roles, which post as nobody."""
+    if role is not Role.company:
+        return None
+    return " ".join((company or name).split()) or None
+
+
+def create_token(
+    conn: SyncConn, name: str, role: Role, company: str | None = None
+) -> tuple[Principal, str]:
     """Create a token; returns the principal and the plain token (never stored)."""
     token = new_token()
-    row = conn.execute(_INSERT, (name, role.value, hash_token(token))).fetchone()
+    bound = bound_company(name, role, company)
+    row = conn.execute(_INSERT, (name, role.value, hash_token(token), bound)).fetchone()
     assert row is not None
     conn.commit()
-    return Principal(int(row["id"]), name, role), token
+    return Principal(int(row["id"]), name, role, bound), token
 
 
-async def create_token_async(conn: AsyncConn, name: str, role: Role) -> tuple[Principal, str]:
+async def create_token_async(
+    conn: AsyncConn, name: str, role: Role, company: str | None = None
+) -> tuple[Principal, str]:
     token = new_token()
-    cur = await conn.execute(_INSERT, (name, role.value, hash_token(token)))
+    bound = bound_company(name, role, company)
+    cur = await conn.execute(_INSERT, (name, role.value, hash_token(token), bound))
     row = await cur.fetchone()
     assert row is not None
     await conn.commit()
-    return Principal(int(row["id"]), name, role), token
+    return Principal(int(row["id"]), name, role, bound), token
 
 
 async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
@@ -73,4 +94,6 @@ async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
     row = await cur.fetchone()
     if row is None:
         return None
-    return Principal(int(row["id"]), str(row["name"]), Role(row["role"]))
+    return Principal(
+        int(row["id"]), str(row["name"]), Role(row["role"]), row["company_name"] or None
+    )

@@ -12,7 +12,7 @@ from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import events, jobs, probes, searches, shortlist
+from shortlist.api.routes import events, intake, jobs, probes, searches, shortlist
 from shortlist.bootstrap import Services
 from shortlist.web import pages
 
@@ -108,6 +108,7 @@ def create_app(services: Services) -> FastAPI:
         searches.router,
         shortlist.router,
         events.router,
+        intake.router,
         pages.router,
     ):
         app.include_router(router)
