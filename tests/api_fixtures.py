@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -32,7 +32,7 @@ from tests.fakes import FakeEmbedder
 # The socket peer ASGITransport reports for every request.
 CLIENT_PEER = ("127.0.0.1", 50000)
 
-MakeToken = Callable[[str, Role], Awaitable[str]]
+MakeToken = Callable[..., Awaitable[str]]
 EmbedPending = Callable[[], Awaitable[int]]
 
 
@@ -52,15 +52,19 @@ def embedder() -> FakeEmbedder:
 
 
 @pytest.fixture
-def services(settings: Settings, db_url: str, pool: AsyncPool, embedder: FakeEmbedder) -> Services:
+def services(
+    settings: Settings, db_url: str, pool: AsyncPool, embedder: FakeEmbedder
+) -> Iterator[Services]:
     # The notifier is never started: API tests need no LISTEN connection.
-    return Services(
+    services = Services(
         settings=settings,
         database_url=db_url,
         pool=pool,
         notifier=Notifier(db_url),
         spaces=Spaces.of_embedder(pool, embedder),
     )
+    yield services
+    services.mail_parser.close()  # the e-mail route's parser processes, if it started them
 
 
 @pytest.fixture
@@ -77,9 +81,11 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def make_token(pool: AsyncPool) -> MakeToken:
-    async def make(name: str, role: Role) -> str:
+    """A company token posts as ``company`` (default: its name)."""
+
+    async def make(name: str, role: Role, company: str | None = None) -> str:
         async with pool.connection() as conn:
-            _principal, token = await create_token_async(conn, name, role)
+            _principal, token = await create_token_async(conn, name, role, company)
         return token
 
     return make

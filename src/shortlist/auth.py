@@ -29,6 +29,9 @@ class Principal:
     token_id: int
     name: str
     role: Role
+    company: str | None = None
+    """The company a company token posts as (every listing it writes carries it); None for the
+    other roles."""
 
     @property
     def is_admin(self) -> bool:
@@ -43,28 +46,30 @@ def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-_INSERT = "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, %s, %s) RETURNING id"
+_INSERT = (
+    "INSERT INTO api_tokens (name, role, token_hash, company_name) VALUES (%s, %s, %s, %s)"
+    " RETURNING id"
+)
 # A token is valid until revoked or expired; each check sees a revocation at once (no cache).
 _VALID = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())"
 # One round trip: find the token and, at most once a minute, note that it was used (a write
 # per request would turn every read into a row update).
 _LOOKUP = f"""
 WITH found AS (
-    SELECT id, name, role::text AS role FROM api_tokens WHERE token_hash = %s AND {_VALID}
+    SELECT id, name, role::text AS role, company_name FROM api_tokens
+     WHERE token_hash = %s AND {_VALID}
 ), touched AS (
     UPDATE api_tokens AS t SET last_used_at = now()
       FROM found
      WHERE t.id = found.id
        AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 )
-SELECT id, name, role FROM found
+SELECT id, name, role, company_name FROM found
 """
 _STILL_VALID = f"SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = %s AND {_VALID}) AS valid"
 _SET_EXPIRY = "UPDATE api_tokens SET expires_at = now() + %s * interval '1 day' WHERE id = %s"
-# company_name is the company binding's column (another change); read through to_jsonb so
-# the list works with or without it.
 _LIST = """
-SELECT t.id, t.name, t.role::text AS role, to_jsonb(t) ->> 'company_name' AS company,
+SELECT t.id, t.name, t.role::text AS role, t.company_name AS company,
        t.created_at, t.expires_at, t.last_used_at, t.revoked_at
   FROM api_tokens AS t
  ORDER BY t.created_at, t.id
@@ -75,22 +80,37 @@ _REVOKE = (
 )
 
 
-def create_token(conn: SyncConn, name: str, role: Role) -> tuple[Principal, str]:
+def bound_company(name: str, role: Role, company: str | None) -> str | None:
+    """The company a new token is bound to: ``company`` for a company token (its own name when
+    none is given: the command line requires one, programs may rely on the name), None for the
+    other roles, which post as nobody."""
+    if role is not Role.company:
+        return None
+    return " ".join((company or name).split()) or None
+
+
+def create_token(
+    conn: SyncConn, name: str, role: Role, company: str | None = None
+) -> tuple[Principal, str]:
     """Create a token; returns the principal and the plain token (never stored)."""
     token = new_token()
-    row = conn.execute(_INSERT, (name, role.value, hash_token(token))).fetchone()
+    bound = bound_company(name, role, company)
+    row = conn.execute(_INSERT, (name, role.value, hash_token(token), bound)).fetchone()
     assert row is not None
     conn.commit()
-    return Principal(int(row["id"]), name, role), token
+    return Principal(int(row["id"]), name, role, bound), token
 
 
-async def create_token_async(conn: AsyncConn, name: str, role: Role) -> tuple[Principal, str]:
+async def create_token_async(
+    conn: AsyncConn, name: str, role: Role, company: str | None = None
+) -> tuple[Principal, str]:
     token = new_token()
-    cur = await conn.execute(_INSERT, (name, role.value, hash_token(token)))
+    bound = bound_company(name, role, company)
+    cur = await conn.execute(_INSERT, (name, role.value, hash_token(token), bound))
     row = await cur.fetchone()
     assert row is not None
     await conn.commit()
-    return Principal(int(row["id"]), name, role), token
+    return Principal(int(row["id"]), name, role, bound), token
 
 
 async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
@@ -100,7 +120,9 @@ async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
     row = await cur.fetchone()
     if row is None:
         return None
-    return Principal(int(row["id"]), str(row["name"]), Role(row["role"]))
+    return Principal(
+        int(row["id"]), str(row["name"]), Role(row["role"]), row["company_name"] or None
+    )
 
 
 async def still_valid(conn: AsyncConn, token_id: int) -> bool:

@@ -25,6 +25,7 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
 from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
+from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
 from shortlist.sources.factory import Sources, make_sources, rate_limits
 from shortlist.sources.limits import PgRateGate
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 """A worker coroutine of the process: runs until the event is set, then drains."""
-WORKER_KINDS = ("indexer", "backfill", "reaper")
+WORKER_KINDS = ("indexer", "backfill", "reaper", "mail")
 
 # The backfill queues wake on NOTIFY; polling is the fallback, and what makes a tier deferred by
 # a 429 (not_before in the future, no NOTIFY when it falls due) run on time.
@@ -59,10 +60,17 @@ class Services:
     """Renews every lease this process's workers hold, in one statement per beat."""
     reads: ReadPools = field(init=False)
     """Where searches read: a healthy read replica, else ``pool`` (the only pool that writes)."""
+    mail_parser: ParserPool = field(init=False)
+    """The parser processes e-mailed job posts are read in (started on first use)."""
 
     def __post_init__(self) -> None:
         self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
         self.reads = ReadPools(self.pool)
+        self.mail_parser = ParserPool(
+            processes=self.settings.mail_parse_processes,
+            timeout=self.settings.mail_parse_timeout,
+            max_bytes=self.settings.mail_max_bytes,
+        )
 
     @property
     def embedder(self) -> Embedder:
@@ -147,6 +155,7 @@ async def open_services(
             with contextlib.suppress(Exception):
                 await close
         await notifier.stop()
+        services.mail_parser.close()
         await pool.close()
 
 
@@ -250,6 +259,26 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
     return [tiers, candidates]
 
 
+def mail_workers(services: Services) -> list[QueueWorker[Any]]:
+    """The parse queue of inbound e-mail, woken by NOTIFY when a message is committed."""
+    from shortlist.listings.mail.queue import MailQueue
+
+    s = services.settings
+    config = WorkerConfig(
+        batch_size=1,
+        # One message per parser process at a time; more messages wait their turn in the table.
+        concurrency=s.mail_parse_processes,
+        poll_interval=BACKFILL_POLL_INTERVAL * 5,
+        backoff_base=BACKFILL_BACKOFF_BASE,
+        backoff_max=BACKFILL_BACKOFF_MAX,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    queue = MailQueue(services.pool, services.mail_parser, s)
+    return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
+
+
 def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
@@ -273,6 +302,8 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         )
     if "backfill" in kinds:
         runners.extend(w.run for w in backfill_workers(services))
+    if "mail" in kinds:
+        runners.extend(w.run for w in mail_workers(services))
     if "reaper" in kinds:
         from shortlist.talent.reaper import run_reaper
 

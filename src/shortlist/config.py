@@ -167,6 +167,27 @@ class Settings(BaseSettings):
     """Port of the bundled simulator. Unset: ``serve`` takes a free port for its in-process
     one (so two instances can run side by side); ``shortlist simulator`` uses 8001."""
 
+    # --- e-mail intake (shortlist.listings.mail) -----------------------------------------------
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int | None = Field(None, ge=0, le=65535)
+    """Where ``serve`` and ``shortlist mail`` receive job posts by SMTP; 0: no listener. Unset:
+    2525 (``shortlist.listings.mail.smtp.DEFAULT_PORT``); ``serve`` then goes on without the
+    intake when 2525 is taken (two instances side by side), a port that is set must be free."""
+    mail_domain: str = Field("localhost", min_length=1, max_length=200, pattern=r"^[^@\s]+$")
+    """The domain of the intake addresses (``post-…@SHORTLIST_MAIL_DOMAIN``); the MX of this
+    domain must lead to the listener."""
+    mail_max_bytes: int = Field(10_000_000, ge=10_000, le=100_000_000)
+    """Largest message the intake accepts (announced as ESMTP SIZE, refused with 552 above)."""
+    mail_parse_timeout: float = Field(10.0, gt=0)
+    """Seconds the parser process may spend on one message before it is killed and replaced."""
+    mail_parse_processes: int = Field(1, ge=1, le=64)
+    """Parser processes per server process (hostile mail is parsed off the event loop)."""
+    smtp_relay_url: str | None = Field(None, pattern=r"^smtps?://")
+    """``smtp://[user:password@]host[:port]`` (``smtps://`` for TLS): where replies to senders
+    go. Unset: no reply is sent."""
+    public_url: str | None = Field(None, pattern=r"^https?://")
+    """The board's address in links sent out (replies). Unset: http://SHORTLIST_HOST:PORT."""
+
     # --- shutdown ---------------------------------------------------------------------------
     shutdown_grace: float = Field(60.0, ge=0)
 

@@ -71,11 +71,17 @@ async def collect_status(
       "embedding_models": {             # as `shortlist embeddings status --json`
         "active": {"id", "kind", "model", "url", "dim"},
         "building": None | {"id", "kind", "model", "url", "dim", "coverage": {corpus: 0..1}}
+      },
+      "inbound_mail": {                 # the e-mail intake's parse queue
+        "by_status": {"queued": int, "running": int, "posted": int, "rejected": int,
+                      "failed": int},
+        "failures": [{"id", "company", "status", "reason", "attempts", "at"}]  # newest first
       }
     }
     """
     from shortlist.db.vector_index import index_report
     from shortlist.embedding.migration import status as models_status
+    from shortlist.listings.mail.store import inbound_status
 
     depths: dict[str, list[Row]] = {}
     for row in await queue_depths(conn):
@@ -124,6 +130,7 @@ async def collect_status(
         "running_searches": running,
         "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
+        "inbound_mail": await inbound_status(conn),
     }
 
 

@@ -120,7 +120,8 @@ TABLE = [
     Row("GET", "/api/jobs/search?q=python", public()),
     Row("GET", "/api/jobs/{listing}", public()),
     Row("GET", "/api/jobs/{slug}", public()),
-    Row("POST", "/api/jobs", company_writes(201, 201), json=LISTING),
+    # A company token posts as its own company only (LISTING is the first company's).
+    Row("POST", "/api/jobs", company_writes(201, 403), json=LISTING),
     Row(
         "POST",
         "/api/jobs/email",
@@ -128,6 +129,9 @@ TABLE = [
         content=EMAIL,
         content_type="message/rfc822",
     ),
+    # A company's secret intake address; an admin token is no company's.
+    Row("GET", "/api/intake", {**company_writes(200, 200), "admin": 403}),
+    Row("POST", "/api/intake/rotate", {**company_writes(200, 200), "admin": 403}),
     Row("PATCH", "/api/jobs/{listing}", company_writes(200, 403), json={"salary_max_ks": 150}),
     Row("DELETE", "/api/jobs/{listing}", company_writes(204, 403)),
     Row("POST", "/api/searches", recruiter_any(202), json={"query": "rust firmware engineer"}),

@@ -141,7 +141,7 @@ def tabs(browser: Browser, live_server: LiveServer) -> Iterator[Callable[[], Tab
 
 
 def post_listings(server: LiveServer) -> list[dict[str, Any]]:
-    token = server.token("acme", "company")
+    token = server.token("ops", "admin")  # posts for several companies
     bodies = [
         ("Northwind Payments", "Senior Python Backend Engineer", "Berlin", 95, 125),
         ("Acme Analytics", "Data Engineer", "Lisbon", 70, None),

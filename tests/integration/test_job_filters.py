@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from shortlist import places
 from shortlist.db.types import AsyncPool
-from shortlist.errors import BadInput
-from shortlist.listings.email_post import parse_job_email
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
+from shortlist.listings.mail.parse import read_message, to_listing
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.money import format_salary
 from shortlist.listings.repository import copy_listings
@@ -72,7 +72,7 @@ async def test_api_accepts_and_returns_work_mode_and_refuses_unknown(
 ) -> None:
     from shortlist.auth import Role
 
-    token = await make_token("acme", Role.company)  # type: ignore[operator]
+    token = await make_token("A", Role.company)  # type: ignore[operator]
     headers = {"Authorization": f"Bearer {token}"}
     body = {"company_name": "A", "job_title": "T", "city_location": "Oslo", "description": "d"}
     bad = await client.post("/api/jobs", json={**body, "work_mode": "beach"}, headers=headers)
@@ -201,8 +201,7 @@ async def test_files_and_e_mail_carry_work_mode(pool: AsyncPool, tmp_path: Path)
     msg["From"] = "Hiring <hr@acme.io>"
     msg["Subject"] = "QA Engineer at Acme (Oslo)"
     msg.set_content("Work mode: Remote\nTest our robots.\n")
-    assert parse_job_email(bytes(msg)).work_mode == "remote"
+    places.load()
+    assert to_listing(read_message(bytes(msg)), None).work_mode == "remote"
     msg.set_content("Work mode: sometimes\nTest our robots.\n")
-    with pytest.raises(BadInput) as refused:
-        parse_job_email(bytes(msg))
-    assert refused.value.field == "work_mode"
+    assert to_listing(read_message(bytes(msg)), None).work_mode is None  # left to the database

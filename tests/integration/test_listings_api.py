@@ -318,7 +318,7 @@ async def test_patch_and_delete_permissions(
     assert_error(await client.get(url), 404)
     assert_error(await client.delete(url, headers=bearer(tokens["acme"])), 404)
 
-    other = await create(client, tokens["globex"])
+    other = await create(client, tokens["globex"], company_name="Globex")
     resp = await client.delete(f"/api/jobs/{other['id']}", headers=bearer(tokens["admin"]))
     assert resp.status_code == 204
     assert await snapshot(pool) == []
@@ -461,7 +461,7 @@ async def test_email_post_creates_a_listing(
         "Berlin",
     )
     assert body["salary_range"] == "$70K - $90K EUR"
-    assert body["description"] == "Write ROS 2 software for our warehouse robots."
+    assert "Write ROS 2 software for our warehouse robots." in body["description"]
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT source FROM job_listings WHERE id = %s", (body["id"],))
         assert await cur.fetchone() == {"source": "email"}
@@ -493,7 +493,7 @@ async def test_email_post_refusals(
         400,
         "bad_input",
     )
-    assert "location" in err["message"]
+    assert "city" in err["message"]
     assert_error(
         await client.post(
             "/api/jobs/email", content=b"", headers={**rfc822, **bearer(tokens["acme"])}

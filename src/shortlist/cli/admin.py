@@ -161,6 +161,20 @@ def print_status(report: dict[str, Any], console: Console) -> None:
             backfill.add_row(name, state, str(n))
     console.print(backfill)
 
+    mail = report.get("inbound_mail")
+    if mail is not None:
+        counts = ", ".join(f"{state} {n}" for state, n in mail["by_status"].items())
+        console.print(f"E-mail intake: {counts}")
+        unposted = Table(title="Latest e-mails not posted")
+        for column in ("id", "company", "status", "attempts", "at", "reason"):
+            unposted.add_column(column, overflow="fold")
+        for f in mail["failures"]:
+            unposted.add_row(
+                str(f["id"]), f["company"], f["status"], str(f["attempts"]), f["at"], f["reason"]
+            )
+        if unposted.row_count:
+            console.print(unposted)
+
     running = Table(title="Running searches")
     for column in ("id", "query", "results", "last progress"):
         running.add_column(column, overflow="fold")
@@ -181,11 +195,21 @@ def token_create(
         float | None,
         typer.Option("--expires-in", min=0.0001, help="Days until the token stops working"),
     ] = None,
+    company: Annotated[
+        str | None,
+        typer.Option(help="The company a company token posts as (required for --role company)"),
+    ] = None,
 ) -> None:
     """Create an API token; it is printed once, alone on the last line."""
+    if role is Role.company and not (company or "").strip():
+        typer.echo("error: a company token needs the company it posts as: --company NAME", err=True)
+        raise typer.Exit(2)
+    if role is not Role.company and company is not None:
+        typer.echo("error: --company is only for company tokens (--role company)", err=True)
+        raise typer.Exit(2)
     settings = load_settings()
     with prepared_database(settings) as db, connect_sync(db.url) as conn:
-        principal, token = create_token(conn, name, role)
+        principal, token = create_token(conn, name, role, company)
         if expires_in is not None:
             set_expiry(conn, principal.token_id, expires_in)
     typer.echo(f"created {principal.role.value} token #{principal.token_id} for {name!r}")

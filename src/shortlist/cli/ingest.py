@@ -6,6 +6,7 @@ prints a summary, and sets the exit status (0 if any row was imported)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypeVar
@@ -23,6 +24,7 @@ from rich.progress import (
 )
 
 from shortlist.cli.common import connect, load_settings
+from shortlist.config import Settings
 from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput
 from shortlist.ingest_files import BadRow, IngestReport, RecordFileReader
@@ -81,40 +83,116 @@ def ingest_jobs(
 
 
 def ingest_email(
-    file: Annotated[Path, typer.Argument(help="One job post as an e-mail message (.eml)")],
+    file: Annotated[
+        str, typer.Argument(help="One job post as an e-mail message (.eml), or - for stdin")
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="The intake address it was sent to: queue it as the SMTP intake does (an MTA's"
+            " pipe transport: --to ${recipient}); exit 67 if no company has that address",
+        ),
+    ] = None,
+    sender: Annotated[
+        str | None, typer.Option("--sender", help="The envelope sender (with --to)")
+    ] = None,
+    company: Annotated[
+        str | None,
+        typer.Option("--company", help="Post as this company, whatever the message says"),
+    ] = None,
 ) -> None:
-    """Submit one job post written as an e-mail message."""
-    from shortlist.listings.email_post import parse_job_email
-    from shortlist.listings.service import create_listing
-
+    """Submit one job post written as an e-mail message (free-form, as employers write)."""
     err = Console(stderr=True)
     try:
-        raw = file.read_bytes()
-        data = parse_job_email(raw)
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
     except OSError as exc:
-        err.print(
-            f"[red]error:[/] cannot read {escape(str(file))}: {escape(exc.strerror or str(exc))}"
-        )
-        raise typer.Exit(1) from None
-    except BadInput as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] cannot read {escape(file)}: {escape(exc.strerror or str(exc))}")
         raise typer.Exit(1) from None
     settings = load_settings()
+    if len(raw) > settings.mail_max_bytes:
+        err.print(f"[red]error:[/] the message is larger than {settings.mail_max_bytes} bytes")
+        raise typer.Exit(1)
+    with prepared_database(settings) as db:
+        if to is not None:
+            code = asyncio.run(_queue_email(db.url, settings, raw, to, sender, err))
+        else:
+            code = asyncio.run(_post_email(db.url, settings, raw, company, err))
+    if code:
+        raise typer.Exit(code)
 
-    async def insert(url: str) -> None:
+
+EX_NOUSER = 67
+"""sysexits.h: the MTA bounces the message (unknown recipient)."""
+EX_TEMPFAIL = 75
+"""sysexits.h: the MTA keeps the message and tries again later."""
+
+
+async def _queue_email(
+    url: str, settings: Settings, raw: bytes, to: str, sender: str | None, err: Console
+) -> int:
+    import psycopg
+
+    from shortlist.listings.mail import store
+    from shortlist.listings.mail.smtp import message_id_of
+
+    local = store.local_part_of(to, settings.mail_domain)
+    try:
         conn = await connect(url)
         try:
-            listing = await create_listing(conn, data, source="email")
+            intake = await store.find_intake(conn, local) if local else None
+            if intake is None:
+                err.print("[red]error:[/] no such intake address")
+                return EX_NOUSER
+            row = await store.receive(
+                conn,
+                intake,
+                recipient=to,
+                mail_from=sender or None,
+                message_id=message_id_of(raw),
+                raw=raw,
+            )
+            await conn.commit()  # the lookup opened the transaction the row was written in
         finally:
             await conn.close()
-        typer.echo(f"created listing {listing.id}")
-        typer.echo(f"  {listing.job_title} at {listing.company_name} ({listing.city_location})")
-        typer.echo(f"  slug: {listing.detail_page_slug}")
-        if listing.salary_range:
-            typer.echo(f"  salary: {listing.salary_range}")
+    except (psycopg.Error, OSError) as exc:
+        err.print(f"[red]error:[/] the database is unavailable: {escape(str(exc))}")
+        return EX_TEMPFAIL
+    typer.echo(f"queued message {row}" if row is not None else "already received")
+    return 0
 
-    with prepared_database(settings) as db:
-        asyncio.run(insert(db.url))
+
+async def _post_email(
+    url: str, settings: Settings, raw: bytes, company: str | None, err: Console
+) -> int:
+    from shortlist import places
+    from shortlist.listings.mail.parse import to_listing
+    from shortlist.listings.mail.sandbox import ParserPool
+    from shortlist.listings.service import create_listing
+
+    parser = ParserPool(
+        processes=1, timeout=settings.mail_parse_timeout, max_bytes=settings.mail_max_bytes
+    )
+    try:
+        reading = await parser.read(raw)
+        await asyncio.to_thread(places.load)
+        data = to_listing(reading, company)
+    except BadInput as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return 1
+    finally:
+        parser.close()
+    conn = await connect(url)
+    try:
+        listing = await create_listing(conn, data, source="email")
+    finally:
+        await conn.close()
+    typer.echo(f"created listing {listing.id}")
+    typer.echo(f"  {listing.job_title} at {listing.company_name} ({listing.city_location})")
+    typer.echo(f"  slug: {listing.detail_page_slug}")
+    if listing.salary_range:
+        typer.echo(f"  salary: {listing.salary_range}")
+    return 0
 
 
 # --- ingest candidates -----------------------------------------------------------------------

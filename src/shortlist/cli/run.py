@@ -11,9 +11,18 @@ from typing import Annotated
 
 import typer
 
-from shortlist.bootstrap import WORKER_KINDS, build_workers, load_samples_if_empty, open_services
+from shortlist.bootstrap import (
+    WORKER_KINDS,
+    Runner,
+    Services,
+    build_workers,
+    load_samples_if_empty,
+    open_services,
+)
 from shortlist.cli.common import load_settings
 from shortlist.config import Settings
+from shortlist.errors import ConfigError, StartupError
+from shortlist.listings.mail.smtp import DEFAULT_PORT as DEFAULT_SMTP_PORT
 from shortlist.runtime import (
     Database,
     QuietServer,
@@ -39,6 +48,7 @@ def register(app: typer.Typer) -> None:
     app.command()(worker)
     app.command()(migrate)
     app.command()(simulator)
+    app.command()(mail)
 
 
 def serve(
@@ -59,6 +69,19 @@ def serve(
         api_sock = sockets.enter_context(
             bind_socket(settings.host, settings.port, "the API (SHORTLIST_PORT)")
         )
+        smtp_sock: socket.socket | None = None
+        if settings.smtp_port is None:
+            with contextlib.suppress(StartupError):
+                smtp_sock = sockets.enter_context(_bind_smtp(settings))
+            if smtp_sock is None:
+                log.warning(
+                    "mail intake not started: %s:%d is taken (SHORTLIST_SMTP_PORT chooses a port,"
+                    " 0 none)",
+                    settings.smtp_host,
+                    DEFAULT_SMTP_PORT,
+                )
+        elif settings.smtp_port:
+            smtp_sock = sockets.enter_context(_bind_smtp(settings))
         sim_sock: socket.socket | None = None
         if settings.talent_api_url is None or settings.serp_api_url is None:
             sim_sock = sockets.enter_context(
@@ -69,7 +92,14 @@ def serve(
                 )
             )
         with prepared_database(settings) as db:
-            asyncio.run(_serve(settings, db, api_sock, sim_sock, workers=not no_workers))
+            asyncio.run(
+                _serve(settings, db, api_sock, sim_sock, workers=not no_workers, smtp=smtp_sock)
+            )
+
+
+def _bind_smtp(settings: Settings) -> socket.socket:
+    port = DEFAULT_SMTP_PORT if settings.smtp_port is None else settings.smtp_port
+    return bind_socket(settings.smtp_host, port, "the mail intake (SHORTLIST_SMTP_PORT)")
 
 
 async def _serve(
@@ -79,6 +109,7 @@ async def _serve(
     sim_sock: socket.socket | None,
     *,
     workers: bool,
+    smtp: socket.socket | None = None,
 ) -> None:
     import uvicorn
 
@@ -117,6 +148,8 @@ async def _serve(
             api = QuietServer(config)
             api_task = asyncio.create_task(api.serve(sockets=[api_sock]))
             runners = build_workers(services, WORKER_KINDS) if workers else []
+            if smtp is not None:
+                runners.append(_intake_runner(services, smtp))
             log.info("shortlist serving on http://%s:%d", *api_sock.getsockname()[:2])
             workers_task = asyncio.create_task(
                 run_until_stopped(runners, stop, settings.shutdown_grace)
@@ -150,10 +183,40 @@ def _simulator_server(settings: Settings) -> QuietServer:
     return QuietServer(uvicorn.Config(sim_app, log_level="warning", access_log=False))
 
 
+def _intake_runner(services: Services, sock: socket.socket) -> Runner:
+    from shortlist.listings.mail.smtp import serve_intake
+
+    return lambda stop: serve_intake(sock, services.pool, services.settings, stop)
+
+
+def mail() -> None:
+    """The e-mail intake alone (SMTP on SHORTLIST_SMTP_HOST:PORT and its parse queue), for
+    scaling out against one PostgreSQL."""
+    exit_on_sigterm()
+    settings = load_settings()
+    if settings.smtp_port == 0:
+        raise ConfigError("SHORTLIST_SMTP_PORT is 0 (no listener): set the port to listen on")
+    with _bind_smtp(settings) as sock, prepared_database(settings) as db:
+        asyncio.run(_mail(settings, db, sock))
+
+
+async def _mail(settings: Settings, db: Database, sock: socket.socket) -> None:
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    supervisor = asyncio.create_task(supervise_database(db, stop))
+    try:
+        async with open_services(settings, db.url) as services:
+            runners = [*build_workers(services, {"mail"}), _intake_runner(services, sock)]
+            await run_until_stopped(runners, stop, settings.shutdown_grace)
+    finally:
+        stop.set()
+        await supervisor
+
+
 def worker(
     only: Annotated[
         str | None,
-        typer.Option(help="Comma-separated subset of: indexer,backfill,reaper (default all)"),
+        typer.Option(help="Comma-separated subset of: indexer,backfill,reaper,mail (default all)"),
     ] = None,
 ) -> None:
     """Run queue workers only (no HTTP), for scaling out against one PostgreSQL."""

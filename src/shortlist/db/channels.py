@@ -19,4 +19,7 @@ MODELS = "shortlist_embedding_models"
 """The embedding_models table changed (a build registered, switched, cancelled): every
 process reloads its embedding models (shortlist.embedding.spaces)."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS)
+MAIL = "shortlist_mail"
+"""An inbound e-mail was committed: wakes the mail parse queue (shortlist.listings.mail)."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL)

@@ -47,6 +47,19 @@ def ensure_may_edit(principal: Principal, owner_token_id: int | None) -> None:
         raise Forbidden("only the company that posted this listing (or an admin) may change it")
 
 
+def same_company(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def ensure_posts_as(principal: Principal, company_name: str) -> None:
+    """A company token posts as its own company only (an admin, as anyone): nobody posts a
+    listing in another company's name."""
+    if principal.company is not None and not same_company(company_name, principal.company):
+        raise Forbidden(
+            f"this token posts for {principal.company!r}: company_name must be that company"
+        )
+
+
 def merge_patch(current: Row, patch: ListingPatch) -> ListingCreate:
     """The stored listing with ``patch`` applied, validated as a whole listing."""
     changes = patch.changes()
@@ -96,7 +109,10 @@ async def update_listing(
     listing_id = parse_listing_ref(id_or_slug)
     async with conn.transaction():
         current = await _lock_editable(conn, listing_id, principal)
-        return await repo.update_listing(conn, listing_id, merge_patch(current, patch))
+        merged = merge_patch(current, patch)
+        if "company_name" in patch.changes():
+            ensure_posts_as(principal, merged.company_name)
+        return await repo.update_listing(conn, listing_id, merged)
 
 
 async def delete_listing(conn: AsyncConn, id_or_slug: str, principal: Principal) -> None:

@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field
 
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
 from shortlist.listings import service
-from shortlist.listings.email_post import parse_job_email
+from shortlist.listings.mail.parse import to_listing
 from shortlist.listings.models import (
     MAX_SALARY_KS,
     ListingCreate,
@@ -97,6 +97,7 @@ def _created(response: Response, listing: ListingOut) -> ListingOut:
 async def create(
     body: ListingCreate, principal: CompanyDep, conn: ConnDep, response: Response
 ) -> ListingOut:
+    service.ensure_posts_as(principal, body.company_name)
     listing = await service.create_listing(
         conn, body, source="api", owner_token_id=principal.token_id
     )
@@ -114,16 +115,23 @@ async def create(
     },
 )
 async def create_from_email(
-    request: Request, principal: CompanyDep, conn: ConnDep, response: Response
+    request: Request,
+    principal: CompanyDep,
+    conn: ConnDep,
+    services: ServicesDep,
+    response: Response,
 ) -> ListingOut:
-    """A job post as a raw e-mail message (the body is the message, ``message/rfc822``)."""
+    """A job post as a raw e-mail message (the body is the message, ``message/rfc822``),
+    written as employers write (no template), read in a parser process with a time limit. A
+    company token's listing carries its company, whatever the message says."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != EMAIL_MEDIA_TYPE:
         raise HTTPException(
             status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
             f"send the raw e-mail message with Content-Type: {EMAIL_MEDIA_TYPE}",
         )
-    data = parse_job_email(await request.body())
+    reading = await services.mail_parser.read(await request.body())
+    data = to_listing(reading, principal.company)
     listing = await service.create_listing(
         conn, data, source="email", owner_token_id=principal.token_id
     )

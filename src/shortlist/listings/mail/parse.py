@@ -1,0 +1,927 @@
+"""Free-form job posts by e-mail: what an employer's message says, without a template.
+
+Two steps, split by where they may run:
+
+* :func:`read_message` (raw bytes → :class:`Reading`) does everything hostile input can make
+  slow — MIME, header decoding, HTML, PDF and DOCX attachments, quoted replies, every pattern
+  over the text. It runs in a parser process with a hard time limit
+  (:mod:`shortlist.listings.mail.sandbox`), never on a server's event loop.
+* :func:`to_listing` (a ``Reading`` → ``ListingCreate``) resolves the city with the gazetteer
+  (:mod:`shortlist.places`, already loaded in a server) on a few short, bounded strings, and
+  applies the company the message was sent for.
+
+Safety: the stdlib parser's known slow paths are its structured-header parsing (a 160 KB folded
+``From:`` took 50 s under ``policy.default``) and deeply nested multiparts. So the structure is
+read with ``policy.compat32`` (headers stay raw strings: nothing is parsed on access), sizes and
+counts are bounded before anything is parsed, and only the few headers we need are decoded, by
+``policy.default``'s header registry, after their length is checked. Text is cut to bounded lines
+before any pattern runs, and every pattern here is linear (no nested unbounded repetition). A
+message that holds no job raises :class:`NoJob` with the reason the sender reads.
+
+Nothing here logs: a message carries personal data.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import io
+import re
+import warnings
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from email.message import Message
+from typing import Literal
+
+from shortlist.errors import BadInput
+from shortlist.listings.models import MAX_DESCRIPTION, MAX_SALARY_KS, MAX_TITLE, ListingCreate
+
+# --- bounds ---------------------------------------------------------------------------------
+
+MAX_HEADER_BLOCK = 64 * 1024
+"""Bytes of a message's (or part's) header block."""
+MAX_HEADER_FIELD = 8 * 1024
+"""Bytes of one header field, folded lines included."""
+MAX_HEADER_FIELDS = 300
+MAX_DECODED_HEADER = 2000
+"""Characters of a header we decode (From, Subject, …): longer ones are refused or cut."""
+MAX_PARTS = 60
+MAX_MULTIPARTS = 20
+MAX_TEXT = 200_000
+"""Characters of text read from one part (an HTML body, a PDF)."""
+MAX_LINES = 4000
+MAX_LINE = 1000
+"""Characters of one line: longer lines are wrapped before any pattern runs."""
+MAX_HTML = 2_000_000
+MAX_ATTACHMENT = 5_000_000
+MAX_PDF_PAGES = 20
+MAX_PLACE_HINT = 200
+
+# --- the reading ------------------------------------------------------------------------------
+
+Period = Literal["year", "month", "day", "hour"]
+WorkMode = Literal["remote", "hybrid", "onsite"]
+
+
+NOT_A_JOB = (
+    "the message does not describe a job: no role, job wording or salary was found in its"
+    " subject, text or attachments"
+)
+
+
+class NoJob(BadInput):
+    """The message holds no job post we can publish; the text says why (the sender reads it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="body")
+
+
+@dataclass(frozen=True)
+class Salary:
+    min_ks: int | None
+    max_ks: int | None
+    currency: str | None
+    period: Period
+
+
+@dataclass
+class Reading:
+    """What :func:`read_message` found; plain data, sent back from the parser process."""
+
+    title: str
+    description: str
+    subject: str = ""
+    company: str | None = None
+    """Named by the message in a "Company:" line; a bound company overrides it."""
+    sender_company: str | None = None
+    """The sender's domain or name, the last resort for an unbound message."""
+    place_hints: list[str] = field(default_factory=list)
+    """Where the city may be named, most explicit first, each at most 200 characters."""
+    text_head: str = ""
+    """The start of the description (2,000 characters), for a city named in passing."""
+    work_mode: WorkMode | None = None
+    salary: Salary | None = None
+    message_id: str | None = None
+    reply_to: str | None = None
+    """Where an answer goes (Reply-To, else From); None for automatic mail (never answered)."""
+    language: str = "en"
+    signals: int = 1
+    """How much the message reads like a job post (job words, salary, labelled lines); 0: it
+    does not, and a missing title or city means there is no job in it at all."""
+
+
+# --- patterns (all linear: bounded repetition, one way to match each character) -------------
+
+_MULTIPART = re.compile(rb"(?im)^content-type:[ \t]*multipart/")
+_CONTENT_TYPE = re.compile(rb"(?im)^content-type:")
+
+_PREFIX = re.compile(
+    r"^(?:(?:re|aw|fwd?|wg|tr|sv|vs|antw)\s?:\s?|\[[^\]]{0,40}\]\s?)+", re.IGNORECASE
+)
+_SUBJECT_LABEL = re.compile(
+    r"^(?:new\s)?(?:job\s(?:post(?:ing)?|opening|offer|ad)|vacancy|opening|position|role|hiring"
+    r"|we(?:'|’)?re\shiring|we\sare\shiring|now\shiring|stellenanzeige|stellenangebot"
+    r"|neue\sstelle|jobangebot|ausschreibung|wir\ssuchen)\s?[:\-–—]\s?",
+    re.IGNORECASE,
+)
+_GENERIC_SUBJECTS = frozenset({
+    "job post", "job posting", "new job", "job opening", "new opening", "vacancy", "opening",
+    "new position", "new role", "hiring", "we're hiring", "we are hiring", "job ad",
+    "stellenanzeige", "stellenangebot", "neue stelle", "jobangebot", "job", "jobs", "post",
+    "please post", "job offer", "ausschreibung", "",
+})  # fmt: skip
+# " — ", " – ", " - ", " | ", " · ": the parts of a subject line.
+_SEPARATOR = re.compile(r"\s[-–—|·•]\s|\s?[|·•]\s?")
+_GENDER = re.compile(
+    r"\(\s?(?:[mwfdxi]{1,3}\s?(?:[/|,]\s?[mwfdxi*]{1,4}\s?){1,3}|all\sgenders?|gn\*?|d/m/w"
+    r"|any\sgender)\s?\)|\s[mwfd]/[mwfd]/[dxi]\b",
+    re.IGNORECASE,
+)
+_TITLE_LABEL = re.compile(
+    r"^\s{0,8}(?:[*•-]\s?)?(?:job\stitle|title|role|position|stelle|jobtitel|stellenbezeichnung"
+    r"|rolle|vacancy|opening)\s?[:：]\s?(?P<v>\S.{0,299})$",
+    re.IGNORECASE,
+)
+_HIRING = re.compile(
+    r"\b(?:we(?:'|’)?re|we\sare|are\scurrently|is|are)\s(?:hiring|looking\sfor|seeking|recruiting)"
+    r"\s(?:an?\s|our\s(?:next|first|new)\s)?(?P<en>[^.!?\n]{3,120})"
+    r"|\bwir\ssuchen\s(?:ab\ssofort\s|zum\snächstmöglichen\szeitpunkt\s)?(?:eine?n?\s)?"
+    r"(?P<de>[^.!?\n]{3,120})",
+    re.IGNORECASE,
+)
+# Where a title written in a sentence ends: "a Senior Data Engineer to join our team in Lisbon".
+_TITLE_END = re.compile(
+    r"\s(?:to|who|for|with|in|at|based|at\sour|for\sour|zur|zum|für|in|mit|bei|am|ab|der|die|das"
+    r"|which|that|on)\s|[,;:(]",
+    re.IGNORECASE,
+)
+_LOCATION_LABEL = re.compile(
+    r"^\s{0,8}(?:[*•-]\s?)?(?:location|city|office|based\sin|place\sof\swork|work\slocation"
+    r"|standort|arbeitsort|einsatzort|dienstort|ort)\s?[:：]\s?(?P<v>\S.{0,199})$",
+    re.IGNORECASE,
+)
+_CURRENCY_LABEL = re.compile(r"^\s{0,8}(?:currency|währung)\s?[:：]\s?(?P<v>[A-Za-z]{3})\s?$", re.I)
+_COMPANY_LABEL = re.compile(
+    r"^\s{0,8}(?:[*•-]\s?)?(?:company|employer|unternehmen|firma|arbeitgeber)\s?[:：]\s?"
+    r"(?P<v>\S.{0,199})$",
+    re.IGNORECASE,
+)
+_SALARY_WORDS = re.compile(
+    r"\b(?:salary|compensation|pay|package|base|ote|per\sannum|p\.\s?a\.|gehalt|vergütung"
+    r"|jahresgehalt|brutto|bruttojahresgehalt|verdienst|entgelt|lohn|stundenlohn|tagessatz)\b",
+    re.IGNORECASE,
+)
+_CURRENCY = re.compile(
+    r"(?P<sym>[€$£¥₹])|\b(?P<code>EUR|USD|GBP|CHF|CAD|AUD|SEK|NOK|DKK|PLN|CZK|JPY|INR|SGD|NZD)\b"
+    r"|(?P<word>\beuros?\b|\bdollars?\b|\bpounds?\b|\bfranken\b)",
+    re.IGNORECASE,
+)
+_WORD_CURRENCY = {"euro": "EUR", "dollar": "USD", "pound": "GBP", "franken": "CHF"}
+_SYMBOL_CURRENCY = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY", "₹": "INR"}
+# An amount: grouped digits ("65.000", "55,000", "120'000", "90 000") or up to 7 plain digits,
+# an optional decimal part, and an optional thousands unit ("70K", "85 Tsd.").
+_AMOUNT = re.compile(
+    r"(?<![\d.,])(?P<num>\d{1,3}(?:[.,'’\u00a0\u202f ]\d{3}){1,3}|\d{1,7})(?P<dec>[.,]\d{1,2})?"
+    r"(?![\d])\s?(?P<unit>k\b|tsd\.?|tausend\b|thousand\b|m\b|mio\.?)?",
+    re.IGNORECASE,
+)
+_PERIODS: tuple[tuple[Period, re.Pattern[str]], ...] = (
+    (
+        "hour",
+        re.compile(
+            r"per\shour|an\shour|hourly|/\s?h(?:ou)?r\b|/\s?h\b|pro\sstunde|stundenlohn|€/h",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "day",
+        re.compile(r"per\sday|a\sday\b|daily\srate|day\srate|/\s?day|pro\stag|tagessatz", re.I),
+    ),
+    (
+        "month",
+        re.compile(
+            r"per\smonth|a\smonth|monthly|/\s?mo(?:nth)?\b|pro\smonat|im\smonat|monatlich"
+            r"|monatsgehalt|brutto\smonatlich",
+            re.IGNORECASE,
+        ),
+    ),
+)
+_PER_YEAR = {"year": 1, "month": 12, "day": 220, "hour": 2080}
+
+_FULLY_REMOTE = re.compile(
+    r"\b(?:fully\sremote|100\s?%\sremote|remote[-\s]first|remote[-\s]only|full[-\s]remote"
+    r"|work\sfrom\sanywhere|anywhere\sin\s(?:europe|the\sworld)|vollständig\sremote"
+    r"|komplett\sremote|100\s?%\shome[-\s]?office|remote\s\(anywhere)",
+    re.IGNORECASE,
+)
+_HYBRID = re.compile(
+    r"\bhybrid\b|\bhybride[sn]?\b|remote[-\s]anteil|home[-\s]?office|mobiles\sarbeiten"
+    r"|teilweise\sremote|partly\sremote|partially\sremote|flexible\sremote"
+    r"|\b\d(?:\s?[-–]\s?\d)?\s(?:days?|tage?n?)\s(?:a|per|pro|die|in\sder|each)\s(?:week|woche)"
+    r"|\b(?:one|two|three|four)\sdays?\s(?:a|per)\sweek|\b(?:ein|zwei|drei|vier)\stage?\s(?:pro|die)"
+    r"\swoche",
+    re.IGNORECASE,
+)
+_ONSITE = re.compile(
+    r"\bon[-\s]?site\b|\bin[-\s]office\b|\boffice[-\s]based\b|\bvor\sort\b|\bpräsenz|\bnot\sremote"
+    r"|\bno\sremote\b|\bkein\shomeoffice",
+    re.IGNORECASE,
+)
+_REMOTE = re.compile(r"\bremote\b|\bwork\sfrom\shome\b", re.IGNORECASE)
+
+_JOB_WORDS = re.compile(
+    r"\b(?:hiring|vacanc(?:y|ies)|position|role|job|opening|apply|application|responsibilities"
+    r"|requirements|qualifications|join\sour|looking\sfor|we\soffer|benefits|salary|candidate"
+    r"|full[-\s]time|part[-\s]time|engineer|developer|manager|stelle|wir\ssuchen|aufgaben"
+    r"|anforderungen|ihr\sprofil|dein\sprofil|wir\sbieten|bewerbung|bewirb|gehalt|vollzeit"
+    r"|teilzeit|festanstellung|mitarbeiter|entwickler|ingenieur)\b",
+    re.IGNORECASE,
+)
+_GERMAN = re.compile(
+    r"\b(?:und|wir|sie|ihr|für|mit|der|die|das|eine?n?|stelle|suchen|bei|uns|nicht|oder)\b",
+    re.IGNORECASE,
+)
+_ENGLISH = re.compile(r"\b(?:and|we|you|your|the|for|with|our|role|are|to|of|in)\b", re.I)
+_FORWARD_MARK = re.compile(
+    r"^\s{0,8}(?:-{2,20}\s?(?:forwarded\smessage|original\smessage|weitergeleitete\snachricht"
+    r"|ursprüngliche\snachricht)\s?-{0,20}|begin\sforwarded\smessage:|anfang\sder"
+    r"\sweitergeleiteten\snachricht:)\s{0,8}$",
+    re.IGNORECASE,
+)
+_QUOTED_HEADER = re.compile(
+    r"^\s{0,8}[*>]{0,2}\s?(?P<k>from|von|sent|gesendet|date|datum|to|an|cc|subject|betreff)\s?:"
+    r"\s?[*]{0,2}\s?(?P<v>.{0,500})$",
+    re.IGNORECASE,
+)
+_AUTO_SUBMITTED = re.compile(r"^\s*no\s*$", re.IGNORECASE)
+_FREEMAIL = frozenset({
+    "gmail", "googlemail", "yahoo", "ymail", "hotmail", "outlook", "live", "msn", "icloud",
+    "me", "mac", "aol", "proton", "protonmail", "pm", "gmx", "web", "mail", "yandex", "zoho",
+    "fastmail", "hey", "tutanota", "qq", "163", "t-online", "freenet",
+})  # fmt: skip
+_SENDER_NOISE = re.compile(
+    r"^(?:jobs|careers|hiring|recruiting|recruitment|talent|hr|people|team)\s(?:at|@|bei|von)\s"
+    r"|\s(?:jobs|careers|hiring|recruiting|recruitment|talent(?:\sacquisition)?|hr|people"
+    r"|team|karriere)$",
+    re.IGNORECASE,
+)
+
+
+# --- the message's structure --------------------------------------------------------------------
+
+
+def _check_header_block(block: bytes, where: str) -> None:
+    """A header block's size, field count and field sizes, before any parser sees it."""
+    if len(block) > MAX_HEADER_BLOCK:
+        raise BadInput(f"the {where} header is larger than {MAX_HEADER_BLOCK // 1024} KB")
+    fields = 0
+    size = 0
+    name = b""
+    for line in block.splitlines():
+        if line[:1] in (b" ", b"\t"):
+            size += len(line)
+        else:
+            fields += 1
+            size = len(line)
+            name = line.partition(b":")[0][:40]
+        if size > MAX_HEADER_FIELD:
+            shown = name.decode("ascii", "replace")
+            raise BadInput(
+                f"the {where} header field {shown!r} is longer than {MAX_HEADER_FIELD} bytes"
+            )
+    if fields > MAX_HEADER_FIELDS:
+        raise BadInput(f"the {where} header has more than {MAX_HEADER_FIELDS} fields")
+
+
+def _header_end(raw: bytes) -> int:
+    ends = [i for i in (raw.find(b"\r\n\r\n"), raw.find(b"\n\n")) if i >= 0]
+    return min(ends) if ends else len(raw)
+
+
+def check_raw(raw: bytes, max_bytes: int) -> None:
+    """Bounds checked on the bytes, before parsing (cheap: a few linear scans)."""
+    if not raw.strip():
+        raise BadInput("the message is empty", field="body")
+    if len(raw) > max_bytes:
+        raise BadInput(f"the message is larger than {max_bytes} bytes", field="body")
+    _check_header_block(raw[: _header_end(raw)], "message")
+    # The parser walks nested multiparts recursively; a job post needs a handful of parts.
+    if len(_MULTIPART.findall(raw)) > MAX_MULTIPARTS:
+        raise BadInput(f"the message nests more than {MAX_MULTIPARTS} multipart parts")
+    if len(_CONTENT_TYPE.findall(raw)) > MAX_PARTS:
+        raise BadInput(f"the message has more than {MAX_PARTS} parts")
+
+
+def _raw_header(msg: Message, name: str) -> str | None:
+    """A header's raw value (compat32 keeps it as read; 8-bit bytes, which senders do put in
+    headers, read as UTF-8)."""
+    for key, value in msg.raw_items():
+        if key.lower() == name:
+            text = str(value)
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
+
+
+def _decoded_header(msg: Message, name: str) -> str:
+    """One header decoded (RFC 2047) by ``policy.default``'s registry, after its length is
+    bounded; an undecodable one reads as empty."""
+    text = _raw_header(msg, name)
+    if text is None:
+        return ""
+    if len(text) > MAX_DECODED_HEADER:
+        text = text[:MAX_DECODED_HEADER]
+    try:
+        return " ".join(str(email.policy.default.header_factory(name, text)).split())
+    except Exception:  # the registry raises many types on malformed input; empty is the answer
+        return " ".join(text.split())
+
+
+def _addresses(msg: Message, name: str) -> list[tuple[str, str]]:
+    """(display name, address) pairs of an address header, bounded as above."""
+    text = _raw_header(msg, name)
+    if text is None:
+        return []
+    if len(text) > MAX_DECODED_HEADER:
+        raise BadInput(f"the {name} header is longer than {MAX_DECODED_HEADER} characters")
+    try:
+        header = email.policy.default.header_factory(name, " ".join(text.split()))
+        return [
+            (a.display_name or "", a.addr_spec or "") for a in getattr(header, "addresses", ())[:10]
+        ]
+    except Exception:  # malformed: as if absent
+        return []
+
+
+def _payload_text(part: Message, limit: int = MAX_TEXT) -> str:
+    data = part.get_payload(decode=True)
+    if not isinstance(data, bytes):
+        return ""
+    content_type = str(part.get("content-type", ""))
+    charset = "utf-8"
+    if len(content_type) <= MAX_DECODED_HEADER:
+        charset = part.get_content_charset() or "utf-8"
+    try:
+        text = data[: limit * 4].decode(charset, errors="replace")
+    except LookupError:
+        text = data[: limit * 4].decode("utf-8", errors="replace")
+    return text[:limit]
+
+
+def html_to_text(html: str) -> str:
+    """Visible text of an HTML body, a line per block; scripts, styles and heads dropped.
+
+    selectolax (the Lexbor HTML5 parser, C): linear, and it never raises on malformed markup
+    (the stdlib's HTMLParser took 11 s on ``<a`` x 40,000 and raised on ``<![<![``).
+    Docs: https://selectolax.readthedocs.io/en/latest/lexbor.html
+    """
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html[:MAX_HTML])
+    for node in tree.css("script, style, head, noscript, template, title"):
+        node.decompose()
+    for node in tree.css(
+        "p, div, br, li, tr, h1, h2, h3, h4, h5, h6, ul, ol, table, blockquote, section,"
+        " article, header, footer, hr"
+    ):
+        node.insert_after("\n")
+    root = tree.body or tree.root
+    text = root.text(separator="") if root is not None else ""
+    return (text or "")[:MAX_TEXT]
+
+
+def _pdf_text(data: bytes) -> str:
+    """pypdf: https://pypdf.readthedocs.io/en/stable/user/extract-text.html"""
+    from pypdf import PdfReader
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reader = PdfReader(io.BytesIO(data))
+        out: list[str] = []
+        size = 0
+        for page in reader.pages[:MAX_PDF_PAGES]:
+            text = page.extract_text() or ""
+            out.append(text)
+            size += len(text)
+            if size > MAX_TEXT:
+                break
+    return "\n".join(out)[:MAX_TEXT]
+
+
+def _docx_text(data: bytes) -> str:
+    """python-docx: https://python-docx.readthedocs.io/en/latest/user/documents.html"""
+    import docx
+
+    document = docx.Document(io.BytesIO(data))
+    lines = [p.text for p in document.paragraphs]
+    for table in document.tables[:20]:
+        for row in table.rows[:200]:
+            lines.append(" | ".join(c.text for c in row.cells[:20]))
+    return "\n".join(lines)[:MAX_TEXT]
+
+
+_PDF_TYPES = {"application/pdf", "application/x-pdf"}
+_DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def _attachment_text(part: Message) -> str:
+    content_type = part.get_content_type()
+    name = (
+        (part.get_filename() or "").lower()
+        if len(str(part.get("content-disposition", ""))) < 2000
+        else ""
+    )
+    is_pdf = content_type in _PDF_TYPES or name.endswith(".pdf")
+    is_docx = content_type == _DOCX_TYPE or name.endswith(".docx")
+    if not (is_pdf or is_docx):
+        return ""
+    data = part.get_payload(decode=True)
+    if not isinstance(data, bytes) or not data or len(data) > MAX_ATTACHMENT:
+        return ""
+    try:
+        return _pdf_text(data) if is_pdf else _docx_text(data)
+    except Exception:  # a broken or hostile document holds no description we can read
+        return ""
+
+
+@dataclass
+class _Parts:
+    plain: list[str] = field(default_factory=list)
+    html: list[str] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+    inner_subjects: list[str] = field(default_factory=list)
+
+
+def _walk(msg: Message) -> _Parts:
+    parts = _Parts()
+    for n, part in enumerate(msg.walk()):
+        if n > MAX_PARTS:
+            break
+        if len(str(part.get("content-type", ""))) > MAX_DECODED_HEADER:
+            continue  # a part whose type cannot be read safely is skipped
+        if part.is_multipart():
+            if part.get_content_type() == "message/rfc822":
+                payload = part.get_payload()
+                for inner in payload[:1] if isinstance(payload, list) else []:
+                    if isinstance(inner, Message):
+                        parts.inner_subjects.append(_decoded_header(inner, "subject"))
+            continue
+        disposition = str(part.get("content-disposition", "")).lower()[:200]
+        content_type = part.get_content_type()
+        if content_type == "text/plain" and "attachment" not in disposition:
+            parts.plain.append(_payload_text(part))
+        elif content_type == "text/html" and "attachment" not in disposition:
+            parts.html.append(_payload_text(part, MAX_HTML))
+        else:
+            text = _attachment_text(part)
+            if text.strip():
+                parts.attachments.append(text)
+    return parts
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def bounded_lines(text: str) -> list[str]:
+    """Lines of at most MAX_LINE characters (longer ones wrapped), at most MAX_LINES of them,
+    whitespace runs collapsed: what every pattern below runs on."""
+    out: list[str] = []
+    for raw_line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = " ".join(raw_line.replace("\u00a0", " ").split())
+        while len(line) > MAX_LINE:
+            cut = line.rfind(" ", 0, MAX_LINE)
+            cut = cut if cut > MAX_LINE // 2 else MAX_LINE
+            out.append(line[:cut])
+            line = line[cut:].lstrip()
+        out.append(line)
+        if len(out) >= MAX_LINES:
+            break
+    return out[:MAX_LINES]
+
+
+def _squeeze(lines: list[str]) -> str:
+    text = "\n".join(lines).strip()
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+@dataclass
+class _Fragment:
+    body: str
+    headers: str
+
+
+def _fragments(text: str, language: str) -> list[_Fragment]:
+    """The message split at quoted replies and forwards, signatures dropped
+    (mail-parser-reply: https://github.com/alfonsrv/mail-parser-reply)."""
+    from mailparser_reply.parser import EmailMessage
+
+    try:
+        # keep_hyphen_lists: a job post's "- 5+ years of Python" lists are not signatures.
+        parsed = EmailMessage(text=text, languages=["en", "de"], keep_hyphen_lists=True).read()
+        fragments = [_Fragment(r.body or "", r.headers or "") for r in parsed.replies]
+    except Exception:  # the library's patterns failing on odd text: read the text whole
+        fragments = []
+    return [f for f in fragments if f.body.strip()] or [_Fragment(text, "")]
+
+
+_QUOTED_KEYS = {"betreff": "subject", "von": "from"}
+
+
+def _strip_forward_headers(lines: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Forward markers and the quoted From/Date/Subject lines taken out; the forwarded
+    Subject and From returned (the subject often is the job's title, the sender its company)."""
+    out: list[str] = []
+    quoted: dict[str, str] = {}
+    in_headers = False
+    for line in lines:
+        if _FORWARD_MARK.match(line):
+            in_headers = True
+            continue
+        m = _QUOTED_HEADER.match(line)
+        if m and (in_headers or m.group("k").lower() in ("from", "von")):
+            key = m.group("k").lower()
+            quoted.setdefault(_QUOTED_KEYS.get(key, key), m.group("v").strip(" *"))
+            in_headers = True
+            continue
+        if in_headers and not line.strip():
+            in_headers = False
+            continue
+        in_headers = False
+        out.append(line.lstrip("> ") if line.startswith(">") else line)
+    return out, quoted
+
+
+def _job_score(text: str) -> int:
+    return len(_JOB_WORDS.findall(text[:20_000])) + (
+        3 if _CURRENCY.search(text[:20_000]) and _AMOUNT.search(text[:20_000]) else 0
+    )
+
+
+def _language(text: str) -> str:
+    sample = text[:5000]
+    return "de" if len(_GERMAN.findall(sample)) > len(_ENGLISH.findall(sample)) else "en"
+
+
+# --- fields -------------------------------------------------------------------------------------
+
+
+def clean_title(text: str) -> str:
+    """A title without gender markers ("(m/w/d)"), work-mode and salary tails, quotes."""
+    title = _GENDER.sub(" ", text)
+    title = re.sub(r"\((?:[^()]{0,60})\)", lambda m: "" if _noise(m.group()) else m.group(), title)
+    parts = [p.strip() for p in _SEPARATOR.split(title) if p.strip()]
+    if parts:
+        title = parts[0]
+    title = " ".join(title.split()).strip(" \"'“”„*-–—:,;|")
+    return title[:MAX_TITLE]
+
+
+def _noise(text: str) -> bool:
+    """Words in a title that are not the role: a work mode, a salary, a place marker."""
+    return bool(
+        _REMOTE.search(text)
+        or _HYBRID.search(text)
+        or _ONSITE.search(text)
+        or (_CURRENCY.search(text) and _AMOUNT.search(text))
+        or re.search(r"\b(?:full|part)[-\s]time\b|\bvollzeit|\bteilzeit", text, re.I)
+    )
+
+
+def _subject_title(subject: str) -> str | None:
+    subject = _PREFIX.sub("", subject).strip()
+    subject = _SUBJECT_LABEL.sub("", subject).strip()
+    if subject.lower().strip(" !.:") in _GENERIC_SUBJECTS:
+        return None
+    title = clean_title(subject)
+    return title or None
+
+
+def _sentence_title(text: str) -> str | None:
+    m = _HIRING.search(text[:5000])
+    if not m:
+        return None
+    phrase = m.group("en") or m.group("de") or ""
+    end = _TITLE_END.search(phrase)
+    title = clean_title(phrase[: end.start()] if end else phrase)
+    return title if 2 < len(title) <= 80 else None
+
+
+def _first_label(lines: list[str], pattern: re.Pattern[str]) -> str | None:
+    for line in lines:
+        m = pattern.match(line)
+        if m:
+            return m.group("v").strip()
+    return None
+
+
+def _to_thousands(num: str, dec: str | None, unit: str | None) -> float | None:
+    """One amount as thousands; price-parser reads the figure ("65.000", "55,000", "120'000")
+    (https://github.com/scrapinghub/price-parser)."""
+    from price_parser import Price
+
+    price = Price.fromstring(num + (dec or ""))
+    if price.amount is None:
+        return None
+    try:
+        value = float(price.amount)
+    except (InvalidOperation, OverflowError, ValueError):
+        return None
+    if isinstance(price.amount, Decimal) and not price.amount.is_finite():
+        return None
+    unit = (unit or "").lower().rstrip(".")
+    if unit in ("k", "tsd", "tausend", "thousand"):
+        return value
+    if unit in ("m", "mio"):
+        return value * 1000
+    return value / 1000
+
+
+def parse_salary(line: str) -> Salary | None:
+    """The salary a line states: "£55,000 - £65,000 per annum", "65.000 – 80.000 € brutto im
+    Jahr", "€70K–€90K", "4.500 € pro Monat", "$60/hour". Amounts become thousands per year."""
+    currency: str | None = None
+    cur = _CURRENCY.search(line)
+    if cur:
+        if cur.group("sym"):
+            currency = _SYMBOL_CURRENCY[cur.group("sym")]
+        elif cur.group("code"):
+            currency = cur.group("code").upper()
+        else:
+            currency = _WORD_CURRENCY[cur.group("word").lower().rstrip("s")]
+    raw = [(m.group("num"), m.group("dec"), m.group("unit")) for m in _AMOUNT.finditer(line)][:4]
+    # Years ("since 2015"), percentages and day counts are not salaries.
+    raw = [r for r in raw if not re.fullmatch(r"(?:19|20)\d\d", r[0])]
+    if not raw:
+        return None
+    # "70-90K": a unit written once applies to the whole range.
+    shared = next((u for _n, _d, u in raw if u), None)
+    period: Period = next((p for p, pattern in _PERIODS if pattern.search(line)), "year")
+    values: list[float] = []
+    for num, dec, unit in raw[:2]:
+        value = _to_thousands(num, dec, unit or (shared if len(raw) > 1 else None))
+        if value is None:
+            return None
+        values.append(value * _PER_YEAR[period])
+    if period == "year" and all(v < 1 for v in values):
+        return None  # "€70" a year is no salary: a stray number
+    ks = [round(v) for v in values if 0 < v <= MAX_SALARY_KS]
+    if len(ks) != len(values):
+        return None
+    low, high = (ks[0], ks[1]) if len(ks) == 2 else (ks[0], ks[0])
+    if low > high:
+        low, high = high, low
+    if re.search(r"\b(?:up\sto|bis\szu|max(?:imum)?)\b", line, re.I) and len(ks) == 1:
+        return Salary(None, high, currency, period)
+    from_words = r"\b(?:from|ab|starting\sat|at\sleast|mindestens)\b|\d\s?[kK]?\s?\+"
+    if re.search(from_words, line, re.I) and len(ks) == 1:
+        return Salary(low, None, currency, period)
+    return Salary(low, high, currency, period)
+
+
+def _find_salary(subject: str, lines: list[str]) -> Salary | None:
+    candidates = [ln for ln in lines if _SALARY_WORDS.search(ln) and _AMOUNT.search(ln)]
+    candidates += [ln for ln in [subject, *lines] if _CURRENCY.search(ln) and _AMOUNT.search(ln)]
+    for line in candidates[:50]:
+        salary = parse_salary(line)
+        if salary is not None and (salary.currency or _SALARY_WORDS.search(line)):
+            return salary
+    return None
+
+
+def find_work_mode(text: str) -> WorkMode | None:
+    """ "fully remote" → remote; "hybrid", "2 days a week in the office", "Remote-Anteil bis zu 3
+    Tage" → hybrid; "on-site", "vor Ort" → onsite; a bare "remote" → remote."""
+    if _FULLY_REMOTE.search(text):
+        return "remote"
+    if _HYBRID.search(text):
+        return "hybrid"
+    if _ONSITE.search(text):
+        return "onsite"
+    if _REMOTE.search(text):
+        return "remote"
+    return None
+
+
+def sender_company(senders: list[tuple[str, str]]) -> str | None:
+    """The company a sender stands for: "Jobs at Northwind" → "Northwind"; else the domain
+    (jobs@acme-robotics.io → "Acme Robotics") unless it is a public mail service."""
+    for display, addr in senders:
+        labels = [lab for lab in addr.rpartition("@")[2].lower().split(".") if lab]
+        if len(labels) >= 2:
+            label = labels[-2]
+            if label in ("co", "com", "org", "net", "ac") and len(labels) >= 3:
+                label = labels[-3]
+            if label not in _FREEMAIL:
+                return " ".join(w.capitalize() for w in re.split(r"[-_]+", label) if w)[:200]
+        # A public mail service: the display name, if it names a company ("Jobs at Northwind",
+        # "Anna Schmidt | Lindwurm GmbH" → its last part).
+        name = " ".join(display.split()).rpartition("|")[2]
+        name = _SENDER_NOISE.sub("", name).strip(" \"'")
+        if name and "@" not in name and _SENDER_NOISE.search(display):
+            return name[:200]
+    return None
+
+
+def _is_automatic(msg: Message) -> bool:
+    """Auto-replies, bounces and list mail (RFC 3834): never answered, so no mail loop."""
+    auto = str(msg.get("auto-submitted", "no"))[:100]
+    precedence = str(msg.get("precedence", ""))[:100].strip().lower()
+    return (
+        not _AUTO_SUBMITTED.match(auto)
+        or precedence in ("bulk", "junk", "list", "auto_reply")
+        or msg.get("list-id") is not None
+    )
+
+
+# --- the step in the parser process -------------------------------------------------------
+
+
+def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
+    """What a message says as a job post; :class:`NoJob` (a ``BadInput``) says why not."""
+    check_raw(raw, max_bytes)
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+        subject = _decoded_header(msg, "subject")
+        senders = _addresses(msg, "from")
+        reply_to = _addresses(msg, "reply-to") or senders
+        parts = _walk(msg)
+    except RecursionError:
+        raise BadInput("the message is nested too deeply to read") from None
+    message_id = " ".join(str(msg.get("message-id", "")).split())[:998] or None
+
+    if parts.plain and any(p.strip() for p in parts.plain):
+        body = "\n\n".join(parts.plain)
+    elif parts.html:
+        body = "\n\n".join(html_to_text(h) for h in parts.html)
+    else:
+        body = ""
+    attachment = "\n\n".join(parts.attachments)[:MAX_TEXT]
+    language = _language(body + "\n" + attachment)
+
+    best: tuple[int, list[str], dict[str, str]] = (-1, [], {})
+    for fragment in _fragments(_squeeze(bounded_lines(body)), language):
+        lines, quoted = _strip_forward_headers(bounded_lines(fragment.body))
+        for line in bounded_lines(fragment.headers):
+            m = _QUOTED_HEADER.match(line)
+            if m:
+                key = m.group("k").lower()
+                quoted.setdefault(_QUOTED_KEYS.get(key, key), m.group("v").strip(" *"))
+        score = _job_score("\n".join(lines))
+        if score > best[0]:
+            best = (score, lines, quoted)
+    _score, body_lines, quoted = best
+    forwarded_subject = quoted.get("subject")
+    if "from" in quoted:
+        senders = [email.utils.parseaddr(quoted["from"][:500]), *senders]
+    attachment_lines = bounded_lines(attachment) if attachment else []
+    all_lines = body_lines + attachment_lines
+
+    if _job_score("\n".join(body_lines)) < _job_score(attachment) and attachment_lines:
+        description = _squeeze(attachment_lines)
+    else:
+        description = _squeeze(all_lines)
+    description = description[:MAX_DESCRIPTION].strip()
+
+    subjects = [s for s in (subject, forwarded_subject, *parts.inner_subjects) if s]
+    title = _first_label(all_lines, _TITLE_LABEL)
+    title = clean_title(title) if title else None
+    for candidate in subjects:
+        if title:
+            break
+        title = _subject_title(candidate)
+    title = title or _sentence_title(description)
+    if not title and attachment_lines:
+        first = next((ln for ln in attachment_lines if ln.strip()), "")
+        title = clean_title(first) if len(first) <= 80 and not first.endswith(".") else None
+
+    job_text = "\n".join([*subjects, description])
+    labelled = sum(
+        1
+        for pattern in (_TITLE_LABEL, _LOCATION_LABEL, _COMPANY_LABEL)
+        if _first_label(all_lines, pattern)
+    )
+    signals = _job_score(job_text) + labelled
+    if not description or (not title and not signals):
+        raise NoJob(NOT_A_JOB)
+    if not title:
+        raise NoJob(
+            "the message names no job title: put it in the subject (e.g. 'Senior Data Engineer"
+            " — Lisbon') or a line 'Role: …'"
+        )
+    currency = _first_label(all_lines, _CURRENCY_LABEL)
+    salary = _find_salary(subject, all_lines)
+    if currency and salary is not None:
+        salary = Salary(salary.min_ks, salary.max_ks, currency.upper(), salary.period)
+
+    hints: list[str] = []
+    label = _first_label(all_lines, _LOCATION_LABEL)
+    if label:
+        hints.append(label[:MAX_PLACE_HINT])
+    for candidate in subjects:
+        hints.append(_PREFIX.sub("", candidate)[:MAX_PLACE_HINT])
+    company = _first_label(all_lines, _COMPANY_LABEL)
+    from_sender = sender_company(senders)
+    work_mode = find_work_mode("\n".join([*subjects, description[:20_000]]))
+    return Reading(
+        title=title,
+        description=description,
+        subject=subject[:MAX_TITLE],
+        company=company[:200] if company else None,
+        sender_company=from_sender,
+        place_hints=hints[:5],
+        text_head=description[:2000],
+        work_mode=work_mode,
+        salary=salary,
+        signals=signals,
+        message_id=message_id,
+        reply_to=None if _is_automatic(msg) else next((a for _d, a in reply_to if a), None),
+        language=language,
+    )
+
+
+# --- the step in the server --------------------------------------------------------------
+
+
+def _city(reading: Reading) -> str | None:
+    from shortlist import places
+
+    for hint in reading.place_hints[:1]:
+        place = places.resolve(hint) or places.find_place(hint)
+        if place is not None and place.kind is not places.PlaceKind.remote:
+            return place.name
+    for text in [*reading.place_hints[1:], reading.title, reading.text_head]:
+        found = places.locate_place(text[:2000])
+        if found is not None and found.place.kind is not places.PlaceKind.remote:
+            return found.place.name
+    return None
+
+
+def _title_without_place(title: str) -> str:
+    from shortlist import places
+
+    found = places.locate_place(title)
+    if found is not None and found.start > 0 and found.place.kind is not places.PlaceKind.remote:
+        title = title[: found.start]
+    return title.strip(" ,-–—(") or title
+
+
+_AT_COMPANY = re.compile(
+    r"^(?P<title>.{2,200}?)\s(?:at|@|bei)\s(?P<company>[A-Z][\w&.,' -]{1,80})$"
+)
+
+
+def to_listing(reading: Reading, company: str | None) -> ListingCreate:
+    """The listing a reading describes, posted as ``company`` when the message was sent for
+    one (a company's intake address or token: whatever the message says); BadInput if a
+    required field is missing."""
+    from pydantic import ValidationError
+
+    from shortlist.listings.models import bad_input_from
+
+    city = _city(reading)
+    if city is None and reading.work_mode == "remote":
+        city = "Remote"
+    if city is None and not reading.signals:
+        raise NoJob(NOT_A_JOB)
+    if city is None:
+        raise NoJob(
+            "the message names no city: put it in the subject (e.g. 'Data Engineer — Berlin')"
+            " or a line 'Location: …'"
+        )
+    title = _title_without_place(reading.title)
+    # "Senior Data Engineer at Copper Analytics": the company is not part of the title.
+    at = _AT_COMPANY.match(title)
+    named = reading.company or (at.group("company") if at else None) or reading.sender_company
+    posting_as = company or named
+    if not posting_as:
+        raise NoJob("the message names no company: add a line 'Company: …'")
+    if at:
+        title = at.group("title")
+    salary = reading.salary
+    try:
+        return ListingCreate(
+            company_name=posting_as,
+            job_title=title,
+            city_location=city,
+            description=reading.description,
+            salary_min_ks=salary.min_ks if salary else None,
+            salary_max_ks=salary.max_ks if salary else None,
+            currency_code=(salary.currency if salary and salary.currency else None)
+            or _default_currency(city),
+            work_mode=reading.work_mode,
+        )
+    except ValidationError as exc:
+        raise bad_input_from(exc, prefix="e-mail job post: ") from None
+
+
+def _default_currency(city: str) -> str:
+    from shortlist import places
+
+    place = places.resolve(city)
+    code = place.country_code if place is not None else None
+    euro = {"DE", "AT", "FR", "ES", "PT", "IT", "NL", "BE", "IE", "FI", "GR", "LU", "SK", "SI"}
+    if code in euro:
+        return "EUR"
+    return {"GB": "GBP", "CH": "CHF", "SE": "SEK", "NO": "NOK", "DK": "DKK", "PL": "PLN"}.get(
+        code or "", "USD"
+    )

@@ -1,0 +1,95 @@
+-- The e-mail intake's rows (shortlist.listings.mail.store): intake addresses and inbound mail.
+
+-- name: intake_of_company
+-- The intake address of a company, if it has one.
+SELECT company_name, local_part, owner_token_id FROM mail_intakes WHERE company_name = %(company)s
+
+-- name: create_intake
+-- A company's first intake address; a concurrent creation keeps the one that won.
+INSERT INTO mail_intakes (company_name, local_part, owner_token_id)
+VALUES (%(company)s, %(local_part)s, %(token_id)s)
+ON CONFLICT (company_name) DO UPDATE SET company_name = EXCLUDED.company_name
+RETURNING company_name, local_part, owner_token_id
+
+-- name: rotate_intake
+-- A new secret address for a company (or its first); the old one is refused from now on.
+INSERT INTO mail_intakes (company_name, local_part, owner_token_id)
+VALUES (%(company)s, %(local_part)s, %(token_id)s)
+ON CONFLICT (company_name) DO UPDATE
+   SET local_part = EXCLUDED.local_part, owner_token_id = EXCLUDED.owner_token_id,
+       rotated_at = now()
+RETURNING company_name, local_part, owner_token_id
+
+-- name: intake_of_address
+-- Who an intake address belongs to (RCPT TO).
+SELECT company_name, local_part, owner_token_id FROM mail_intakes WHERE local_part = %(local_part)s
+
+-- name: insert_inbound
+-- A message as received, queued for parsing; nothing when this company already has it.
+INSERT INTO inbound_mail (company_name, recipient, mail_from, message_id, dedup_key, raw,
+                          owner_token_id)
+VALUES (%(company)s, %(recipient)s, %(mail_from)s, %(message_id)s, %(dedup_key)s, %(raw)s,
+        %(owner_token_id)s)
+ON CONFLICT (company_name, dedup_key) DO NOTHING
+RETURNING id
+
+-- name: claim_inbound
+-- Claim queued messages, and running ones whose worker's lease ran out (it crashed): queued |
+-- running -> running, one attempt more. The CTE locks only what it claims.
+WITH claimable AS (
+    SELECT id
+      FROM inbound_mail
+     WHERE (status = 'queued' OR (status = 'running' AND locked_until < now()))
+     ORDER BY received_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE inbound_mail AS m
+   SET status = 'running', attempts = m.attempts + 1, locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s), updated_at = now()
+  FROM claimable
+ WHERE m.id = claimable.id
+RETURNING m.id, m.company_name, m.mail_from, m.raw, m.attempts, m.owner_token_id
+
+-- name: finish_posted
+-- A message became a listing: running -> posted (only by the worker holding it).
+UPDATE inbound_mail
+   SET status = 'posted', listing_id = %(listing_id)s, reason = NULL, locked_by = NULL,
+       locked_until = NULL, updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+RETURNING id
+
+-- name: finish_unposted
+-- A message that will not become a listing: running -> rejected (no job in it) | failed (the
+-- parser crashed or ran out of time), with the reason.
+UPDATE inbound_mail
+   SET status = %(status)s::inbound_mail_status, reason = %(reason)s, locked_by = NULL,
+       locked_until = NULL, updated_at = now()
+ WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+   AND %(status)s IN ('rejected', 'failed')
+RETURNING id
+
+-- name: mark_replied
+-- The sender was answered (once).
+UPDATE inbound_mail SET replied_at = now() WHERE id = %(id)s AND replied_at IS NULL
+
+-- name: inbound_by_status
+-- Messages per status, every status included (for /status and `shortlist status`).
+SELECT s.status::text AS status, count(m.id) AS n
+  FROM unnest(enum_range(NULL::inbound_mail_status)) AS s (status)
+  LEFT JOIN inbound_mail AS m ON m.status = s.status
+ GROUP BY s.status
+ ORDER BY s.status
+
+-- name: inbound_failures
+-- The latest messages that did not become a listing, newest first.
+SELECT id, company_name, status::text AS status, reason, attempts, updated_at
+  FROM inbound_mail
+ WHERE status IN ('rejected', 'failed')
+ ORDER BY updated_at DESC, id DESC
+ LIMIT %(limit)s
+
+-- name: inbound_row
+-- One inbound message's state (tests, the HTTP producer).
+SELECT id, company_name, status::text AS status, reason, listing_id, attempts, replied_at
+  FROM inbound_mail WHERE id = %(id)s

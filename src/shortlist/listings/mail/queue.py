@@ -1,0 +1,159 @@
+"""The parse queue: inbound messages become listings (or a stated reason), on the one queue
+primitive (:mod:`shortlist.queue`).
+
+``queued -> running`` (claimed, SKIP LOCKED + lease) ``-> posted | rejected | failed``, each
+move guarded in SQL by the worker's lease. A crash mid-parse loses nothing: the lease runs out
+and the row is claimed again; a message that keeps killing its worker is given up as ``failed``
+after :data:`MAX_ATTEMPTS`. A message that holds no job is ``rejected`` with the reason the
+sender is told; one the parser could not read in time is ``failed`` — both show in /status.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from shortlist.config import Settings
+from shortlist.db import channels
+from shortlist.db.types import AsyncPool
+from shortlist.errors import BadInput
+from shortlist.listings.mail import reply
+from shortlist.listings.mail.parse import Reading, to_listing
+from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout
+from shortlist.listings.mail.store import SQL
+from shortlist.listings.models import ListingOut
+from shortlist.listings.repository import insert_listing
+from shortlist.queue import LeaseTable
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    id: int
+    company_name: str
+    mail_from: str | None
+    raw: bytes
+    attempts: int
+    owner_token_id: int | None
+
+
+class _LostLease(Exception):
+    """The row is no longer ours (its lease ran out and another worker took it)."""
+
+
+def board_url(settings: Settings) -> str:
+    return (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+
+
+class MailQueue:
+    """The ``shortlist.queue.worker.Queue`` of ``inbound_mail``."""
+
+    name = "mail"
+    channel: str | None = channels.MAIL
+    leases = LeaseTable("inbound_mail", requeue=True)
+
+    def __init__(self, pool: AsyncPool, parser: ParserPool, settings: Settings) -> None:
+        self.pool = pool
+        self.parser = parser
+        self.settings = settings
+        self.relay = (
+            reply.Relay.from_url(settings.smtp_relay_url) if settings.smtp_relay_url else None
+        )
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[InboundMessage]:
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                SQL["claim_inbound"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            )
+            rows = await cur.fetchall()
+        return [
+            InboundMessage(
+                int(r["id"]),
+                r["company_name"],
+                r["mail_from"],
+                bytes(r["raw"]),
+                int(r["attempts"]),
+                r["owner_token_id"],
+            )
+            for r in rows
+        ]
+
+    async def handle(self, worker_id: str, items: list[InboundMessage]) -> None:
+        for item in items:
+            await self._handle_one(worker_id, item)
+
+    async def _handle_one(self, worker_id: str, item: InboundMessage) -> None:
+        reading: Reading | None = None
+        try:
+            if item.attempts > MAX_ATTEMPTS:
+                raise ParseCrashed(
+                    f"gave up after {MAX_ATTEMPTS} attempts: reading the message stopped its"
+                    " worker each time"
+                )
+            reading = await self.parser.read(item.raw)
+            data = to_listing(reading, item.company_name)
+        except BadInput as exc:
+            status: Literal["rejected", "failed"] = (
+                "failed" if isinstance(exc, ParseTimeout | ParseCrashed) else "rejected"
+            )
+            if await self._finish_unposted(worker_id, item, status, str(exc)):
+                to = reading.reply_to if reading is not None else item.mail_from
+                await self._reply(item, reading, to, reply.rejected_text(str(exc)))
+            return
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                listing = await insert_listing(
+                    conn, data, source="email", owner_token_id=item.owner_token_id
+                )
+                cur = await conn.execute(
+                    SQL["finish_posted"],
+                    {"id": item.id, "worker_id": worker_id, "listing_id": listing.id},
+                )
+                if await cur.fetchone() is None:
+                    raise _LostLease
+        except _LostLease:
+            log.warning("mail: message %d was taken over by another worker", item.id)
+            return
+        await self._reply(item, reading, reading.reply_to, self._posted_text(listing))
+
+    async def _finish_unposted(
+        self, worker_id: str, item: InboundMessage, status: str, reason: str
+    ) -> bool:
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                SQL["finish_unposted"],
+                {"id": item.id, "worker_id": worker_id, "status": status, "reason": reason[:2000]},
+            )
+            return await cur.fetchone() is not None
+
+    def _posted_text(self, listing: ListingOut) -> str:
+        link = f"{board_url(self.settings)}/jobs/{listing.detail_page_slug}"
+        return reply.posted_text(
+            listing.job_title, listing.company_name, listing.city_location, link
+        )
+
+    async def _reply(
+        self, item: InboundMessage, reading: Reading | None, to: str | None, text: str
+    ) -> None:
+        """Answer the sender, once, when a relay is configured; a relay failure is logged (the
+        listing, or the reason, stands either way)."""
+        if self.relay is None or not to:
+            return
+        msg = reply.compose(
+            to=to,
+            sender=f"shortlist <noreply@{self.settings.mail_domain}>",
+            subject=reading.subject if reading is not None else "",
+            in_reply_to=reading.message_id if reading is not None else None,
+            text=text,
+        )
+        try:
+            await reply.send(self.relay, msg)
+        except Exception as exc:
+            log.warning("mail: no reply sent for message %d: %s", item.id, exc)
+            return
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(SQL["mark_replied"], {"id": item.id})

@@ -1,0 +1,129 @@
+"""Reading messages in parser processes with a hard time limit, off every event loop.
+
+Hostile mail is CPU work an attacker chooses (a crafted PDF, markup, header folding): it runs in
+a ``concurrent.futures.ProcessPoolExecutor``, one message per process at a time, and a message
+that takes longer than ``SHORTLIST_MAIL_PARSE_TIMEOUT`` has its process killed and replaced.
+The pool's processes come from a ``forkserver`` that imported the parser and its libraries
+once, so a replacement starts in milliseconds, and no process is forked from a server's
+threads (https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from shortlist.errors import BadInput, TransientError
+from shortlist.listings.mail.parse import NoJob, Reading, read_message
+
+log = logging.getLogger(__name__)
+
+# Imported once by the forkserver, inherited by every parser process.
+_PRELOAD = [
+    "shortlist.listings.mail.parse",
+    "selectolax.lexbor",
+    "pypdf",
+    "docx",
+    "mailparser_reply.parser",
+    "price_parser",
+]
+
+
+class ParseTimeout(BadInput):
+    """The parser ran out of time on this message (a permanent failure: it would again)."""
+
+
+class ParseCrashed(BadInput):
+    """The parser failed on this message in a way no reason explains."""
+
+
+Outcome = tuple[str, object]
+
+
+def _read(raw: bytes, max_bytes: int) -> Outcome:
+    """In the parser process: plain tuples cross the process boundary (exceptions with
+    keyword arguments do not pickle back)."""
+    try:
+        return ("ok", read_message(raw, max_bytes))
+    except NoJob as exc:
+        return ("nojob", str(exc))
+    except BadInput as exc:
+        return ("bad", str(exc))
+    except Exception as exc:  # a parser bug or a library failing on hostile input
+        return ("crash", type(exc).__name__)
+
+
+class ParserPool:
+    """``await pool.read(raw)`` → a :class:`Reading`, or ``BadInput`` (``NoJob``,
+    ``ParseTimeout``, ``ParseCrashed``) saying why not."""
+
+    def __init__(self, *, processes: int, timeout: float, max_bytes: int) -> None:
+        self.processes = processes
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self._slots = asyncio.Semaphore(processes)
+        self._executor: ProcessPoolExecutor | None = None
+        self.replaced = 0
+        """Processes killed for running out of time (tests read it)."""
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(_PRELOAD)
+            self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+        return self._executor
+
+    def _replace(self, executor: ProcessPoolExecutor) -> None:
+        """Kill the pool's processes (one of them is stuck) and start afresh. The executor has
+        no public way to end a running task; its ``_processes`` map is the way."""
+        if self._executor is not executor:
+            return  # already replaced by another timed-out read
+        self._executor = None
+        self.replaced += 1
+        for process in list(executor._processes.values()):
+            process.kill()
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    async def read(self, raw: bytes) -> Reading:
+        # The time limit starts when a process is free: a message waiting its turn is not
+        # the one that is slow.
+        async with self._slots:
+            for attempt in range(2):
+                executor = self._pool()
+                try:
+                    # Submitted from a thread: the executor starts its processes inside
+                    # submit(), and the first start waits for the forkserver's imports.
+                    submitted = await asyncio.to_thread(executor.submit, _read, raw, self.max_bytes)
+                    kind, value = await asyncio.wait_for(
+                        asyncio.wrap_future(submitted), self.timeout
+                    )
+                    break
+                except TimeoutError:
+                    self._replace(executor)
+                    raise ParseTimeout(
+                        f"the message took longer than {self.timeout:g} s to read"
+                    ) from None
+                except (BrokenProcessPool, RuntimeError):  # RuntimeError: submit after shutdown
+                    # Another message's process was killed under this one: read it again on
+                    # the fresh pool.
+                    self._replace(executor)
+                    if attempt:
+                        raise TransientError("the parser processes keep failing") from None
+        if kind == "ok":
+            assert isinstance(value, Reading)
+            return value
+        if kind == "nojob":
+            raise NoJob(str(value))
+        if kind == "bad":
+            raise BadInput(str(value), field="body")
+        raise ParseCrashed(f"the message could not be read (the parser failed: {value})")
+
+    def close(self) -> None:
+        if self._executor is not None:
+            executor, self._executor = self._executor, None
+            for process in list(executor._processes.values()):
+                process.kill()
+            executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,402 @@
+"""The e-mail intake end to end: real SMTP (smtplib) to the aiosmtpd intake on a free loopback
+port, the parse queue on the one primitive, and a loopback SMTP server (aiosmtpd) as the relay
+that receives the answers."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import smtplib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from aiosmtpd.smtp import SMTP, Envelope, Session
+from psycopg.rows import dict_row
+from typer.testing import CliRunner
+
+from shortlist import places
+from shortlist.auth import Role, create_token_async
+from shortlist.bootstrap import Services
+from shortlist.cli import build_app
+from shortlist.config import Settings
+from shortlist.db.types import AsyncPool
+from shortlist.listings.mail.queue import MailQueue
+from shortlist.listings.mail.smtp import serve_intake
+from shortlist.queue import QueueWorker, WorkerConfig
+from shortlist.runtime import bind_socket
+from shortlist.status import collect_status
+from tests.helpers import wait_for
+
+pytest_plugins = ["tests.api_fixtures"]
+
+MAIL = Path(__file__).parent.parent / "data" / "mail"
+DOMAIN = "jobs.example"
+MAX_BYTES = 300_000
+
+
+@dataclass
+class Relay:
+    """A loopback SMTP server standing in for the relay: it keeps what it is given."""
+
+    port: int = 0
+    received: list[tuple[list[str], bytes]] = field(default_factory=list)
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        assert isinstance(envelope.content, bytes)
+        self.received.append((list(envelope.rcpt_tos), envelope.content))
+        return "250 OK"
+
+    def bodies(self) -> list[str]:
+        out = []
+        for _to, raw in self.received:
+            msg = email.message_from_bytes(raw, policy=email.policy.default)
+            body = msg.get_body(("plain",))  # type: ignore[attr-defined]
+            out.append(f"{msg['Subject']}\n{body.get_content() if body else ''}")
+        return out
+
+
+@pytest.fixture
+async def relay() -> AsyncIterator[Relay]:
+    relay = Relay()
+    sock = bind_socket("127.0.0.1", 0, "the test relay")
+    relay.port = sock.getsockname()[1]
+    server = await asyncio.get_running_loop().create_server(lambda: SMTP(relay), sock=sock)
+    yield relay
+    server.close()
+
+
+@pytest.fixture
+def settings(db_url: str, relay: Relay) -> Settings:
+    return Settings(
+        database_url=db_url,
+        load_sample_data=False,
+        search_rate_limit=0,
+        mail_domain=DOMAIN,
+        mail_max_bytes=MAX_BYTES,
+        smtp_relay_url=f"smtp://127.0.0.1:{relay.port}",
+        public_url="https://board.example",
+    )
+
+
+@pytest.fixture
+async def intake(services: Services, settings: Settings) -> AsyncIterator[int]:
+    """The SMTP intake and its parse queue on this test's loop; yields the SMTP port."""
+    await asyncio.to_thread(places.load)
+    sock = bind_socket("127.0.0.1", 0, "the test intake")
+    stop = asyncio.Event()
+    worker = QueueWorker(
+        MailQueue(services.pool, services.mail_parser, settings),
+        WorkerConfig(poll_interval=0.05, lease=30, heartbeat=10, grace=5, backoff_base=0.1),
+        keeper=services.keeper,
+    )
+    tasks = [
+        asyncio.create_task(serve_intake(sock, services.pool, settings, stop)),
+        asyncio.create_task(worker.run(stop)),
+    ]
+    yield sock.getsockname()[1]
+    stop.set()
+    await asyncio.gather(*tasks)
+    services.mail_parser.close()
+    sock.close()
+
+
+async def company_token(pool: AsyncPool, company: str) -> str:
+    async with pool.connection() as conn:
+        _principal, token = await create_token_async(conn, company.lower(), Role.company, company)
+    return token
+
+
+async def intake_address(client: httpx.AsyncClient, token: str) -> str:
+    response = await client.get("/api/intake", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    address = response.json()["address"]
+    assert isinstance(address, str) and address.endswith("@" + DOMAIN)
+    return address
+
+
+def send(port: int, to: str, raw: bytes, sender: str = "jobs@northwind.example") -> Any:
+    """As a mail server sends: CRLF line ends (smtplib sends bytes as they are)."""
+    wire = raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    with smtplib.SMTP("127.0.0.1", port, timeout=10) as smtp:
+        return smtp.sendmail(sender, [to], wire)
+
+
+async def settled(pool: AsyncPool, n: int) -> list[dict[str, Any]]:
+    """Wait until ``n`` inbound messages left the queue; their rows, oldest first."""
+
+    async def done() -> list[dict[str, Any]] | None:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT m.id, m.status::text AS status, m.reason, m.replied_at, l.company_name,"
+                " l.job_title, l.city_location, l.salary_min_ks, l.salary_max_ks,"
+                " l.currency_code, l.work_mode, l.detail_page_slug, l.source, l.description"
+                " FROM inbound_mail m LEFT JOIN job_listings l ON l.id = m.listing_id"
+                " ORDER BY m.id"
+            )
+            rows = await cur.fetchall()
+        finished = [r for r in rows if r["status"] not in ("queued", "running")]
+        return rows if len(finished) >= n else None
+
+    return await wait_for(done, timeout=30, message=f"{n} messages parsed")
+
+
+EXPECTED = {
+    "english.eml": ("Senior Data Engineer", "Lisbon", 70, 90, "EUR", "hybrid"),
+    "german.eml": ("Senior Backend-Entwickler Java", "Munich", 65, 80, "EUR", "hybrid"),
+    "html_forwarded.eml": ("Backend Engineer (Python)", "London", 55, 65, "GBP", "hybrid"),
+    "pdf_description.eml": ("Product Designer", "Amsterdam", 60, 75, "EUR", "hybrid"),
+}
+
+
+async def test_free_form_messages_become_the_companys_listings_and_the_sender_hears_back(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool, relay: Relay
+) -> None:
+    token = await company_token(pool, "Northwind")
+    address = await intake_address(client, token)
+    assert await intake_address(client, token) == address  # stable until rotated
+    for name in EXPECTED:
+        assert await asyncio.to_thread(send, intake, address, (MAIL / name).read_bytes()) == {}
+    rows = await settled(pool, len(EXPECTED))
+    for name, row in zip(EXPECTED, rows, strict=True):
+        assert row["status"] == "posted", (name, row["reason"])
+        got = (
+            row["job_title"],
+            row["city_location"],
+            row["salary_min_ks"],
+            row["salary_max_ks"],
+            row["currency_code"],
+            row["work_mode"],
+        )
+        assert got == EXPECTED[name], name
+        # The intake address is Northwind's: whatever the message says, Northwind posts it.
+        assert (row["company_name"], row["source"]) == ("Northwind", "email")
+    await wait_for(lambda: _replied(pool, len(EXPECTED)), message="replies recorded")
+    bodies = "\n".join(relay.bodies())
+    for row in rows:
+        assert f"https://board.example/jobs/{row['detail_page_slug']}" in bodies
+    assert all(to == ["jobs@northwind.example"] for to, _raw in relay.received[:1])
+
+
+async def _replied(pool: AsyncPool, n: int) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM inbound_mail WHERE replied_at IS NOT NULL"
+        )
+        row = await cur.fetchone()
+    return row is not None and row["n"] >= n
+
+
+async def test_a_message_without_a_job_is_rejected_visibly_with_the_reason(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool, relay: Relay
+) -> None:
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    await asyncio.to_thread(send, intake, address, (MAIL / "no_job.eml").read_bytes())
+    [row] = await settled(pool, 1)
+    assert row["status"] == "rejected" and "does not describe a job" in row["reason"]
+    assert row["job_title"] is None
+    await wait_for(lambda: _replied(pool, 1), message="reply recorded")
+    assert "does not describe a job" in relay.bodies()[0]
+    async with pool.connection() as conn:
+        report = await collect_status(conn)
+    assert report["inbound_mail"]["by_status"]["rejected"] == 1
+    assert "does not describe a job" in report["inbound_mail"]["failures"][0]["reason"]
+
+
+async def test_unknown_and_rotated_addresses_are_refused_at_rcpt(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    raw = (MAIL / "english.eml").read_bytes()
+    for to in (f"post-0123456789abcdef0123456789abcdef@{DOMAIN}", "someone@elsewhere.example"):
+        with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
+            await asyncio.to_thread(send, intake, to, raw)
+        assert refused.value.recipients[to][0] == 550
+    token = await company_token(pool, "Northwind")
+    old = await intake_address(client, token)
+    rotated = await client.post("/api/intake/rotate", headers={"Authorization": f"Bearer {token}"})
+    assert rotated.status_code == 200
+    new = rotated.json()["address"]
+    assert new != old and await intake_address(client, token) == new
+    with pytest.raises(smtplib.SMTPRecipientsRefused):
+        await asyncio.to_thread(send, intake, old, raw)
+    assert await asyncio.to_thread(send, intake, new.upper(), raw) == {}  # any case
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM inbound_mail")
+        assert (await cur.fetchone()) == {"n": 1}
+
+
+async def test_the_same_message_twice_is_one_listing(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    raw = (MAIL / "english.eml").read_bytes()
+    for _ in range(2):  # a mail server retrying after a lost 250
+        assert await asyncio.to_thread(send, intake, address, raw) == {}
+    rows = await settled(pool, 1)
+    assert [r["status"] for r in rows] == ["posted"]
+    no_id = raw.replace(b"Message-ID: <20261201094500.4F2A@mail.northwind.example>\n", b"")
+    for _ in range(2):  # without a Message-ID, the raw bytes say it is the same message
+        await asyncio.to_thread(send, intake, address, no_id)
+    rows = await settled(pool, 2)
+    assert len(rows) == 2
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM job_listings")
+        assert (await cur.fetchone()) == {"n": 2}
+
+
+async def test_size_is_announced_and_enforced(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+
+    def ehlo_and_send_big() -> tuple[str | None, int]:
+        with smtplib.SMTP("127.0.0.1", intake, timeout=10) as smtp:
+            smtp.ehlo()
+            size = smtp.esmtp_features.get("size")
+            big = b"Subject: big\r\n\r\n" + (b"x" * 998 + b"\r\n") * (MAX_BYTES // 1000 + 10)
+            try:
+                smtp.sendmail("a@b.example", [address], big)
+            except smtplib.SMTPResponseException as exc:
+                return size, exc.smtp_code
+            except smtplib.SMTPRecipientsRefused:
+                return size, 0
+            return size, 250
+
+    size, code = await asyncio.to_thread(ehlo_and_send_big)
+    assert size == str(MAX_BYTES)
+    assert code == 552
+
+
+async def test_company_tokens_post_as_their_company_only(
+    client: httpx.AsyncClient, pool: AsyncPool, services: Services
+) -> None:
+    token = await company_token(pool, "Northwind")
+    auth = {"Authorization": f"Bearer {token}"}
+    body = {
+        "company_name": "Globex",
+        "job_title": "Engineer",
+        "city_location": "Porto",
+        "description": "Build things.",
+    }
+    refused = await client.post("/api/jobs", json=body, headers=auth)
+    assert refused.status_code == 403
+    assert "Northwind" in refused.json()["error"]["message"]
+    created = await client.post(
+        "/api/jobs", json={**body, "company_name": " northwind"}, headers=auth
+    )
+    assert created.status_code == 201, created.text
+    # The HTTP producer of e-mail posts: free-form, read in the parser process, bound likewise.
+    await asyncio.to_thread(places.load)
+    try:
+        posted = await client.post(
+            "/api/jobs/email",
+            content=(MAIL / "german.eml").read_bytes(),
+            headers={**auth, "Content-Type": "message/rfc822"},
+        )
+        assert posted.status_code == 201, posted.text
+        assert posted.json()["company_name"] == "Northwind"
+        assert posted.json()["job_title"] == "Senior Backend-Entwickler Java"
+        nojob = await client.post(
+            "/api/jobs/email",
+            content=(MAIL / "no_job.eml").read_bytes(),
+            headers={**auth, "Content-Type": "message/rfc822"},
+        )
+        assert nojob.status_code == 400
+        assert "does not describe a job" in nojob.json()["error"]["message"]
+    finally:
+        services.mail_parser.close()
+
+
+# --- the command line: token binding, the MTA pipe ------------------------------------------------
+
+
+def _sql(db_url: str, query: str, params: Any = None) -> list[dict[str, Any]]:
+    with psycopg.connect(db_url, row_factory=dict_row, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+def test_token_create_binds_a_company_token_to_its_company(cli_env: None, db_url: str) -> None:
+    runner = CliRunner()
+    app = build_app()
+    missing = runner.invoke(app, ["token", "create", "nw", "--role", "company"])
+    assert missing.exit_code == 2
+    assert missing.stderr.strip().splitlines() == [
+        "error: a company token needs the company it posts as: --company NAME"
+    ]
+    made = runner.invoke(
+        app, ["token", "create", "nw", "--role", "company", "--company", "Northwind"]
+    )
+    assert made.exit_code == 0, made.output
+    assert made.stdout.strip().splitlines()[-1].startswith("sl_")
+    recruiter = runner.invoke(app, ["token", "create", "r", "--role", "recruiter"])
+    assert recruiter.exit_code == 0
+    rows = _sql(db_url, "SELECT name, role::text AS role, company_name FROM api_tokens ORDER BY id")
+    assert rows == [
+        {"name": "nw", "role": "company", "company_name": "Northwind"},
+        {"name": "r", "role": "recruiter", "company_name": None},
+    ]
+    with pytest.raises(psycopg.errors.CheckViolation):  # the schema holds the rule too
+        _sql(db_url, "UPDATE api_tokens SET company_name = NULL WHERE name = 'nw'")
+
+
+def test_ingest_email_from_stdin_queues_for_an_intake_address(cli_env: None, db_url: str) -> None:
+    _sql(
+        db_url,
+        "INSERT INTO mail_intakes (company_name, local_part) VALUES ('Northwind', %s)",
+        ("post-" + "a" * 32,),
+    )
+    runner = CliRunner()
+    app = build_app()
+    raw = (MAIL / "german.eml").read_bytes()
+    to = ["--to", "post-" + "a" * 32 + "@localhost", "--sender", "a@b.example"]
+    first = runner.invoke(app, ["ingest", "email", "-", *to], input=raw)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("queued message")
+    again = runner.invoke(app, ["ingest", "email", "-", *to], input=raw)
+    assert (again.exit_code, again.stdout.strip()) == (0, "already received")
+    unknown = runner.invoke(
+        app, ["ingest", "email", "-", "--to", "post-nobody@localhost"], input=raw
+    )
+    assert unknown.exit_code == 67  # EX_NOUSER: the MTA bounces it
+    rows = _sql(db_url, "SELECT company_name, status::text AS status, mail_from FROM inbound_mail")
+    assert rows == [{"company_name": "Northwind", "status": "queued", "mail_from": "a@b.example"}]
+
+
+# --- the queue's guarded transitions ----------------------------------------------------------
+
+
+async def test_claim_and_finish_are_guarded_by_the_lease(pool: AsyncPool) -> None:
+    from shortlist.listings.mail import store
+
+    async with pool.connection() as conn:
+        intake = await store.intake_for(conn, "Northwind", None)
+        first = await store.receive(
+            conn, intake, recipient="r", mail_from=None, message_id="<1@x>", raw=b"one"
+        )
+        assert (
+            await store.receive(
+                conn, intake, recipient="r", mail_from=None, message_id="<1@x>", raw=b"other bytes"
+            )
+            is None
+        )  # same Message-ID: the same message
+    queue = MailQueue(pool, None, Settings(mail_domain=DOMAIN))  # type: ignore[arg-type]
+    [claimed] = await queue.claim("w1", 10, 30)
+    assert claimed.id == first and claimed.attempts == 1
+    assert await queue.claim("w2", 10, 30) == []  # held
+    assert not await queue._finish_unposted("w2", claimed, "rejected", "not mine")
+    assert not await queue._finish_unposted("w1", claimed, "posted", "not a way to post")
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE inbound_mail SET locked_until = now() - interval '1 s'")
+        await conn.commit()
+    [again] = await queue.claim("w2", 10, 30)  # the lease ran out: w1 is gone
+    assert again.attempts == 2
+    assert not await queue._finish_unposted("w1", again, "rejected", "too late")
+    assert await queue._finish_unposted("w2", again, "failed", "the parser ran out of time")
+    assert await queue.claim("w3", 10, 30) == []  # finished rows stay finished
+    assert await MailQueue.leases.release(pool, "w2", [again.id]) == 0
