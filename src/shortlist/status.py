@@ -71,7 +71,11 @@ async def collect_status(
       "embedding_models": {             # as `shortlist embeddings status --json`
         "active": {"id", "kind", "model", "url", "dim"},
         "building": None | {"id", "kind", "model", "url", "dim", "coverage": {corpus: 0..1}}
-      }
+      },
+      "job_sources": [                  # shortlist.listings.sources
+        {"id", "spec", "status", "listings_open", "last_crawl_at", "last_success_at",
+         "next_crawl_at", "last_error", "last_outcome"}
+      ]
     }
     """
     from shortlist.db.vector_index import index_report
@@ -124,4 +128,23 @@ async def collect_status(
         "running_searches": running,
         "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
+        "job_sources": await _job_sources(conn),
     }
+
+
+async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
+    cur = await conn.execute(QUERIES["job_sources"])
+    return [
+        {
+            "id": r["id"],
+            "spec": r["spec"],
+            "status": r["status"],
+            "listings_open": int(r["listings_open"]),
+            "last_crawl_at": _iso(r["last_crawl_at"]),
+            "last_success_at": _iso(r["last_success_at"]),
+            "next_crawl_at": _iso(r["next_crawl_at"]),
+            "last_error": r["last_error"],
+            "last_outcome": r["last_outcome"],
+        }
+        for r in await cur.fetchall()
+    ]

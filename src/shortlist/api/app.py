@@ -12,7 +12,7 @@ from shortlist import __version__
 from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import events, jobs, probes, searches, shortlist
+from shortlist.api.routes import events, jobs, probes, searches, shortlist, sources
 from shortlist.bootstrap import Services
 from shortlist.web import pages
 
@@ -107,6 +107,7 @@ def create_app(services: Services) -> FastAPI:
         jobs.router,
         searches.router,
         shortlist.router,
+        sources.router,
         events.router,
         pages.router,
     ):

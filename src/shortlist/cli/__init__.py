@@ -14,7 +14,7 @@ from shortlist.errors import ConfigError, StartupError
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import admin, embeddings, ingest, run, search
+    from shortlist.cli import admin, embeddings, ingest, run, search, sources
 
     app = typer.Typer(
         name="shortlist",
@@ -33,6 +33,11 @@ def build_app() -> typer.Typer:
     app.add_typer(search_app, name="search")
     app.add_typer(token_app, name="token")
     app.add_typer(embeddings_app, name="embeddings")
+    sources_app = typer.Typer(
+        help="Job sources: ATS boards and careers sites.", no_args_is_help=True
+    )
+    app.add_typer(sources_app, name="sources")
+    sources.register(sources_app)
     run.register(app)
     ingest.register(ingest_app)
     search.register(search_app)

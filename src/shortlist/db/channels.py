@@ -18,4 +18,7 @@ MODELS = "shortlist_embedding_models"
 """The embedding_models table changed (a build registered, switched, cancelled): every
 process reloads its embedding models (shortlist.embedding.spaces)."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS)
+SOURCES = "shortlist_sources"
+"""A job source was added or asked to crawl now: wakes the crawl workers."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, SOURCES)
