@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "load": "bench.bench_load",
     "relevance": "bench.bench_relevance",
     "first-run": "bench.bench_first_run",
+    "crawl": "bench.bench_crawl",
 }
 
 

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 """A worker coroutine of the process: runs until the event is set, then drains."""
-WORKER_KINDS = ("indexer", "backfill", "reaper", "mail")
+WORKER_KINDS = ("indexer", "backfill", "reaper", "mail", "crawler")
 
 # The backfill queues wake on NOTIFY; polling is the fallback, and what makes a tier deferred by
 # a 429 (not_before in the future, no NOTIFY when it falls due) run on time.
@@ -217,6 +217,37 @@ def indexer_workers(
     ]
 
 
+def interactive_indexer_workers(services: Services) -> list[QueueWorker[ClaimedRow]]:
+    """A second job-listings indexer that claims only the interactive lane (listings posted
+    through the API or by e-mail): a company's own post is embedded beside a bulk batch in
+    flight (on the model's small-call copy, ``LocalEmbedder``), not after it. Candidates have
+    one lane; their indexer is enough."""
+    from shortlist.indexer import LISTINGS
+
+    s = services.settings
+    config = WorkerConfig(
+        batch_size=s.indexer_batch_size,
+        concurrency=1,
+        poll_interval=s.indexer_poll_interval,
+        # Interactive posts come one at a time, from companies that wait for them.
+        throttle=0.0,
+        backoff_base=s.indexer_backoff_base,
+        backoff_max=s.indexer_backoff_max,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    queue = EmbeddingQueue(
+        services.pool,
+        services.embedder,
+        LISTINGS,
+        probe_every=s.indexer_poll_interval,
+        spaces=services.spaces,
+        interactive_only=True,
+    )
+    return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
+
+
 def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
     """The tier queue and the candidate queue, woken by NOTIFY on the backfill channel."""
     from shortlist.talent.candidates import CandidateQueue
@@ -279,6 +310,33 @@ def mail_workers(services: Services) -> list[QueueWorker[Any]]:
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
+# Sources fall due on the clock (next_crawl_at), which sends no NOTIFY: how often a crawl worker
+# looks for one. A new source or `sources crawl` does notify.
+CRAWL_POLL_INTERVAL = 10.0
+
+
+def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
+    """The crawl queue of job sources (shortlist.listings.sources.queue)."""
+    from shortlist.listings.sources.queue import CrawlQueue
+
+    s = services.settings
+    config = WorkerConfig(
+        # One source per task: a slow careers site holds back only itself.
+        batch_size=1,
+        concurrency=s.crawl_concurrency,
+        poll_interval=min(CRAWL_POLL_INTERVAL, s.crawl_interval),
+        # What the worker itself backs off on is the database; a source's own trouble backs
+        # off that source (next_crawl_at).
+        backoff_base=1.0,
+        backoff_max=30.0,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    queue = CrawlQueue(services.pool, s)
+    return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
+
+
 def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
@@ -286,6 +344,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         from shortlist.embedding.migration import coordinate
 
         runners.extend(w.run for w in indexer_workers(services))
+        runners.extend(w.run for w in interactive_indexer_workers(services))
         from shortlist.config import index_build_overrides
         from shortlist.indexer.retune import keep_indexes_fitting
 
@@ -304,6 +363,8 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         runners.extend(w.run for w in backfill_workers(services))
     if "mail" in kinds:
         runners.extend(w.run for w in mail_workers(services))
+    if "crawler" in kinds:
+        runners.extend(w.run for w in crawl_workers(services))
     if "reaper" in kinds:
         from shortlist.talent.reaper import run_reaper
 

@@ -187,6 +187,32 @@ class Settings(BaseSettings):
     go. Unset: no reply is sent."""
     public_url: str | None = Field(None, pattern=r"^https?://")
     """The board's address in links sent out (replies). Unset: http://SHORTLIST_HOST:PORT."""
+    # --- job sources (shortlist.listings.sources) ---------------------------------------------
+    greenhouse_api_url: str = "https://boards-api.greenhouse.io"
+    """Greenhouse Job Board API base. Left at its default while ``serve``/``worker`` run the
+    bundled simulator (no talent API URL set): the simulator's demo board."""
+    lever_api_url: str = "https://api.lever.co"
+    ashby_api_url: str = "https://api.ashbyhq.com"
+    crawl_interval: float = Field(3600.0, gt=0)
+    """Seconds between two crawls of a source."""
+    crawl_allow_private: bool = False
+    """Allow source URLs on private and loopback addresses (the API bases are always allowed)."""
+    crawl_contact_url: str = ""
+    """Named in the crawler's User-Agent so a site's operator can reach you."""
+    crawl_host_delay: float = Field(1.0, ge=0)
+    """Least seconds between two requests to one host, from every process (robots.txt's
+    Crawl-delay lengthens it)."""
+    crawl_timeout: float = Field(30.0, gt=0)
+    crawl_max_bytes: int = Field(20_000_000, ge=1000)
+    """Largest response read; a larger page is refused."""
+    crawl_max_redirects: int = Field(5, ge=0, le=20)
+    crawl_max_pages: int = Field(500, ge=1)
+    """Posting pages one crawl of a sitemap reads at most."""
+    crawl_concurrency: int = Field(2, ge=1)
+    """Sources crawled at once per worker process."""
+    crawl_backoff_base: float = Field(60.0, gt=0)
+    """A source that failed transiently is tried again after base x 2^attempt, capped by the
+    crawl interval."""
 
     # --- shutdown ---------------------------------------------------------------------------
     shutdown_grace: float = Field(60.0, ge=0)

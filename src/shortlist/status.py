@@ -77,6 +77,10 @@ async def collect_status(
                       "failed": int},
         "failures": [{"id", "company", "status", "reason", "attempts", "at"}]  # newest first
       }
+      "job_sources": [                  # shortlist.listings.sources
+        {"id", "spec", "status", "listings_open", "last_crawl_at", "last_success_at",
+         "next_crawl_at", "last_error", "last_outcome"}
+      ]
     }
     """
     from shortlist.db.vector_index import index_report
@@ -131,6 +135,7 @@ async def collect_status(
         "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
         "inbound_mail": await inbound_status(conn),
+        "job_sources": await _job_sources(conn),
     }
 
 
@@ -155,3 +160,21 @@ def public_view(report: dict[str, Any]) -> dict[str, Any]:
         for state, m in report["embedding_models"].items()
     }
     return {**report, "corpora": corpora, "running_searches": running, "embedding_models": models}
+
+
+async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
+    cur = await conn.execute(QUERIES["job_sources"])
+    return [
+        {
+            "id": r["id"],
+            "spec": r["spec"],
+            "status": r["status"],
+            "listings_open": int(r["listings_open"]),
+            "last_crawl_at": _iso(r["last_crawl_at"]),
+            "last_success_at": _iso(r["last_success_at"]),
+            "next_crawl_at": _iso(r["next_crawl_at"]),
+            "last_error": r["last_error"],
+            "last_outcome": r["last_outcome"],
+        }
+        for r in await cur.fetchall()
+    ]

@@ -71,3 +71,12 @@ SELECT id::text AS id,
 -- name: indexer_pauses
 -- Corpora whose embedding queue the breaker paused (shortlist.indexer.breaker).
 SELECT corpus, reason, paused_at FROM indexer_pauses ORDER BY corpus
+
+-- name: job_sources
+-- Every job source (shortlist.listings.sources): its last crawl, open listings and error.
+SELECT s.id, s.spec, s.status, s.last_crawl_at, s.last_success_at, s.next_crawl_at,
+       s.last_error, s.last_outcome,
+       (SELECT count(*) FROM job_listings AS l
+         WHERE l.source_id = s.id AND l.status = 'open') AS listings_open
+  FROM job_sources AS s
+ ORDER BY s.id

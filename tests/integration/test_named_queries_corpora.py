@@ -378,12 +378,14 @@ async def test_update_listing_rewrites_fields_and_slug(pool: AsyncPool) -> None:
     assert after.updated_at > before.updated_at
 
 
-async def test_delete_listing(pool: AsyncPool) -> None:
+async def test_close_listing_moves_open_to_closed_once(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
-        gone, kept = await add_listing(conn), await add_listing(conn)
-        await listings.delete_listing(conn, gone)
-        remaining = await listings.get_listings_by_ids(conn, [gone, kept])
-    assert set(remaining) == {kept}
+        closing, kept = await add_listing(conn), await add_listing(conn)
+        assert await listings.close_listing(conn, closing)
+        assert not await listings.close_listing(conn, closing)  # closed already: no change
+        remaining = await listings.get_listings_by_ids(conn, [closing, kept])
+    assert remaining[closing].status == "closed"
+    assert remaining[kept].status == "open"
 
 
 async def test_copy_listings_in_the_callers_transaction(pool: AsyncPool) -> None:

@@ -14,7 +14,7 @@ from shortlist.errors import ConfigError, StartupError
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import admin, embeddings, ingest, privacy, run, search
+    from shortlist.cli import admin, embeddings, ingest, privacy, run, search, sources
 
     app = typer.Typer(
         name="shortlist",
@@ -35,6 +35,11 @@ def build_app() -> typer.Typer:
     app.add_typer(embeddings_app, name="embeddings")
     privacy_app = typer.Typer(help="A person's data: erasure on request.", no_args_is_help=True)
     app.add_typer(privacy_app, name="privacy")
+    sources_app = typer.Typer(
+        help="Job sources: ATS boards and careers sites.", no_args_is_help=True
+    )
+    app.add_typer(sources_app, name="sources")
+    sources.register(sources_app)
     run.register(app)
     ingest.register(ingest_app)
     search.register(search_app)

@@ -174,6 +174,20 @@ def print_status(report: dict[str, Any], console: Console) -> None:
             )
         if unposted.row_count:
             console.print(unposted)
+    if report.get("job_sources"):
+        sources = Table(title="Job sources")
+        for column in ("id", "source", "status", "open", "last crawl", "error"):
+            sources.add_column(column, overflow="fold")
+        for src in report["job_sources"]:
+            sources.add_row(
+                str(src["id"]),
+                src["spec"],
+                src["status"],
+                str(src["listings_open"]),
+                src["last_crawl_at"] or "never",
+                src["last_error"] or "",
+            )
+        console.print(sources)
 
     running = Table(title="Running searches")
     for column in ("id", "query", "results", "last progress"):

@@ -121,8 +121,14 @@ async def _serve(
     sim_server: QuietServer | None = None
     sim_task: asyncio.Task[None] | None = None
     if sim_sock is not None:
-        settings = with_simulator(settings, f"http://127.0.0.1:{sim_sock.getsockname()[1]}")
+        sim_url = f"http://127.0.0.1:{sim_sock.getsockname()[1]}"
+        settings = with_simulator(settings, sim_url)
         sim_server = _simulator_server(settings)
+        log.info(
+            "demo job sources on the bundled simulator: `shortlist sources add"
+            " greenhouse:shortlist-demo`, or %s/demo/careers",
+            sim_url,
+        )
         sim_task = asyncio.create_task(sim_server.serve(sockets=[sim_sock]))
     try:
         async with open_services(
@@ -216,7 +222,9 @@ async def _mail(settings: Settings, db: Database, sock: socket.socket) -> None:
 def worker(
     only: Annotated[
         str | None,
-        typer.Option(help="Comma-separated subset of: indexer,backfill,reaper,mail (default all)"),
+        typer.Option(
+            help="Comma-separated subset of: indexer,backfill,reaper,mail,crawler (default all)"
+        ),
     ] = None,
 ) -> None:
     """Run queue workers only (no HTTP), for scaling out against one PostgreSQL."""
@@ -237,7 +245,9 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
     install_stop_signals(stop)
     supervisor = asyncio.create_task(supervise_database(db, stop))
     simulator: SimulatorServer | None = None
-    if "backfill" in kinds and (settings.talent_api_url is None or settings.serp_api_url is None):
+    if kinds & {"backfill", "crawler"} and (
+        settings.talent_api_url is None or settings.serp_api_url is None
+    ):
         # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
         # process, as `serve` does.
         simulator = SimulatorServer(

@@ -22,4 +22,7 @@ process reloads its embedding models (shortlist.embedding.spaces)."""
 MAIL = "shortlist_mail"
 """An inbound e-mail was committed: wakes the mail parse queue (shortlist.listings.mail)."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL)
+SOURCES = "shortlist_sources"
+"""A job source was added or asked to crawl now: wakes the crawl workers."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES)

@@ -12,13 +12,22 @@
 -- outside any transaction. This claim is the owner of expired leases on corpus tables: a
 -- crashed worker's rows are claimable again as soon as locked_until passes. Nothing while the
 -- corpus is paused (breaker.sql).
+-- Order: interactive producers first (claim_lane 0: API, e-mail), so a company's own post is
+-- never behind a bulk backlog; then, within a lane, by each row's place in its own batch
+-- (claim_seq), so one huge crawl or file interleaves with the others instead of starving them
+-- (migration 0020; read in this order from the partial index {table}_claimable_idx). A batch
+-- holds one lane only: interactive rows are embedded in a batch of their own, committed in a
+-- fraction of a bulk batch's time (the other rows the CTE locked are left as they were).
+-- %(max_lane)s 0: the interactive lane alone (the worker that never waits for a bulk batch in
+-- flight, bootstrap.interactive_indexer_workers).
 WITH claimable AS (
-    SELECT id
+    SELECT id, claim_lane
       FROM {table}
      WHERE {wanted}
        AND (locked_until IS NULL OR locked_until < now())
+       AND claim_lane <= %(max_lane)s
        AND NOT EXISTS (SELECT 1 FROM indexer_pauses WHERE corpus = %(corpus)s)
-     ORDER BY created_at
+     ORDER BY claim_lane, claim_seq, created_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 )
@@ -27,6 +36,7 @@ UPDATE {table} AS t
        locked_until = now() + make_interval(secs => %(lease)s)
   FROM claimable
  WHERE t.id = claimable.id
+   AND claimable.claim_lane = (SELECT min(claim_lane) FROM claimable)
 RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_hash,
           t.{embedding} IS NOT NULL AS has_vector, t.created_at, t.{target_hash} AS target_hash
 

@@ -52,6 +52,8 @@ from shortlist.redact import redact_emails
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 1000
+MAX_LANE = 32767
+"""Every claim lane (``claim_lane`` is a smallint)."""
 
 _SQL = load_queries("shortlist.indexer")
 
@@ -110,16 +112,19 @@ class EmbeddingQueue:
         *,
         probe_every: float = 30.0,
         spaces: Spaces | None = None,
+        interactive_only: bool = False,
     ) -> None:
         """``spaces``: the process's model spaces; without, the one space of ``embedder`` on the
-        original columns (tests, benchmarks)."""
+        original columns (tests, benchmarks). ``interactive_only``: claim only rows of the
+        interactive lane (API, e-mail; migration 0020), so they never wait for a bulk batch."""
         self.pool = pool
         self.embedder = embedder
         # Without spaces: the table's active space, embedded by ``embedder`` whatever it is.
         self.spaces = spaces or Spaces.of_embedder(pool, embedder)
         self.target = target
         self.breaker = Breaker(pool, embedder, target.table, probe_every=probe_every)
-        self.name = f"embed:{target.table}"
+        self.name = f"embed:{target.table}" + (":interactive" if interactive_only else "")
+        self.max_lane = 0 if interactive_only else MAX_LANE
         # Every corpus table notifies the one channel; a wake-up for the other table costs an
         # empty claim, which is cheaper than a listener per table.
         self.channel: str | None = channels.EMBED
@@ -166,12 +171,13 @@ class EmbeddingQueue:
             "limit": limit,
             "lease": lease,
             "corpus": self.target.table,
+            "max_lane": self.max_lane,
         }
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(self._sql("claim:pending", active, building), params)
             rows = await cur.fetchall()
             for_build: list[Any] = []
-            if building is not None and len(rows) < limit:
+            if building is not None and len(rows) < limit and self.max_lane == MAX_LANE:
                 params["limit"] = limit - len(rows)
                 cur = await conn.execute(
                     self._sql("claim:missing_from_build", active, building), params

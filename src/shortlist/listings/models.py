@@ -33,6 +33,9 @@ MAX_DESCRIPTION = 50_000
 MAX_SALARY_KS = 100_000
 
 Source = Literal["api", "import", "email", "sample"]
+"""The producers that write listings themselves; a crawled listing's source is the spec of the
+job source it came from (``greenhouse:acme``, a careers URL: shortlist.listings.sources)."""
+ListingStatus = Literal["open", "closed"]
 EmbeddingStatus = Literal["pending", "embedded", "failed"]
 WorkMode = Literal["remote", "hybrid", "onsite"]
 WORK_MODES: tuple[WorkMode, ...] = ("remote", "hybrid", "onsite")
@@ -184,6 +187,15 @@ class ListingOut(BaseModel):
     embedding_status: EmbeddingStatus
     embedded_at: datetime | None
     embedding_error: str | None
+    source: str
+    """api, import, email, sample, or the spec of the job source it was crawled from."""
+    source_url: str | None
+    """The posting (or apply) URL on the employer's board; None for listings posted here."""
+    status: ListingStatus
+    """closed: taken down by its company, gone from its board, or past ``valid_through``."""
+    valid_through: datetime | None
+    last_seen_at: datetime | None
+    """When the crawler last saw the posting on its source (None: not crawled)."""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ListingOut:
@@ -207,6 +219,11 @@ class ListingOut(BaseModel):
             embedding_status=row["embedding_status"],
             embedded_at=row["embedded_at"],
             embedding_error=row["embedding_error"],
+            source=row["source"],
+            source_url=row["source_url"],
+            status=row["status"],
+            valid_through=row["valid_through"],
+            last_seen_at=row["last_seen_at"],
         )
 
 

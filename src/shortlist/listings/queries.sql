@@ -14,20 +14,25 @@ VALUES (
 RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
-          embedded_at, embedding_error
+          embedded_at, embedding_error, source, source_url, status, valid_through,
+          last_seen_at
 
 -- name: copy_listings
 -- Bulk producers (import, sample). Rows are validated in Python before they get here.
+-- claim_seq: the row's place in its batch, so the indexer interleaves concurrent bulk batches
+-- (migration 0020).
 COPY job_listings (
     id, company_name, job_title, city_location, description,
-    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source)
+    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
+    claim_seq)
 FROM STDIN
 
 -- name: get_listing
 SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
-       embedded_at, embedding_error
+       embedded_at, embedding_error, source, source_url, status, valid_through,
+       last_seen_at
   FROM job_listings
  WHERE id = %(id)s
 
@@ -35,7 +40,8 @@ SELECT id, company_name, job_title, city_location, description,
 SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
-       embedded_at, embedding_error
+       embedded_at, embedding_error, source, source_url, status, valid_through,
+       last_seen_at
   FROM job_listings
  WHERE id = ANY(%(ids)s::uuid[])
 
@@ -64,10 +70,16 @@ UPDATE job_listings
 RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
-          embedded_at, embedding_error
+          embedded_at, embedding_error, source, source_url, status, valid_through,
+          last_seen_at
 
--- name: delete_listing
-DELETE FROM job_listings WHERE id = %(id)s
+-- name: close_listing
+-- A listing taken down (DELETE /api/jobs/{id}, or gone from its source): open -> closed. It
+-- leaves search and facets and still answers by id with its status.
+UPDATE job_listings
+   SET status = 'closed', closed_at = now()
+ WHERE id = %(id)s AND status = 'open'
+RETURNING id
 
 -- name: lock_sample_load
 -- Transaction-scoped, so it is released by the commit that makes the sample visible: a second

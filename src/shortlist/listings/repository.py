@@ -85,8 +85,10 @@ async def update_listing(conn: AsyncConn, listing_id: UUID, data: ListingCreate)
     return ListingOut.from_row(updated)
 
 
-async def delete_listing(conn: AsyncConn, listing_id: UUID) -> None:
-    await conn.execute(QUERIES["delete_listing"], {"id": listing_id})
+async def close_listing(conn: AsyncConn, listing_id: UUID) -> bool:
+    """open -> closed; False if it was closed already."""
+    cur = await conn.execute(QUERIES["close_listing"], {"id": listing_id})
+    return await cur.fetchone() is not None
 
 
 async def copy_listings(conn: AsyncConn, items: Iterable[ListingCreate], *, source: Source) -> int:
@@ -109,6 +111,7 @@ async def copy_listings(conn: AsyncConn, items: Iterable[ListingCreate], *, sour
                     row["work_mode"],
                     row["detail_page_slug"],
                     row["source"],
+                    n + 1,
                 )
             )
             n += 1

@@ -1,5 +1,6 @@
 -- Job search (shortlist.listings.search): two candidate lists, fused in Python.
--- Both apply the same filters (listing_filters), written so that NULL means "no filter":
+-- Both apply the same filters (listing_filters), written so that NULL means "no filter",
+-- and only ever see open listings (a closed one keeps its page, not its place in search):
 --   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
 --              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
 --              strpos) so the trigram index of migration 0006 can serve it: with a selective
@@ -44,7 +45,8 @@ SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
 -- name: listing_filters
 -- The request's filters as listing l must pass them, spliced ({listing_filters}) into each
 -- scan of candidate_ctes: both lists and the facets obey the same ones.
-(%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
+l.status = 'open'
+       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
        AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)

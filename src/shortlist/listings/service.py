@@ -115,9 +115,10 @@ async def update_listing(
         return await repo.update_listing(conn, listing_id, merged)
 
 
-async def delete_listing(conn: AsyncConn, id_or_slug: str, principal: Principal) -> None:
-    """Owner company or admin."""
+async def close_listing(conn: AsyncConn, id_or_slug: str, principal: Principal) -> None:
+    """Owner company or admin: the listing closes (out of search, its page says so). Closing
+    a closed listing changes nothing."""
     listing_id = parse_listing_ref(id_or_slug)
     async with conn.transaction():
         await _lock_editable(conn, listing_id, principal)
-        await repo.delete_listing(conn, listing_id)
+        await repo.close_listing(conn, listing_id)

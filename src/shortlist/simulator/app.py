@@ -22,6 +22,8 @@ Endpoints (all JSON):
 
 ``POST /v5/person/search``, ``GET /v5/person/enrich``, ``GET /search.json``
     People Data Labs' and SerpApi's own dialects (see :mod:`shortlist.simulator.vendors`).
+``GET /v1/boards/shortlist-demo[/jobs]``, ``GET /demo/careers[/sitemap.xml]``
+    A demo Greenhouse board and careers site (see :mod:`shortlist.simulator.job_boards`).
 
 Every simulated response carries ``X-Simulator-Outcome`` (ok/hang/5xx/429) and
 ``X-Simulator-Attempt`` (0 = first attempt of that request key) headers for tests.
@@ -52,6 +54,7 @@ from shortlist.simulator.behaviour import (
     SimulatorConfig,
     SimulatorState,
 )
+from shortlist.simulator.job_boards import register_job_board_routes
 from shortlist.simulator.population import PopulationIndex, build_population, fold
 from shortlist.simulator.responder import respond
 from shortlist.simulator.vendors import register_vendor_routes
@@ -206,6 +209,7 @@ def create_simulator_app(config: SimulatorConfig | None = None) -> FastAPI:
         return await respond(request, state, "serp", decision, body)
 
     register_vendor_routes(app, state, index)
+    register_job_board_routes(app)
 
     @app.get("/v1/stats")
     async def stats() -> dict[str, Any]:

@@ -105,4 +105,7 @@ def with_simulator(settings: Settings, sim_url: str) -> Settings:
     if settings.serp_api_url is None:
         updates["serp_api_url"] = sim_url
         updates["serp_api_key"] = settings.serp_api_key or settings.simulator_api_key
+    if "greenhouse_api_url" not in settings.model_fields_set:
+        # Offline like the talent API: job sources reach the simulator's demo Greenhouse board.
+        updates["greenhouse_api_url"] = sim_url
     return settings.model_copy(update=updates)

@@ -23,7 +23,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -510,6 +510,16 @@ async def job_detail_page(request: Request, services: ServicesDep, slug: str) ->
         "canonical_url": canonical,
         "json_ld": job_posting_json_ld(listing, canonical),
         "back_url": f"{root}/",
+        "closed": listing.status == "closed",
+        "source_url": listing.source_url,
+        "seen": (
+            None
+            if listing.last_seen_at is None
+            else (
+                listing.last_seen_at.isoformat(),
+                age(listing.last_seen_at.isoformat(), datetime.now(UTC).isoformat()),
+            )
+        ),
     }
     return render(request, "job_detail.html", context, nav="jobs")
 

@@ -154,5 +154,6 @@ async def patch(
 
 @router.delete("/{id_or_slug}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete(id_or_slug: str, principal: CompanyDep, conn: ConnDep) -> None:
-    """Owner company or admin."""
-    await service.delete_listing(conn, id_or_slug, principal)
+    """Owner company or admin: the listing closes (``status: closed``), leaves search, and
+    still answers ``GET`` with its status."""
+    await service.close_listing(conn, id_or_slug, principal)

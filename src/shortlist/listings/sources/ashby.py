@@ -1,0 +1,108 @@
+"""Ashby job postings API (https://developers.ashbyhq.com/docs/public-job-posting-api).
+
+``GET {base}/posting-api/job-board/{board}?includeCompensation=true`` → ``{"apiVersion",
+"jobs": [...]}``, the whole board in one response, each job ``{"id", "title", "department",
+"team", "employmentType", "location", "secondaryLocations", "address": {"postalAddress":
+{"addressLocality", "addressRegion", "addressCountry"}}, "isRemote", "workplaceType"
+(OnSite | Remote | Hybrid), "publishedAt", "isListed", "jobUrl", "applyUrl",
+"descriptionHtml", "descriptionPlain", "compensation": {"compensationTierSummary",
+"summaryComponents": [{"compensationType": "Salary", "interval": "1 YEAR", "currencyCode",
+"minValue", "maxValue"}]}}``. Unlisted jobs (``isListed: false``) are not public postings. An
+unknown board answers 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import quote
+
+from shortlist.errors import TransientError
+from shortlist.listings.sources import mapping
+from shortlist.listings.sources.context import CrawlContext
+from shortlist.listings.sources.fetch import Fetched, PageGone
+from shortlist.listings.sources.models import Board, Posting, SourceGone
+from shortlist.listings.sources.wire import json_body
+
+
+def board_url(base: str, org: str) -> str:
+    return (
+        f"{base.rstrip('/')}/posting-api/job-board/{quote(org, safe='')}?includeCompensation=true"
+    )
+
+
+def _salary(job: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
+    compensation = job.get("compensation")
+    if not isinstance(compensation, dict):
+        return None, None, None
+    for part in compensation.get("summaryComponents") or []:
+        if isinstance(part, dict) and str(part.get("compensationType", "")).lower() == "salary":
+            low, high = mapping.salary_pair(
+                part.get("minValue"), part.get("maxValue"), mapping.period_of(part.get("interval"))
+            )
+            return low, high, mapping.currency(part.get("currencyCode"))
+    return None, None, None
+
+
+def _city(job: dict[str, Any]) -> str | None:
+    address = job.get("address")
+    postal = address.get("postalAddress") if isinstance(address, dict) else None
+    if isinstance(postal, dict) and mapping.text_of(postal.get("addressLocality"), 200):
+        return mapping.text_of(postal.get("addressLocality"), 200)
+    return mapping.text_of(job.get("location"), 200)
+
+
+def map_job(job: dict[str, Any]) -> Posting | None:
+    job_id, title = job.get("id"), mapping.text_of(job.get("title"), 300)
+    if not isinstance(job_id, str) or not job_id or not title or job.get("isListed") is False:
+        return None
+    mode = mapping.work_mode(job.get("workplaceType"))
+    if mode is None and job.get("isRemote") is True:
+        mode = "remote"
+    low, high, code = _salary(job)
+    return Posting(
+        external_id=job_id,
+        job_title=title,
+        description=mapping.plain_text(job.get("descriptionPlain"))
+        or mapping.plain_text(job.get("descriptionHtml"))
+        or title,
+        city_location=_city(job),
+        work_mode=mode,
+        salary_min_ks=low,
+        salary_max_ks=high,
+        currency_code=code,
+        source_url=mapping.text_of(job.get("jobUrl") or job.get("applyUrl"), 2000),
+        posted_at=mapping.timestamp(job.get("publishedAt")),
+    )
+
+
+async def crawl(ctx: CrawlContext, org: str) -> Board:
+    url = board_url(ctx.bases.ashby, org)
+    try:
+        page = await ctx.fetch(url)
+    except PageGone as exc:
+        raise SourceGone(f"no Ashby job board {org!r} ({exc})") from exc
+    board = Board()
+    if page.not_modified:
+        board.unchanged_ids.update(ctx.unchanged(url))
+        return board
+    parsed = await asyncio.to_thread(parse_board, page, org)
+    board.postings, board.skipped = parsed.postings, parsed.skipped
+    ctx.remember(url, page, [p.external_id for p in board.postings])
+    return board
+
+
+def parse_board(page: Fetched, key: str) -> Board:
+    """The board's postings (CPU: JSON and every description's markup; off the loop)."""
+    body = json_body(page)
+    jobs = body.get("jobs") if isinstance(body, dict) else None
+    if not isinstance(jobs, list):
+        raise TransientError(f"Ashby board {key!r}: the response has no jobs list")
+    board = Board()
+    for item in jobs:
+        posting = map_job(item) if isinstance(item, dict) else None
+        if posting is None:
+            board.skipped += 1
+        else:
+            board.postings.append(posting)
+    return board

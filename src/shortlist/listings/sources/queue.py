@@ -1,0 +1,243 @@
+"""The crawl queue: job sources, claimed when due, crawled, and the outcome recorded.
+
+    claim   active sources whose next_crawl_at has passed (or the ids asked for by `sources
+            crawl`), FOR UPDATE SKIP LOCKED, leased to this worker and committed
+    handle  fetch the board (no transaction open meanwhile), then ONE transaction: the diff
+            (``sync``), the pages' validators, and the source due again after
+            ``SHORTLIST_CRAWL_INTERVAL``
+
+An outcome belongs to its source, not to the worker: a board that answers 5xx or times out
+backs off on its own (``next_crawl_at``: base × 2^attempts, at most the interval) while the
+others go on; one that does not exist (404) becomes ``failed`` with its error. Only a
+database failure is the worker's ``TransientError``. A crawl killed before its commit wrote
+nothing; its lease runs out and any worker crawls the source again from the start, which
+the diff makes idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from shortlist.config import Settings
+from shortlist.db import channels
+from shortlist.db.pool import single_statement
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncPool
+from shortlist.errors import PermanentError, TransientError
+from shortlist.listings.sources import ashby, careers, greenhouse, lever
+from shortlist.listings.sources.context import ApiBases, CrawlContext, PageMemo
+from shortlist.listings.sources.fetch import Fetcher, FetchPolicy, Validators
+from shortlist.listings.sources.models import Board
+from shortlist.listings.sources.sync import CrawlOutcome, SourceRow, apply_board
+from shortlist.queue.lease import LeaseTable
+from shortlist.queue.worker import backoff_delay
+from shortlist.redact import redact_emails
+
+log = logging.getLogger(__name__)
+
+_SQL = load_queries("shortlist.listings.sources")
+MAX_ERROR_CHARS = 1000
+
+
+@dataclass
+class CrawlResult:
+    source: SourceRow
+    outcome: CrawlOutcome | None = None
+    error: str | None = None
+    permanent: bool = False
+    requests: int = 0
+
+
+async def crawl_board(ctx: CrawlContext, source: SourceRow) -> Board:
+    """What the source publishes now, through its vendor's adapter."""
+    key = source.spec.partition(":")[2]
+    match source.kind:
+        case "greenhouse":
+            return await greenhouse.crawl(ctx, key)
+        case "lever":
+            return await lever.crawl(ctx, key)
+        case "ashby":
+            return await ashby.crawl(ctx, key)
+        case _:
+            return await careers.crawl(ctx, source.spec)
+
+
+class CrawlQueue:
+    """The ``shortlist.queue.worker.Queue`` of job sources."""
+
+    def __init__(self, pool: AsyncPool, settings: Settings) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.name = "crawl"
+        self.channel: str | None = channels.SOURCES
+        self.leases = LeaseTable("job_sources")
+        self.policy = FetchPolicy.from_settings(settings)
+        self.bases = ApiBases(
+            settings.greenhouse_api_url, settings.lever_api_url, settings.ashby_api_url
+        )
+        self.results: list[CrawlResult] = []
+        """Every crawl this queue object ran (tests, the CLI's summary)."""
+
+    async def claim(
+        self,
+        worker_id: str,
+        limit: int,
+        lease: float,
+        *,
+        ids: Sequence[int] | None = None,
+    ) -> list[SourceRow]:
+        async with single_statement(self.pool) as conn:
+            cur = await conn.execute(
+                _SQL["claim_due_sources"],
+                {
+                    "worker_id": worker_id,
+                    "limit": limit,
+                    "lease": lease,
+                    "ids": None if ids is None else list(ids),
+                },
+            )
+            rows = await cur.fetchall()
+        return [
+            SourceRow(r["id"], r["spec"], r["kind"], r["company_name"], r["attempts"]) for r in rows
+        ]
+
+    async def handle(self, worker_id: str, items: list[SourceRow]) -> None:
+        for source in items:
+            await self.crawl(worker_id, source)
+
+    async def crawl(self, worker_id: str, source: SourceRow) -> CrawlResult:
+        """Crawl one claimed source and record the outcome on it."""
+        result = CrawlResult(source)
+        try:
+            board, memos = await self._fetch_board(source, result)
+        except PermanentError as exc:
+            result.error, result.permanent = str(exc), True
+        except TransientError as exc:
+            result.error = str(exc)
+            await self._record_transient(worker_id, source, str(exc), exc.retry_after)
+        except psycopg.Error as exc:
+            raise TransientError(f"database unavailable: {exc}") from exc
+        except Exception as exc:
+            # A board this adapter cannot read (a bug, or a shape no document describes): the
+            # source backs off like any other trouble of its own, and the others go on.
+            log.exception("crawl of source %d (%s) failed", source.id, source.spec)
+            result.error = f"{type(exc).__name__}: {exc}"
+            await self._record_transient(worker_id, source, result.error, None)
+        else:
+            try:
+                result.outcome = await self._commit(worker_id, source, board, memos, result)
+            except psycopg.Error as exc:
+                raise TransientError(f"database unavailable: {exc}") from exc
+        if result.permanent and result.error:
+            await self._record_permanent(worker_id, source, result.error)
+        self.results.append(result)
+        if result.error:
+            log.warning("source %d (%s): %s", source.id, source.spec, result.error)
+        else:
+            log.info("source %d (%s) crawled: %s", source.id, source.spec, result.outcome)
+        return result
+
+    async def _fetch_board(
+        self, source: SourceRow, result: CrawlResult
+    ) -> tuple[Board, dict[str, PageMemo]]:
+        """The board, and this crawl's memo of every URL it read."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(_SQL["page_memos"], {"id": source.id})
+            previous = {
+                r["url"]: PageMemo(Validators(r["etag"], r["last_modified"]), r["external_ids"])
+                for r in await cur.fetchall()
+            }
+        ctx = CrawlContext(
+            Fetcher(self.pool, self.policy),
+            self.bases,
+            max_pages=self.settings.crawl_max_pages,
+            previous=previous,
+        )
+        try:
+            if source.kind == "careers":
+                await ctx.fetcher.check_url(source.spec)
+            return await crawl_board(ctx, source), ctx.memos
+        finally:
+            result.requests = ctx.fetcher.requests
+            await ctx.fetcher.aclose()
+
+    async def _commit(
+        self,
+        worker_id: str,
+        source: SourceRow,
+        board: Board,
+        memos: dict[str, PageMemo],
+        result: CrawlResult,
+    ) -> CrawlOutcome | None:
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                _SQL["lock_claimed_source"], {"id": source.id, "worker_id": worker_id}
+            )
+            if await cur.fetchone() is None:
+                result.error = "lease lost before the commit: another worker crawls it"
+                return None
+            cur = await conn.execute("SELECT now() AS now")
+            row = await cur.fetchone()
+            assert row is not None
+            outcome = await apply_board(conn, source, board, now=row["now"])
+            await conn.execute(_SQL["forget_pages"], {"id": source.id})
+            async with conn.cursor() as pages:
+                await pages.executemany(
+                    _SQL["store_page"],
+                    [
+                        {
+                            "id": source.id,
+                            "url": url,
+                            "etag": memo.validators.etag,
+                            "last_modified": memo.validators.last_modified,
+                            "external_ids": memo.external_ids,
+                        }
+                        for url, memo in memos.items()
+                    ],
+                )
+            await conn.execute(
+                _SQL["crawl_succeeded"],
+                {
+                    "id": source.id,
+                    "worker_id": worker_id,
+                    "outcome": Jsonb({**outcome.as_json(), "requests": result.requests}),
+                    "interval": self.settings.crawl_interval,
+                },
+            )
+        return outcome
+
+    async def _record_transient(
+        self, worker_id: str, source: SourceRow, error: str, retry_after: float | None
+    ) -> None:
+        delay = min(
+            self.settings.crawl_interval,
+            backoff_delay(source.attempts, self.settings.crawl_backoff_base, 1e9),
+        )
+        if retry_after:
+            delay = max(delay, retry_after)
+        async with single_statement(self.pool) as conn:
+            await conn.execute(
+                _SQL["crawl_failed_transiently"],
+                {
+                    "id": source.id,
+                    "worker_id": worker_id,
+                    "error": redact_emails(error)[:MAX_ERROR_CHARS],
+                    "delay": delay,
+                },
+            )
+
+    async def _record_permanent(self, worker_id: str, source: SourceRow, error: str) -> None:
+        async with single_statement(self.pool) as conn:
+            await conn.execute(
+                _SQL["crawl_failed_permanently"],
+                {
+                    "id": source.id,
+                    "worker_id": worker_id,
+                    "error": redact_emails(error)[:MAX_ERROR_CHARS],
+                },
+            )

@@ -1,0 +1,222 @@
+"""The simulator's demo job sources, so ``shortlist sources add`` works offline on the embedded
+default: a Greenhouse board and a careers site, in the vendors' documented shapes.
+
+* Greenhouse Job Board API (https://developers.greenhouse.io/job-board.html):
+  ``GET /v1/boards/{token}`` and ``GET /v1/boards/{token}/jobs?content=true`` for the board
+  ``DEMO_BOARD`` (any other token: 404, as Greenhouse answers); ``content`` HTML-entity-escaped.
+* A careers site at ``/demo/careers``: a page linking one page per job, each carrying a
+  schema.org ``JobPosting`` in JSON-LD (https://developers.google.com/search/docs/appearance/
+  structured-data/job-posting), a sitemap at ``/demo/careers/sitemap.xml``, and a
+  ``/robots.txt`` that disallows ``/demo/careers/internal/``.
+
+Every response carries an ``ETag``; a matching ``If-None-Match`` gets a 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+DEMO_BOARD = "shortlist-demo"
+DEMO_COMPANY = "Vault-Tec Demo Industries"
+
+# Written after the Greenhouse documentation's example job (id, title, location, absolute_url,
+# updated_at, content), three of them.
+_JOBS: list[dict[str, Any]] = [
+    {
+        "id": 4012001,
+        "title": "Vault Designer",
+        "location": "New York, NY",
+        "content": "<p>Design <strong>vaults</strong> that last a thousand years.</p>"
+        "<ul><li>5+ years of structural design</li><li>Comfort underground</li></ul>",
+        "updated_at": "2026-11-02T10:55:28-05:00",
+    },
+    {
+        "id": 4012002,
+        "title": "Senior Python Engineer (Remote)",
+        "location": "Remote",
+        "content": "<p>Build the <em>shelter management</em> platform in Python and "
+        "PostgreSQL. Fully remote.</p>",
+        "updated_at": "2026-11-05T09:00:00-05:00",
+    },
+    {
+        "id": 4012003,
+        "title": "Overseer Assistant",
+        "location": "Boston, MA",
+        "content": "<p>Keep the vault&#39;s schedules &amp; people on track.</p>",
+        "updated_at": "2026-11-07T14:30:00-05:00",
+    },
+]
+
+# The careers site's own jobs (schema.org JobPosting), one page each.
+_POSTINGS: list[dict[str, Any]] = [
+    {
+        "slug": "data-analyst",
+        "title": "Data Analyst",
+        "description": "<p>Turn shelter telemetry into decisions. SQL and Python.</p>",
+        "datePosted": "2026-11-01",
+        "validThrough": "2099-12-31T23:59:59Z",
+        "city": "Chicago",
+        "salary": {"minValue": 85000, "maxValue": 105000, "unitText": "YEAR"},
+    },
+    {
+        "slug": "support-engineer",
+        "title": "Support Engineer",
+        "description": "<p>Help dwellers with their terminals, from anywhere.</p>",
+        "datePosted": "2026-11-03",
+        "validThrough": "2099-12-31T23:59:59Z",
+        "city": None,
+        "remote": True,
+        "salary": {"minValue": 40, "maxValue": 55, "unitText": "HOUR"},
+    },
+    {
+        "slug": "winter-intern",
+        "title": "Winter Intern",
+        "description": "<p>An internship whose application window has closed.</p>",
+        "datePosted": "2025-10-01",
+        "validThrough": "2025-12-01T00:00:00Z",
+        "city": "Chicago",
+    },
+]
+
+
+def greenhouse_board(token: str) -> dict[str, Any]:
+    return {"name": DEMO_COMPANY, "content": f"<p>{DEMO_COMPANY} careers ({token}).</p>"}
+
+
+def greenhouse_jobs(base_url: str, content: bool) -> dict[str, Any]:
+    jobs = []
+    for job in _JOBS:
+        item: dict[str, Any] = {
+            "id": job["id"],
+            "internal_job_id": job["id"] - 4000000,
+            "title": job["title"],
+            "updated_at": job["updated_at"],
+            "requisition_id": str(job["id"] % 1000),
+            "location": {"name": job["location"]},
+            "absolute_url": f"{base_url}/demo/greenhouse/jobs/{job['id']}",
+            "language": "en",
+            "metadata": None,
+        }
+        if content:
+            # Greenhouse sends the description's HTML entity-escaped.
+            item["content"] = html.escape(job["content"])
+            item["departments"] = [{"id": 1, "name": "Engineering", "parent_id": None}]
+            item["offices"] = [{"id": 1, "name": job["location"], "location": job["location"]}]
+        jobs.append(item)
+    return {"jobs": jobs, "meta": {"total": len(jobs)}}
+
+
+def job_posting(base_url: str, posting: dict[str, Any]) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "@context": "https://schema.org/",
+        "@type": "JobPosting",
+        "title": posting["title"],
+        "description": posting["description"],
+        "identifier": {"@type": "PropertyValue", "name": DEMO_COMPANY, "value": posting["slug"]},
+        "datePosted": posting["datePosted"],
+        "validThrough": posting["validThrough"],
+        "employmentType": "FULL_TIME",
+        "url": f"{base_url}/demo/careers/jobs/{posting['slug']}",
+        "hiringOrganization": {"@type": "Organization", "name": DEMO_COMPANY},
+    }
+    if posting.get("city"):
+        node["jobLocation"] = {
+            "@type": "Place",
+            "address": {
+                "@type": "PostalAddress",
+                "addressLocality": posting["city"],
+                "addressCountry": "US",
+            },
+        }
+    if posting.get("remote"):
+        node["jobLocationType"] = "TELECOMMUTE"
+        node["applicantLocationRequirements"] = {"@type": "Country", "name": "USA"}
+    if posting.get("salary"):
+        node["baseSalary"] = {
+            "@type": "MonetaryAmount",
+            "currency": "USD",
+            "value": {"@type": "QuantitativeValue", **posting["salary"]},
+        }
+    return node
+
+
+def _respond(request: Request, body: bytes, media_type: str) -> Response:
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(body, media_type=media_type, headers={"ETag": etag})
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def register_job_board_routes(app: FastAPI) -> None:
+    @app.get("/v1/boards/{token}")
+    async def board(request: Request, token: str) -> Response:
+        if token != DEMO_BOARD:
+            return JSONResponse({"status": 404, "error": "Job not found"}, 404)
+        return _respond(request, json.dumps(greenhouse_board(token)).encode(), "application/json")
+
+    @app.get("/v1/boards/{token}/jobs")
+    async def board_jobs(request: Request, token: str, content: bool = False) -> Response:
+        if token != DEMO_BOARD:
+            return JSONResponse({"status": 404, "error": "Job not found"}, 404)
+        body = json.dumps(greenhouse_jobs(_base(request), content)).encode()
+        return _respond(request, body, "application/json")
+
+    @app.get("/robots.txt")
+    async def robots(request: Request) -> Response:
+        text = "User-agent: *\nDisallow: /demo/careers/internal/\n"
+        return _respond(request, text.encode(), "text/plain")
+
+    @app.get("/demo/careers")
+    async def careers(request: Request) -> Response:
+        links = "".join(
+            f'<li><a href="/demo/careers/jobs/{p["slug"]}">{html.escape(p["title"])}</a></li>'
+            for p in _POSTINGS
+        )
+        page = (
+            f"<!doctype html><html><head><title>Careers at {DEMO_COMPANY}</title></head>"
+            f"<body><h1>Join {DEMO_COMPANY}</h1><ul>{links}"
+            '<li><a href="/demo/careers/internal/staff-only">Staff only</a></li></ul>'
+            '<a href="/about">About us</a></body></html>'
+        )
+        return _respond(request, page.encode(), "text/html; charset=utf-8")
+
+    @app.get("/demo/careers/sitemap.xml")
+    async def sitemap(request: Request) -> Response:
+        base = _base(request)
+        urls = "".join(
+            f"<url><loc>{base}/demo/careers/jobs/{p['slug']}</loc></url>" for p in _POSTINGS
+        )
+        xml = (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+        )
+        return _respond(request, xml.encode(), "application/xml")
+
+    @app.get("/demo/careers/jobs/{slug}")
+    async def careers_job(request: Request, slug: str) -> Response:
+        posting = next((p for p in _POSTINGS if p["slug"] == slug), None)
+        if posting is None:
+            return Response("not found", status_code=404, media_type="text/plain")
+        data = json.dumps(job_posting(_base(request), posting)).replace("</", "<\\/")
+        page = (
+            f"<!doctype html><html><head><title>{html.escape(posting['title'])}</title>"
+            f'<script type="application/ld+json">{data}</script></head>'
+            f"<body><h1>{html.escape(posting['title'])}</h1>{posting['description']}</body></html>"
+        )
+        return _respond(request, page.encode(), "text/html; charset=utf-8")
+
+    @app.get("/demo/careers/internal/{page}")
+    async def internal(request: Request, page: str) -> Response:
+        node = job_posting(_base(request), {**_POSTINGS[0], "slug": page, "title": "Secret"})
+        body = f'<html><head><script type="application/ld+json">{json.dumps(node)}</script>'
+        return _respond(request, (body + "</head></html>").encode(), "text/html")

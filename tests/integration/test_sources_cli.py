@@ -1,0 +1,165 @@
+"""``shortlist sources …`` in-process (typer's CliRunner), and a crawl killed by SIGKILL in a real
+process that another worker resumes without loss or duplication."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from shortlist.cli import build_app
+from shortlist.config import Settings, get_settings
+from shortlist.db.types import AsyncPool
+from shortlist.listings.sources import service
+from tests.helpers import wait_for
+from tests.job_boards import FakeBoards, greenhouse_job, job_posting_page
+
+
+@pytest.fixture
+def boards() -> Iterator[FakeBoards]:
+    fake = FakeBoards().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def board_env(db_url: str, boards: FakeBoards) -> dict[str, str]:
+    return {
+        "SHORTLIST_DATABASE_URL": db_url,
+        "SHORTLIST_LOG_LEVEL": "WARNING",
+        "SHORTLIST_GREENHOUSE_API_URL": boards.base_url,
+        "SHORTLIST_LEVER_API_URL": boards.base_url,
+        "SHORTLIST_ASHBY_API_URL": boards.base_url,
+        "SHORTLIST_CRAWL_HOST_DELAY": "0",
+        "SHORTLIST_CRAWL_ALLOW_PRIVATE": "true",
+    }
+
+
+def test_sources_commands(db_url: str, boards: FakeBoards, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in board_env(db_url, boards).items():
+        monkeypatch.setenv(key, value)
+    get_settings.cache_clear()
+    boards.greenhouse["clidemo"] = {
+        "name": "CLI Demo",
+        "jobs": [greenhouse_job(1, "Cartographer", "Lisbon", "<p>Maps.</p>")],
+    }
+    runner = CliRunner()
+    app = build_app()
+
+    added = runner.invoke(app, ["sources", "add", "greenhouse:clidemo", "--company", "Maps Ltd"])
+    assert added.exit_code == 0, added.output
+    source_id = int(added.stdout.strip().splitlines()[-1])  # the id alone on the last line
+
+    bad = runner.invoke(app, ["sources", "add", "nonsense"])
+    assert bad.exit_code == 1 and "greenhouse:TOKEN" in bad.output
+
+    crawled = runner.invoke(app, ["sources", "crawl", str(source_id)])
+    assert crawled.exit_code == 0, crawled.output
+    assert "1 new" in crawled.stdout
+
+    listed = runner.invoke(app, ["sources", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    [entry] = json.loads(listed.stdout)
+    assert (entry["id"], entry["spec"], entry["company_name"]) == (
+        source_id,
+        "greenhouse:clidemo",
+        "Maps Ltd",
+    )
+    assert entry["listings_open"] == 1 and entry["status"] == "active"
+    assert entry["last_outcome"]["new"] == 1
+
+    everything = runner.invoke(app, ["sources", "crawl", "--all"])
+    assert everything.exit_code == 0 and "1 unchanged" in everything.stdout
+
+    status = runner.invoke(app, ["status", "--json"])
+    assert status.exit_code == 0
+    [shown] = json.loads(status.stdout)["job_sources"]
+    assert shown["spec"] == "greenhouse:clidemo" and shown["listings_open"] == 1
+
+    removed = runner.invoke(app, ["sources", "remove", str(source_id)])
+    assert removed.exit_code == 0
+    again = runner.invoke(app, ["sources", "remove", str(source_id)])
+    assert again.exit_code == 1
+    assert json.loads(runner.invoke(app, ["sources", "list", "--json"]).stdout) == []
+    get_settings.cache_clear()
+
+
+CRAWL_CLI = "import sys; from shortlist.cli import main; sys.argv[0] = 'shortlist'; main()"
+
+
+async def count_listings(db_url: str, spec: str) -> tuple[int, int]:
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT count(*), count(DISTINCT external_id) FROM job_listings WHERE source = %s",
+            (spec,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+async def test_crawl_killed_by_sigkill_resumes_without_loss_or_duplicates(
+    db_url: str, pool: AsyncPool, boards: FakeBoards
+) -> None:
+    base = boards.base_url
+    pages = [f"/jobs/p{n}" for n in range(6)]
+    boards.pages["/sitemap.xml"] = (
+        "application/xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{base}{p}</loc></url>" for p in pages)
+        + "</urlset>",
+    )
+    for n, path in enumerate(pages):
+        boards.pages[path] = ("text/html", job_posting_page(f"Job {n}", identifier=f"id-{n}"))
+    boards.delay["/jobs/p3"] = 60.0  # the crawl is stuck here when it is killed
+    spec = f"{base}/sitemap.xml"
+    env = board_env(db_url, boards) | {
+        "SHORTLIST_LEASE_SECONDS": "2",
+        "SHORTLIST_HEARTBEAT_INTERVAL": "0.5",
+    }
+    settings = Settings(**{k.removeprefix("SHORTLIST_").lower(): v for k, v in env.items()})  # type: ignore[arg-type]
+    source = await service.add_source(pool, settings, spec, "Killed Co")
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CRAWL_CLI,
+        "sources",
+        "crawl",
+        str(source.id),
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        await wait_for(
+            lambda: asyncio.sleep(0, result=bool(boards.served("/jobs/p3"))),
+            timeout=60,
+            message="the crawl reached the slow page",
+        )
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    # Killed before its commit: nothing of the crawl is written, the source is still leased.
+    assert await count_listings(db_url, spec) == (0, 0)
+    assert (await service.get_source(pool, source.id)).last_crawl_at is None
+
+    # Another worker takes the source over once the dead one's lease runs out.
+    del boards.delay["/jobs/p3"]
+    [result] = await service.crawl_now(pool, settings, [source.id])
+    assert result.error is None and result.outcome is not None and result.outcome.new == 6
+    assert await count_listings(db_url, spec) == (6, 6)
+    [again] = await service.crawl_now(pool, settings, [source.id])
+    assert again.outcome is not None and again.outcome.unchanged == 6
+    assert await count_listings(db_url, spec) == (6, 6)

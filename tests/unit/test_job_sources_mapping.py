@@ -1,0 +1,226 @@
+"""Field mapping of every job source adapter, on the vendors' documented shapes (no database)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from protego import Protego
+
+from shortlist.errors import BadInput
+from shortlist.listings.sources import ashby, careers, greenhouse, lever, mapping
+from shortlist.listings.sources.fetch import Fetched, _is_public, user_agent
+from shortlist.listings.sources.models import SourceSpec
+from shortlist.listings.sources.sync import canonical_url
+from tests.job_boards import ashby_job, greenhouse_job, job_posting_page, lever_posting
+
+
+def test_specs_parse_and_refuse() -> None:
+    assert SourceSpec.parse("greenhouse:vaulttec") == SourceSpec("greenhouse", "vaulttec")
+    assert SourceSpec.parse(" Lever:leverdemo ").spec == "lever:leverdemo"
+    assert SourceSpec.parse("ashby:Ashby").kind == "ashby"
+    assert SourceSpec.parse("https://example.com/careers").kind == "careers"
+    for bad in ("greenhouse:", "greenhouse:a/b", "ftp://example.com/", "file:///etc/passwd", "x"):
+        with pytest.raises(BadInput):
+            SourceSpec.parse(bad)
+
+
+def test_greenhouse_job_maps_escaped_content_to_plain_text() -> None:
+    job = greenhouse_job(
+        127817,
+        "Vault Designer",
+        "NYC",
+        "",
+        pay_input_ranges=[{"min_cents": 12000000, "max_cents": 15000000, "currency_type": "USD"}],
+    )
+    # As the jobs list sends it with content=true: the HTML itself entity-escaped.
+    job["content"] = (
+        "&lt;p&gt;Design &amp;amp; build &lt;strong&gt;vaults&lt;/strong&gt;.&lt;/p&gt;"
+    )
+    posting = greenhouse.map_job(job)
+    assert posting is not None
+    assert posting.external_id == "127817"
+    assert posting.job_title == "Vault Designer"
+    assert posting.city_location == "NYC"
+    assert posting.description == "Design & build vaults."
+    assert posting.source_url == "https://boards.greenhouse.io/vaulttec/jobs/127817"
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (
+        120,
+        150,
+        "USD",
+    )
+    assert greenhouse.map_job({"id": 1}) is None
+
+
+def test_greenhouse_board_without_jobs_list_is_transient() -> None:
+    from shortlist.errors import TransientError
+
+    with pytest.raises(TransientError):
+        greenhouse.parse_jobs(Fetched("http://x/", 200, b'{"error": 1}'), "acme")
+
+
+def test_lever_posting_maps_salary_range_workplace_and_epoch_ms() -> None:
+    posting = lever.map_posting(
+        lever_posting(
+            "abc-123",
+            "Backend Engineer",
+            workplaceType="remote",
+            salaryRange={
+                "currency": "usd",
+                "interval": "per-month-salary",
+                "min": 10000,
+                "max": 12000,
+            },
+        )
+    )
+    assert posting is not None
+    assert posting.work_mode == "remote"
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (
+        120,
+        144,
+        "USD",
+    )
+    assert posting.posted_at == datetime(2026, 1, 1, tzinfo=UTC)
+    assert posting.city_location == "San Francisco"
+    assert "Build the thing." in posting.description
+    assert "Requirements\nPython\nSQL" in posting.description
+    assert "Benefits & more." in posting.description
+    assert posting.source_url == "https://jobs.lever.co/leverdemo/abc-123"
+    hourly = lever.map_posting(
+        lever_posting(
+            "h",
+            "Barista",
+            salaryRange={"currency": "USD", "interval": "per-hour-wage", "min": 20, "max": 25},
+        )
+    )
+    assert hourly is not None and (hourly.salary_min_ks, hourly.salary_max_ks) == (42, 52)
+    assert lever.map_posting(lever_posting("o", "X", workplaceType="on-site")).work_mode == "onsite"  # type: ignore[union-attr]
+
+
+def test_ashby_job_maps_compensation_address_and_workplace() -> None:
+    posting = ashby.map_job(ashby_job("9f1b", "Platform Engineer"))
+    assert posting is not None
+    assert posting.city_location == "Berlin"
+    assert posting.work_mode == "hybrid"
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (70, 90, "EUR")
+    assert posting.description == "Run the platform."
+    assert posting.source_url == "https://jobs.ashbyhq.com/ashbydemo/9f1b"
+    assert ashby.map_job(ashby_job("u", "Hidden", isListed=False)) is None
+    remote = ashby.map_job(ashby_job("r", "Anywhere", workplaceType=None, isRemote=True))
+    assert remote is not None and remote.work_mode == "remote"
+
+
+def test_json_ld_job_posting_fields() -> None:
+    page = job_posting_page(
+        "Software Engineer &amp; SRE",
+        identifier={"@type": "PropertyValue", "name": "Google", "value": "1234567"},
+        jobLocationType="TELECOMMUTE",
+    )
+    [posting] = careers.postings_of_page(page, "https://careers.example/jobs/1")
+    assert posting.job_title == "Software Engineer & SRE"
+    assert posting.external_id == "1234567"
+    assert posting.company_name == "Google"
+    assert posting.city_location == "Mountain View"
+    assert posting.work_mode == "remote"
+    # 40 USD an hour, 2080 hours a year.
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (83, 83, "USD")
+    assert posting.description.startswith("Google aspires")
+    assert "<" not in posting.description
+    assert posting.valid_through == datetime(2099, 3, 18, tzinfo=UTC)
+    assert posting.source_url == "https://careers.example/jobs/1"
+
+
+def test_json_ld_graph_lists_and_ranges() -> None:
+    graph = {
+        "@context": "https://schema.org",
+        "@graph": [
+            {"@type": "Organization", "name": "Acme"},
+            {
+                "@type": ["JobPosting"],
+                "title": "Welder",
+                "url": "/jobs/welder",
+                "hiringOrganization": "Acme",
+                "jobLocation": [{"@type": "Place", "address": "Leeds, UK"}],
+                "baseSalary": {
+                    "@type": "MonetaryAmount",
+                    "currency": "GBP",
+                    "value": {
+                        "@type": "QuantitativeValue",
+                        "minValue": 30000,
+                        "maxValue": 36000,
+                        "unitText": "YEAR",
+                    },
+                },
+            },
+        ],
+    }
+    page = f'<script type="application/ld+json">{json.dumps(graph)}</script>'
+    [posting] = careers.postings_of_page(page, "https://acme.example/careers")
+    assert posting.source_url == "https://acme.example/jobs/welder"
+    assert posting.external_id == "https://acme.example/jobs/welder"
+    assert (posting.company_name, posting.city_location) == ("Acme", "Leeds, UK")
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (30, 36, "GBP")
+    assert careers.postings_of_page("<html><p>no data</p></html>", "https://x/") == []
+    assert (
+        careers.postings_of_page('<script type="application/ld+json">{bad</script>', "https://x/")
+        == []
+    )
+
+
+def test_sitemaps_and_job_links() -> None:
+    urlset = (
+        b'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/'
+        b'sitemap/0.9"><url><loc>https://a.example/jobs/1</loc></url><url><loc>'
+        b"https://a.example/jobs/2</loc></url></urlset>"
+    )
+    assert careers.sitemap_locations(urlset) == (
+        "urlset",
+        ["https://a.example/jobs/1", "https://a.example/jobs/2"],
+    )
+    index = b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>https://a.example/s1.xml</loc></sitemap></sitemapindex>'
+    assert careers.sitemap_locations(index) == ("sitemapindex", ["https://a.example/s1.xml"])
+    assert careers.sitemap_locations(b"<html><body>hi</body></html>") is None
+    # An entity bomb or external entity is not expanded.
+    xxe = b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY x SYSTEM "file:///etc/passwd">]><urlset><url><loc>&x;</loc></url></urlset>'
+    found = careers.sitemap_locations(xxe)
+    assert found is None or all("root:" not in loc for loc in found[1])
+    page = (
+        '<a href="/careers/jobs/1">One</a><a href="/careers/jobs/1#apply">again</a>'
+        '<a href="/about">About</a><a href="https://other.example/careers/jobs/9">x</a>'
+        '<a href="/open-positions/7">Seven</a>'
+    )
+    assert careers.job_links(page, "https://a.example/careers") == [
+        "https://a.example/careers/jobs/1",
+        "https://a.example/open-positions/7",
+    ]
+
+
+def test_mapping_helpers() -> None:
+    assert mapping.plain_text("<p>a &amp; b</p><p>c</p>") == "a & b\n\nc"
+    assert mapping.plain_text("plain") == "plain"
+    assert mapping.yearly_ks("120,000") == 120
+    assert mapping.yearly_ks(True) is None and mapping.yearly_ks(-5) is None
+    assert mapping.yearly_ks(10**12) is None
+    assert mapping.period_of("1 MONTH") == "month" and mapping.period_of(None) == "year"
+    assert mapping.timestamp("2026-01-18") == datetime(2026, 1, 18, tzinfo=UTC)
+    assert mapping.timestamp("not a date") is None
+
+
+def test_canonical_url_and_addresses() -> None:
+    assert canonical_url("HTTPS://Acme.Example/jobs/1/?utm_source=x&gh_jid=1#top") == (
+        "https://acme.example/jobs/1?gh_jid=1"
+    )
+    assert canonical_url("mailto:x@example.com") is None
+    for private in ("127.0.0.1", "10.0.0.1", "169.254.169.254", "::1", "::ffff:192.168.1.1"):
+        assert not _is_public(private)
+    assert _is_public("93.184.216.34")
+    assert "shortlist/" in user_agent("https://ops.example/contact")
+    assert "https://ops.example/contact" in user_agent("https://ops.example/contact")
+
+
+def test_robots_rules_as_protego_reads_them() -> None:
+    robots = Protego.parse("User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n")
+    assert not robots.can_fetch("https://a.example/private/job", "shortlist")
+    assert robots.can_fetch("https://a.example/jobs/1", "shortlist")
+    assert robots.crawl_delay("shortlist") == 2
