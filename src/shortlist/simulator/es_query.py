@@ -55,7 +55,7 @@ def analyse(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-@dataclass
+@dataclass(repr=False)  # a field holds a value per document: never formatted whole
 class _Field:
     kind: FieldKind
     values: list[Any]  # per document: str, list[str], int or None

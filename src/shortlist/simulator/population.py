@@ -362,7 +362,7 @@ class _Entry:
     popularity: float
 
 
-@dataclass
+@dataclass(repr=False)
 class PopulationIndex:
     """Search structures over a population: role words, folded skills, IDF-weighted text."""
 
@@ -372,6 +372,11 @@ class PopulationIndex:
 
     def __post_init__(self) -> None:
         self.by_username = {p.username: p for p in self.people}
+
+    def __repr__(self) -> str:
+        # Short: asyncio's debug mode and pytest format arguments with repr, and the generated
+        # repr of 50,000 people takes seconds.
+        return f"PopulationIndex({len(self.people)} people, seed={self.seed})"
 
     def warm(self) -> None:
         """Build the free-text structures now rather than on the first search."""
