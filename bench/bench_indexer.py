@@ -94,21 +94,18 @@ async def run_indexer(url: str, embedder: Any, table: str = "job_listings") -> i
 
 
 def _encode_alone(model: Any, texts: list[str], encode_batch: int) -> None:
+    """The model's own ``encode`` (shortlist.embedding.onnx_model), ``encode_batch`` at a time."""
     for start in range(0, len(texts), BATCH):
-        model.encode(
-            texts[start : start + BATCH],
-            batch_size=encode_batch,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        batch = texts[start : start + BATCH]
+        for i in range(0, len(batch), encode_batch):
+            model.encode(batch[i : i + encode_batch])
 
 
 class StandInModel:
     """Smoke runs only: ``encode`` of the hash embedder (the real model takes 6-10 s to load,
     which a smoke run cannot afford); ``make bench`` always uses all-MiniLM-L6-v2."""
 
-    def encode(self, texts: list[str], **_: Any) -> Any:
+    def encode(self, texts: list[str]) -> Any:
         import numpy as np
 
         from bench.talent_support import HashEmbedder
@@ -126,7 +123,7 @@ def _embedder_and_model(ctx: Context) -> tuple[Any, Any, int]:
 
     embedder = LocalEmbedder()
     embedder.warm_up()
-    return embedder, embedder._model().model, embedder.batch_size
+    return embedder, embedder._model("bulk").model, embedder.bulk_batch_size
 
 
 def run(ctx: Context) -> list[Record]:

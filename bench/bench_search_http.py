@@ -1,53 +1,101 @@
-"""search-http: job searches per second through the HTTP API at 100k listings, p50 / p99, next to
-the same count of bare SQL queries (report only).
+"""search-http: job searches per second through the HTTP API at 100k listings, p50 / p99, against
+the model's own encode-only rate and against the same searches with precomputed vectors; the API
+process's RSS and its query-embedding cache hit rate.
 
 The server is the product's app (``create_app``, uvicorn, one process) over the search
 benchmark's corpus, started by :mod:`bench.http_server` in its own process, in two variants:
 
-``local model``  the product default: every search embeds its query with all-MiniLM-L6-v2 on
-                 the CPU (queries are plain job-seeker phrases).
-``no model``     a lookup embedder (``"qv17x"`` → a generated query vector): the HTTP layer,
-                 validation, the two candidate queries, fusion and JSON, without the model.
+``model``        the product default: every search embeds its query with all-MiniLM-L6-v2 on the
+                 CPU (the process's query cache included).
+``precomputed``  the same query texts, whose vectors the model computed beforehand: the HTTP
+                 layer, validation, the candidate statements, fusion and JSON, without the model.
 
-The client (this process, httpx) keeps ``CONCURRENCY`` requests in flight until ``N`` are done;
-the baseline runs the same ``N`` bare ``ORDER BY embedding <=> q LIMIT 10`` statements with the
-same concurrency on as many connections. Client, server and PostgreSQL share the 2 cores, as
-they would on one small machine.
+Two query mixes, over plain job-seeker phrases (role × modifier × place, thousands of them):
+
+``distinct``  every request a query never asked before (a cold cache: every search encodes);
+``repeated``  a query log with a job board's repetition: phrases drawn from a Zipf-like
+              distribution (the k-th most popular asked ∝ 1/k^ZIPF_S) over ZIPF_VOCABULARY
+              phrases.
+
+The anchor is the same model encoding the same distinct queries alone, in batches of
+``CONCURRENCY`` (the server's own model code, ``LocalEmbedder._encode``, in this process). The
+client (this process, httpx) keeps ``CONCURRENCY`` requests in flight until ``N`` are done.
+Client, server and PostgreSQL share the machine, as they would on one small box; each figure's
+note gives the load average it was measured at.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import math
+import os
+import random
 import socket
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 
-from bench.bench_search import LookupEmbedder, SearchFixture, bare_search, ensure_fixture, open_bare
+from bench.bench_search import SearchFixture, ensure_fixture
 from bench.common import Context, Record, Stat, percentile
+from bench.http_server import text_key
 
 NAME = "search-http"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 8
-TEXT_QUERIES = (
-    "senior python developer remote",
-    "machine learning platform lead",
-    "frontend react typescript",
-    "data pipeline airflow spark",
-    "site reliability kubernetes on-call",
-    "embedded firmware c rtos",
-    "product designer figma",
-    "security analyst soc",
-    "mobile ios swift developer",
-    "devops terraform aws",
-)
+ZIPF_S = 1.07
+ZIPF_VOCABULARY = 2_000
+TARGET_DISTINCT = 0.5
+"""HTTP searches/s with distinct queries ≥ half the encode-only rate (issue 25)."""
+TARGET_REPEATED = 1.0
+TARGET_P99 = 4.0
+"""p99 ≤ 4 × p50."""
+RSS_TARGET_MB = 300.0
+
+ROLES = (
+    "software engineer", "python developer", "frontend developer", "data engineer",
+    "data scientist", "machine learning engineer", "devops engineer", "site reliability engineer",
+    "product manager", "product designer", "ux researcher", "qa engineer", "security analyst",
+    "mobile developer", "ios developer", "android developer", "backend engineer",
+    "embedded engineer", "firmware engineer", "cloud architect", "database administrator",
+    "technical writer", "support engineer", "sales engineer", "account manager",
+    "marketing manager", "content writer", "graphic designer", "registered nurse",
+    "nurse practitioner", "pharmacist", "physiotherapist", "teacher", "accountant",
+    "financial analyst", "hr manager", "recruiter", "project manager", "electrician",
+    "mechanical engineer", "civil engineer", "warehouse worker", "truck driver", "chef",
+    "barista", "customer service", "office manager", "paralegal", "lawyer", "dentist",
+)  # fmt: skip
+MODIFIERS = (
+    "", "senior", "junior", "lead", "remote", "part time", "contract", "entry level",
+    "principal", "staff",
+)  # fmt: skip
+PLACES = (
+    "", "berlin", "london", "new york", "remote", "austin", "toronto", "paris", "amsterdam",
+    "munich", "chicago",
+)  # fmt: skip
+
+
+def phrases() -> list[str]:
+    """Every role × modifier × place phrase (5,500), in a fixed shuffled order."""
+    out = [
+        " ".join(w for w in (mod, role, f"in {place}" if place else "") if w)
+        for role, mod, place in itertools.product(ROLES, MODIFIERS, PLACES)
+    ]
+    random.Random(25).shuffle(out)
+    return out
+
+
+def zipf_log(vocabulary: Sequence[str], n: int, seed: int) -> list[str]:
+    """``n`` queries drawn from ``vocabulary`` with P(k-th) ∝ 1/k^ZIPF_S."""
+    weights = [1.0 / (k**ZIPF_S) for k in range(1, len(vocabulary) + 1)]
+    return random.Random(seed).choices(list(vocabulary), weights=weights, k=n)
 
 
 def _free_port() -> int:
@@ -58,7 +106,8 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[str]:
+async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[tuple[str, int]]:
+    """The API on a free port; yields its base URL and process id."""
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -79,7 +128,7 @@ async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[st
     base = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as client:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 180
             while True:
                 if proc.returncode is not None:
                     err = await proc.stderr.read() if proc.stderr else b""
@@ -88,9 +137,9 @@ async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[st
                     if (await client.get(f"{base}/healthz")).status_code == 200:
                         break
                 if time.monotonic() > deadline:
-                    raise RuntimeError("API server did not start within 120 s")
+                    raise RuntimeError("API server did not start within 180 s")
                 await asyncio.sleep(0.1)
-        yield base
+        yield base, proc.pid
     finally:
         if proc.returncode is None:
             proc.terminate()
@@ -119,101 +168,213 @@ async def closed_loop(
     return n / (time.perf_counter() - started), latencies
 
 
+def _cache_lookups(metrics_text: str) -> tuple[float, float]:
+    """(hits, misses) of the query cache in a /metrics page; (nan, nan) without one."""
+    found: dict[str, float] = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("shortlist_query_cache_lookups_total{"):
+            result = line.split('result="', 1)[1].split('"', 1)[0]
+            found[result] = float(line.rsplit(" ", 1)[1])
+    if not found:
+        return math.nan, math.nan
+    return found.get("hit", 0.0), found.get("miss", 0.0)
+
+
+Samples = dict[str, list[float]]
+
+
 async def _measure(
-    ctx: Context, fixture: SearchFixture, embedder: str, queries: Path, n: int
-) -> dict[str, list[float]]:
-    corpus = fixture.corpus
-    nq = len(corpus.queries)
-    out: dict[str, list[float]] = {k: [] for k in ("rate", "p50", "p99", "b_rate", "b50", "b99")}
+    ctx: Context,
+    fixture: SearchFixture,
+    embedder: str,
+    vectors: Path,
+    distinct: list[str],
+    vocabulary: list[str],
+    n: int,
+) -> Samples:
+    out: Samples = {}
+
+    def add(key: str, value: float) -> None:
+        out.setdefault(key, []).append(value)
+
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     async with (
-        api_server(fixture.url, embedder, queries) as base,
+        api_server(fixture.url, embedder, vectors) as (base, pid),
         httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client,
     ):
-        bare = [await open_bare(fixture.url) for _ in range(CONCURRENCY)]
-        free: asyncio.Queue[Any] = asyncio.Queue()
-        for conn in bare:
-            free.put_nowait(conn)
+        server = psutil.Process(pid)
 
-        async def http_call(i: int) -> None:
-            q = LookupEmbedder.text(i % nq) if embedder == "lookup" else TEXT_QUERIES[i % 10]
-            r = await client.get("/api/jobs/search", params={"q": q, "size": 10})
-            if r.status_code != 200:
-                raise RuntimeError(f"search answered {r.status_code}: {r.text[:300]}")
+        async def run(queries: list[str]) -> tuple[float, list[float]]:
+            async def call(i: int) -> None:
+                r = await client.get("/api/jobs/search", params={"q": queries[i], "size": 10})
+                if r.status_code != 200:
+                    raise RuntimeError(f"search answered {r.status_code}: {r.text[:300]}")
 
-        async def bare_call(i: int) -> None:
-            conn = await free.get()
-            try:
-                await bare_search(conn, corpus.queries[i % nq], None)
-            finally:
-                free.put_nowait(conn)
+            return await closed_loop(len(queries), CONCURRENCY, call)
 
-        try:
-            # Warm-up: the model, both paths' connections, the index pages.
-            await closed_loop(min(n, 100), CONCURRENCY, http_call)
-            await closed_loop(min(n, 100), CONCURRENCY, bare_call)
-            for rep in range(ctx.repetitions()):
-                rate, lat = await closed_loop(n, CONCURRENCY, http_call)
-                b_rate, b_lat = await closed_loop(n, CONCURRENCY, bare_call)
-                out["rate"].append(rate)
-                out["p50"].append(percentile(lat, 50))
-                out["p99"].append(percentile(lat, 99))
-                out["b_rate"].append(b_rate)
-                out["b50"].append(percentile(b_lat, 50))
-                out["b99"].append(percentile(b_lat, 99))
-                ctx.log(
-                    f"search-http ({embedder}): rep {rep + 1}: {rate:.0f} searches/s"
-                    f" (p50 {out['p50'][-1]:.1f} ms) vs bare {b_rate:.0f}/s"
-                )
-        finally:
-            for conn in bare:
-                await conn.close()
+        # Warm-up (index pages, connections, the model): queries no timed run asks.
+        warm = distinct[-min(100, n) :]
+        await run(warm)
+        searches = len(warm)
+        for rep in range(ctx.repetitions()):
+            load = os.getloadavg()[0]
+            mix = distinct[rep * n : (rep + 1) * n]
+            rate, lat = await run(mix)
+            searches += len(mix)
+            add("distinct_rate", rate)
+            add("distinct_p50", percentile(lat, 50))
+            add("distinct_p99", percentile(lat, 99))
+            if "rss" not in out and searches >= min(1000, n):
+                add("rss", server.memory_info().rss / 2**20)
+            before = _cache_lookups((await client.get("/metrics")).text)
+            rate_r, lat_r = await run(zipf_log(vocabulary, n, seed=rep))
+            after = _cache_lookups((await client.get("/metrics")).text)
+            searches += n
+            hits, misses = after[0] - before[0], after[1] - before[1]
+            add("repeated_rate", rate_r)
+            add("repeated_p50", percentile(lat_r, 50))
+            add("repeated_p99", percentile(lat_r, 99))
+            add("hit_rate", hits / (hits + misses) if hits + misses else math.nan)
+            add("load", (load + os.getloadavg()[0]) / 2)
+            ctx.log(
+                f"search-http ({embedder}): rep {rep + 1}: distinct {rate:.0f}/s"
+                f" (p50 {out['distinct_p50'][-1]:.1f}, p99 {out['distinct_p99'][-1]:.1f} ms),"
+                f" repeated {rate_r:.0f}/s (p50 {out['repeated_p50'][-1]:.1f},"
+                f" p99 {out['repeated_p99'][-1]:.1f} ms), cache hits {out['hit_rate'][-1]:.0%},"
+                f" load {out['load'][-1]:.1f}"
+            )
+        add("rss_end", server.memory_info().rss / 2**20)
+        add("searches", float(searches))
     return out
 
 
+def encode_only(ctx: Context, distinct: list[str], n: int) -> Samples:
+    """The anchor: the server's model code encoding the distinct queries alone, batches of 8."""
+    from shortlist.embedding.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    embedder.warm_up()
+    texts = [text_key(t) for t in distinct]
+    embedder._encode(texts[-CONCURRENCY:])  # warm
+    out: Samples = {"rate": [], "load": []}
+    for rep in range(ctx.repetitions()):
+        load = os.getloadavg()[0]
+        batch = texts[rep * n : (rep + 1) * n]
+        started = time.perf_counter()
+        for i in range(0, len(batch), CONCURRENCY):
+            embedder._encode(batch[i : i + CONCURRENCY])
+        out["rate"].append(len(batch) / (time.perf_counter() - started))
+        out["load"].append((load + os.getloadavg()[0]) / 2)
+        ctx.log(f"search-http: encode-only rep {rep + 1}: {out['rate'][-1]:.0f} queries/s")
+    return out
+
+
+def precompute(texts: list[str], fixture: SearchFixture, smoke: bool) -> np.ndarray:
+    """The vectors of ``texts`` (the model's; in smoke mode the corpus's query vectors)."""
+    if smoke:
+        queries = fixture.corpus.queries
+        return np.asarray([queries[i % len(queries)] for i in range(len(texts))])
+    from shortlist.embedding.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    vectors = [v for i in range(0, len(texts), 64) for v in embedder._encode(texts[i : i + 64])]
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def _load_note(samples: Samples) -> str:
+    loads = samples.get("load") or [math.nan]
+    return f"load average {min(loads):.1f}–{max(loads):.1f}"
+
+
 def run(ctx: Context) -> list[Record]:
+    from shortlist.relevance import normalise_query
+
     fixture = ensure_fixture(ctx)
     n = ctx.size(1000, 40)
-    variants: tuple[tuple[str, str], ...] = (
-        (("lookup", "no model"),)
-        if ctx.smoke
-        else (("local", "local model"), ("lookup", "no model"))
-    )
+    reps = ctx.repetitions()
+    every = phrases()
+    # The distinct runs from the front, the repeated log's vocabulary from the back: no phrase
+    # of the log is cached by a distinct run (they overlap only past 3 repetitions of 1,000).
+    distinct = every[: n * reps + min(100, n)]
+    vocabulary = every[-ZIPF_VOCABULARY:]
+    if len(distinct) < n * reps + min(100, n):
+        raise RuntimeError(f"{len(every)} phrases are too few for {reps} × {n} distinct")
+    keys = sorted({text_key(normalise_query(q)) for q in [*distinct, *vocabulary]})
     records: list[Record] = []
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
-        queries = Path(tmp) / "queries.npy"
-        np.save(queries, fixture.corpus.queries)
-        for embedder, label in variants:
-            got = asyncio.run(_measure(ctx, fixture, embedder, queries, n))
-            note = f"{fixture.rows:,} listings, {n} requests, {CONCURRENCY} in flight"
-            records += [
-                Record(
-                    NAME,
-                    f"searches/s via HTTP, {label}",
-                    Stat.of(got["rate"]),
-                    Stat.of(got["b_rate"]),
-                    unit="/s",
-                    baseline_name="bare SQL",
-                    note=note,
-                ),
-                Record(
-                    NAME,
-                    f"p50 latency via HTTP, {label}",
-                    Stat.of(got["p50"]),
-                    Stat.of(got["b50"]),
-                    better="lower",
-                    unit="ms",
-                    baseline_name="bare SQL",
-                    note="client-side, under the closed loop",
-                ),
-                Record(
-                    NAME,
-                    f"p99 latency via HTTP, {label}",
-                    Stat.of(got["p99"]),
-                    Stat.of(got["b99"]),
-                    better="lower",
-                    unit="ms",
-                    baseline_name="bare SQL",
-                ),
-            ]
+        vectors = Path(tmp) / "vectors.npz"
+        np.savez(vectors, texts=np.asarray(keys), vectors=precompute(keys, fixture, ctx.smoke))
+        pre = asyncio.run(_measure(ctx, fixture, "precomputed", vectors, distinct, vocabulary, n))
+        if ctx.smoke:
+            model, anchor = pre, {"rate": pre["distinct_rate"], "load": pre["load"]}
+        else:
+            anchor = encode_only(ctx, distinct, n)
+            model = asyncio.run(_measure(ctx, fixture, "local", vectors, distinct, vocabulary, n))
+    rows = f"{fixture.rows:,} listings, {n} requests per run, {CONCURRENCY} in flight"
+    for mix, label, target in (
+        ("distinct", "distinct queries", TARGET_DISTINCT),
+        ("repeated", f"repeated queries (Zipf s={ZIPF_S})", TARGET_REPEATED),
+    ):
+        records += [
+            Record(
+                NAME,
+                f"searches/s via HTTP with the model, {label}",
+                Stat.of(model[f"{mix}_rate"]),
+                Stat.of(anchor["rate"]),
+                target=target,
+                unit="/s",
+                baseline_name="encode-only, batches of 8",
+                note=f"{rows}; {_load_note(model)} (anchor {_load_note(anchor)})",
+            ),
+            Record(
+                NAME,
+                f"searches/s via HTTP with the model vs precomputed vectors, {label}",
+                Stat.of(model[f"{mix}_rate"]),
+                Stat.of(pre[f"{mix}_rate"]),
+                unit="/s",
+                baseline_name="precomputed vectors",
+                note=_load_note(pre),
+            ),
+            Record(
+                NAME,
+                f"p99 vs p50 latency via HTTP with the model, {label}",
+                Stat.of(model[f"{mix}_p99"]),
+                Stat.of(model[f"{mix}_p50"]),
+                target=TARGET_P99,
+                better="lower",
+                unit="ms",
+                baseline_name="p50",
+                note="client-side, under the closed loop",
+            ),
+            Record(
+                NAME,
+                f"p50 latency via HTTP, precomputed vectors, {label}",
+                Stat.of(pre[f"{mix}_p50"]),
+                None,
+                better="lower",
+                unit="ms",
+                note=f"p99 {Stat.of(pre[f'{mix}_p99']).median:.1f} ms",
+            ),
+        ]
+    records += [
+        Record(
+            NAME,
+            "API process RSS after 1,000 searches, with the model",
+            Stat.of(model["rss"]),
+            Stat.one(RSS_TARGET_MB),
+            target=1.0,
+            better="lower",
+            unit="MB",
+            baseline_name="target",
+            note=f"after all {model['searches'][0]:.0f} searches: {model['rss_end'][0]:.0f} MB",
+        ),
+        Record(
+            NAME,
+            f"query cache hit rate, repeated queries (Zipf s={ZIPF_S}, {ZIPF_VOCABULARY} phrases)",
+            Stat.of(model["hit_rate"]),
+            None,
+            unit="%",
+            note="from the server's /metrics; NaN: no query cache",
+        ),
+    ]
     return records

@@ -1,7 +1,9 @@
 """The product's HTTP API (``create_app``) on uvicorn, for search-http, with the embedder chosen
-by the benchmark: ``local`` (the product default, all-MiniLM-L6-v2 on the CPU) or ``lookup``
-(query text ``"qv{i}x"`` → the i-th vector of a ``.npy`` file: the API and database without the
-model). Everything else is what ``shortlist serve --no-workers`` builds::
+by the benchmark: ``local`` (the product default, all-MiniLM-L6-v2 on the CPU), ``lookup``
+(query text ``"qv{i}x"`` → the i-th vector of a ``.npy`` file) or ``precomputed`` (a query's
+text → its vector, computed beforehand by the model, from a ``.npz`` of ``texts`` and
+``vectors``): the API and database without the model. Everything else is what
+``shortlist serve --no-workers`` builds::
 
     python -m bench.http_server --url URL --port P --embedder lookup --queries FILE.npy
 """
@@ -12,6 +14,34 @@ import argparse
 import asyncio
 import logging
 from typing import Any
+
+
+def text_key(text: str) -> str:
+    """How the benchmark and the precomputed embedder name a query's text: the text the search
+    embeds (``normalise_query``), white space collapsed and case folded (the local model is
+    uncased), so that the lookup finds it whatever the cache did to it."""
+    return " ".join(text.split()).lower()
+
+
+class PrecomputedEmbedder:
+    """An ``Embedder`` that knows its texts' vectors already."""
+
+    name = "precomputed"
+    dim = 384
+
+    def __init__(self, data: Any) -> None:
+        self.vectors = {
+            str(t): v for t, v in zip(data["texts"], data["vectors"].tolist(), strict=True)
+        }
+
+    async def embed(self, texts: Any) -> list[list[float]]:
+        return [self.vectors[text_key(t)] for t in texts]
+
+    def warm_up(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
 
 
 async def serve(url: str, port: int, embedder_name: str, queries: str | None) -> None:
@@ -32,7 +62,10 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
         log_level="WARNING",
     )
     embedder: Any
-    if embedder_name == "lookup":
+    if embedder_name == "precomputed":
+        assert queries is not None
+        embedder = PrecomputedEmbedder(np.load(queries))
+    elif embedder_name == "lookup":
         from bench.bench_search import LookupEmbedder
 
         assert queries is not None
@@ -59,7 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--embedder", choices=("local", "lookup"), default="local")
+    parser.add_argument("--embedder", choices=("local", "lookup", "precomputed"), default="local")
     parser.add_argument("--queries", default=None)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)

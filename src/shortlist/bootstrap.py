@@ -119,7 +119,9 @@ async def open_services(
         sources = shared_sources(settings, pool)
     notifier = Notifier(database_url)
     notifier.start()
-    spaces = Spaces(pool, embedder_factory, database_url)
+    spaces = Spaces(
+        pool, embedder_factory, database_url, query_cache_size=settings.query_cache_size
+    )
     services = Services(settings, database_url, pool, notifier, spaces, sources)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None

@@ -24,6 +24,10 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("shortlist", appauthor=False))
 
 
+def default_model_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("shortlist", appauthor=False))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
@@ -95,6 +99,11 @@ class Settings(BaseSettings):
     embedder_model: str = "text-embedding-3-small"
     embedder_timeout: float = Field(30.0, gt=0)
     embedding_dim: int = Field(384, ge=1, le=16000)
+    model_cache_dir: Path = Field(default_factory=default_model_cache_dir)
+    """Where the local model's ONNX graph is exported to, once (shortlist.embedding.onnx_model)."""
+    query_cache_size: int = Field(4096, ge=0)
+    """Query embeddings kept per process, most recently used (shortlist.embedding.query_cache);
+    0 disables the cache."""
 
     # --- embedding indexer --------------------------------------------------------------------
     indexer_poll_interval: float = Field(30.0, gt=0)

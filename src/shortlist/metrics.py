@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 QUEUE_CLAIMS = Counter(
     "shortlist_queue_claims_total", "Claim round-trips that returned work", ["queue"]
@@ -26,6 +26,15 @@ EMBED_LATENCY = Histogram(
     "Latency of one embedding call (a whole batch)",
     ["embedder"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+QUERY_CACHE_LOOKUPS = Counter(
+    "shortlist_query_cache_lookups_total",
+    "Query embeddings looked up in the process's cache (shortlist.embedding.query_cache)",
+    ["result"],
+)
+QUERY_CACHE_HIT_RATIO = Gauge(
+    "shortlist_query_cache_hit_ratio",
+    "Share of query-embedding lookups answered by the cache since the process started",
 )
 EMBED_ERRORS = Counter(
     "shortlist_embed_errors_total", "Embedding errors by class", ["embedder", "kind"]

@@ -13,8 +13,12 @@ from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import Forbidden, Unauthorized
 
+# The dependencies below are ``async def`` although they never await: FastAPI runs a plain
+# ``def`` dependency in its thread pool (https://fastapi.tiangolo.com/async/#dependencies),
+# a thread hop per dependency per request for a dictionary lookup (three on every search).
 
-def get_services(request: Request) -> Services:
+
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -22,7 +26,7 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_pool(services: ServicesDep) -> AsyncPool:
+async def get_pool(services: ServicesDep) -> AsyncPool:
     return services.pool
 
 
@@ -38,7 +42,7 @@ async def get_conn(pool: PoolDep) -> AsyncIterator[AsyncConn]:
 ConnDep = Annotated[AsyncConn, Depends(get_conn)]
 
 
-def client_ip_of(request: Request) -> str:
+async def client_ip_of(request: Request) -> str:
     ip: str = request.state.client_ip
     return ip
 

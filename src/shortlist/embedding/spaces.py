@@ -167,7 +167,16 @@ EmbedderFactory = Callable[[ModelSpace], Embedder]
 class Spaces:
     """The models in use in this process (see the module docstring)."""
 
-    def __init__(self, pool: AsyncPool, factory: EmbedderFactory, database_url: str) -> None:
+    def __init__(
+        self,
+        pool: AsyncPool,
+        factory: EmbedderFactory,
+        database_url: str,
+        *,
+        query_cache_size: int = 4096,
+    ) -> None:
+        from shortlist.embedding.query_cache import QueryCache
+
         self.pool = pool
         self.database_url = database_url
         self.factory = factory
@@ -177,6 +186,8 @@ class Spaces:
         self._building: ModelInUse | None = None
         self._loaded = False
         self._lock = asyncio.Lock()
+        self.query_cache = QueryCache(query_cache_size)
+        """Query vectors by model and text; emptied when the active model switches."""
 
     # -- what callers use -----------------------------------------------------------------------
 
@@ -227,6 +238,7 @@ class Spaces:
         )
         self._loaded = True
         if previous is not None and previous != active.id:
+            self.query_cache.clear()
             log.info("embedding model switched: now %s (%d-d)", active.label, active.dim)
         await self._close_unused({s.model_key() for s in rows})
 

@@ -52,7 +52,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, LiteralString
 from uuid import UUID
 
 import numpy as np
@@ -65,6 +65,7 @@ from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
+from shortlist.embedding.query_cache import QueryCache
 from shortlist.embedding.spaces import ModelSpace, SpaceStatements, first_space
 from shortlist.errors import BadInput
 from shortlist.listings import facets as facet_counts
@@ -78,10 +79,22 @@ from shortlist.validation import is_storable_text
 log = logging.getLogger(__name__)
 
 QUERIES = load_queries("shortlist.listings", "search.sql")
+
+
+def _compact(statement: LiteralString) -> LiteralString:
+    """``statement`` without its comment lines and indentation (no literal spans lines).
+
+    psycopg converts a statement's ``%(name)s`` placeholders on every call unless the statement
+    is at most ``psycopg._queries.MAX_CACHED_STATEMENT_LENGTH`` (4,096) bytes, which it caches;
+    the commented candidates statement was 6.4 kB (search.sql keeps the comments)."""
+    lines = [line.strip() for line in statement.splitlines()]
+    return "\n".join(line for line in lines if line and not line.startswith("--"))
+
+
 # The candidates statement, with or without the facet counts (see search.sql).
 _ORDER = "\nORDER BY list DESC, rank"
-CANDIDATES = QUERIES["candidate_ctes"] + "\n" + QUERIES["candidate_lists"] + _ORDER
-CANDIDATES_WITH_FACETS = (
+CANDIDATES = _compact(QUERIES["candidate_ctes"] + "\n" + QUERIES["candidate_lists"] + _ORDER)
+CANDIDATES_WITH_FACETS = _compact(
     QUERIES["candidate_ctes"]
     + ",\n"
     + QUERIES["facet_ctes"]
@@ -95,7 +108,7 @@ CANDIDATES_WITH_FACETS = (
 # ... composed for each embedding model space.
 _IN_SPACE = SpaceStatements(
     {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},
-    listing_filters=sql.SQL(QUERIES["listing_filters"]),
+    listing_filters=sql.SQL(_compact(QUERIES["listing_filters"])),
 )
 
 
@@ -300,15 +313,19 @@ def _check_filters(work_mode: str | None, posted_within_days: int | None) -> Non
         )
 
 
-async def _embed_query(embedder: Embedder, q: str) -> list[float] | None:
+async def _embed_query(
+    embedder: Embedder, q: str, space: ModelSpace, cache: QueryCache | None
+) -> np.ndarray[Any, np.dtype[np.float32]] | None:
     try:
+        if cache is not None:
+            return await cache.embed(space, embedder, q)
         [vector] = await embedder.embed([q])
     except EmbeddingError as exc:
         # Degrade to full-text results rather than fail the search: the provider being down
         # should not take job search down with it.
         log.warning("query embedding failed (%s); searching full text only", exc)
         return None
-    return vector
+    return np.asarray(vector, dtype=np.float32)
 
 
 @asynccontextmanager
@@ -339,24 +356,26 @@ async def search_jobs(
     posted_within_days: int | None = None,
     with_facets: bool = True,
     space: ModelSpace | None = None,
+    query_cache: QueryCache | None = None,
 ) -> SearchResult:
     """Search job listings; raises ``BadInput`` for an empty query, an unknown work mode, or
     out-of-range paging or freshness. ``with_facets=False`` skips the facet counts (the
     benchmark's baseline; every caller of the product wants them). ``space``: the model space
-    ``embedder`` embeds for (default: the first, of the embedder's dimension)."""
+    ``embedder`` embeds for (default: the first, of the embedder's dimension).
+    ``query_cache``: where a repeated query's vector is kept (default: none, always embed)."""
     if space is None:
         space = first_space(embedder.dim)
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
     _check_filters(work_mode, posted_within_days)
     normalised = normalise_query(q)
-    vector = await _embed_query(embedder, normalised)
+    vector = await _embed_query(embedder, normalised, space, query_cache)
     windows = fusion_windows(size, offset)
     k = windows[-1]
     params = {
         "terms": text_terms(normalised),
         # A numpy array goes over the wire as a pgvector value (register_vector_async).
-        "vector": None if vector is None else np.asarray(vector, dtype=np.float32),
+        "vector": vector,
         "location": like_pattern(loc) if loc else None,
         "salary_min": salary_min,
         "work_mode": work_mode,

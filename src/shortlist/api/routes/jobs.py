@@ -37,13 +37,13 @@ router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 EMAIL_MEDIA_TYPE = "message/rfc822"
 
 
-def rate_limit_search(request: Request, client_ip: ClientIPDep) -> None:
+async def rate_limit_search(request: Request, client_ip: ClientIPDep) -> None:
     """Per client IP, before the parameters are even validated: a flood of bad requests is
-    still a flood."""
+    still a flood. ``async``, though it never awaits: no thread-pool hop (shortlist.api.deps)."""
     request.app.state.search_limiter.check(client_ip)
 
 
-@router.get("/search", dependencies=[Depends(rate_limit_search)])
+@router.get("/search", dependencies=[Depends(rate_limit_search)], response_model=SearchResult)
 async def search(
     services: ServicesDep,
     q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH, description="what to look for")],
@@ -67,10 +67,10 @@ async def search(
         BeforeValidator(blank_to_none),
         Query(description="only listings created in the last N days"),
     ] = None,
-) -> SearchResult:
+) -> Response:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
-    return await services.spaces.run(
+    result = await services.spaces.run(
         lambda model: services.reads.read(
             lambda pool: search_jobs(
                 pool,
@@ -83,9 +83,13 @@ async def search(
                 work_mode=work_mode,
                 posted_within_days=posted_within_days,
                 space=model.space,
+                query_cache=services.spaces.query_cache,
             )
         )
     )
+    # Serialised once, by pydantic's Rust serialiser, as FastAPI's response model would, but not
+    # first validated again as that model (it is one already); the schema is response_model's.
+    return Response(result.model_dump_json(), media_type="application/json")
 
 
 def _created(response: Response, listing: ListingOut) -> ListingOut:

