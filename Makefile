@@ -54,15 +54,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Four test processes on two cores: most tests wait on servers, processes and clocks, not CPU.
+# Each process has its own embedded PostgreSQL (tests/conftest.py).
+PYTEST_WORKERS ?= 4
+
 pytest: $(STAMP) browser axe
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --durations=15
 
 test: lint typecheck pytest
 
 # The edit loop: lint, types, and the unit + integration layers (no live servers, processes,
 # browser or benchmarks). `make test` runs everything, as CI does.
 test-fast: lint typecheck
-	$(BIN)/pytest -q tests/unit tests/integration
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) tests/unit tests/integration
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -60,6 +60,7 @@ class World:
     search: str
     stub: int
     candidate: str
+    source: int
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,10 @@ TABLE = [
     # A person's erasure and the audit of who saw contact details: admins only.
     Row("DELETE", "/api/candidates/{candidate}", admin_only(200)),
     Row("GET", "/api/audit", admin_only(200)),
+    # Job sources to crawl: the operator's.
+    Row("GET", "/api/sources", admin_only(200)),
+    Row("POST", "/api/sources", admin_only(201), json={"spec": "greenhouse:acme-access"}),
+    Row("DELETE", "/api/sources/{source}", admin_only(204)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),
@@ -242,6 +247,12 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
             await conn.execute(
                 "UPDATE searches SET result_count = 1 WHERE id = %s", (search["id"],)
             )
+            cur = await conn.execute(
+                "INSERT INTO job_sources (spec, kind) VALUES (%s, 'greenhouse') RETURNING id",
+                (f"greenhouse:acme-{tag}",),
+            )
+            source = await cur.fetchone()
+            assert source is not None
             await conn.commit()
         return World(
             str(listing["id"]),
@@ -249,6 +260,7 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
             str(search["id"]),
             stub["id"],
             str(person["id"]),
+            int(source["id"]),
         )
 
     return make
@@ -261,6 +273,7 @@ def path_of(row: Row, world: World) -> str:
         search=world.search,
         stub=world.stub,
         candidate=world.candidate,
+        source=world.source,
     )
 
 
@@ -330,7 +343,8 @@ def test_the_table_covers_every_endpoint(app: FastAPI) -> None:
             m,
             p.replace("{search}", "{search_id}")
             .replace("{stub}", "{candidate_id}")
-            .replace("{candidate}", "{candidate_id}"),
+            .replace("{candidate}", "{candidate_id}")
+            .replace("{source}", "{source_id}"),
         )
         for m, p in normalised
     }

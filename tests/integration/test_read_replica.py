@@ -158,7 +158,7 @@ async def test_searches_read_the_replica_writes_go_to_the_primary(
 ) -> None:
     transport = httpx.ASGITransport(app=create_app(services), client=("127.0.0.1", 50000))
     async with services.pool.connection() as conn:
-        _principal, token = await create_token_async(conn, "acme", Role.company)
+        _principal, token = await create_token_async(conn, "acme", Role.company, "Replica Test Co")
     auth = {"Authorization": f"Bearer {token}"}
     reads = services.reads
     [replica] = reads.replicas
