@@ -54,9 +54,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Four test processes on two cores: most tests wait on servers, processes and clocks, not CPU.
+# Three test processes on two cores: most tests wait on servers, processes and clocks, not CPU.
 # Each process has its own embedded PostgreSQL (tests/conftest.py).
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 3
 
 pytest: $(STAMP) browser axe
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --durations=15

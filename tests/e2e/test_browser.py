@@ -8,6 +8,8 @@ Every request the pages make is checked to stay on loopback.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -579,10 +581,15 @@ def test_recruiter_marks_a_candidate_sees_it_again_exports_and_passes_the_audit(
         page.get_by_role("button", name="Download CSV").click()
     download = download_info.value
     assert download.suggested_filename.endswith(".csv")
-    lines = Path(download.path()).read_text(encoding="utf-8").splitlines()
-    assert lines[0].startswith("rank,name,role,location")
-    assert len(lines) == 1 + rows.count()
-    assert "shortlisted,Strong on-call record" in lines[1]
+    with Path(download.path()).open(encoding="utf-8", newline="") as f:
+        raw = f.read()
+    table = list(csv.reader(io.StringIO(raw)))
+    # Every cell quoted (a spreadsheet never reads a formula out of a provider's text).
+    assert raw.startswith('"rank","name","role","location"')
+    assert len(table) == 1 + rows.count()
+    header, first_row = table[0], table[1]
+    assert first_row[header.index("mark")] == "shortlisted"
+    assert first_row[header.index("note")] == "Strong on-call record"
 
     # A second search shows the mark on the person's row.
     page.goto(server.url(f"/recruit?poll={POLL_MS}&transport=poll"))

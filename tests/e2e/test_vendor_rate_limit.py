@@ -28,7 +28,7 @@ from tests.helpers import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 3
-WINDOW = 2.0
+WINDOW = 5.0
 PROCESSES = 4
 KEY = "simulator-key"
 
