@@ -304,8 +304,16 @@ async def test_concurrent_appends_keep_ranks_contiguous_and_people_unique(
 
 
 async def test_discovery_timing_out_twice_fails_its_tier_and_the_others_go_on(
-    client: httpx.AsyncClient, services: Services, recruiter: str, simulator: SimulatorServer
+    client: httpx.AsyncClient,
+    services: Services,
+    recruiter: str,
+    simulator: SimulatorServer,
+    db_url: str,
 ) -> None:
+    # A discovery timeout with room for a loaded machine, still under the simulator's 0.9 s
+    # hang: the talent hangs time out, the serp tier's answers must not (0.3 s did, on 2 busy
+    # cores).
+    services.settings = fast_settings(db_url, simulator.base_url, discovery_timeout=0.7)
     # Talent discovery never answers. No 429s: an enrichment's 429 pauses the talent provider
     # for every caller, and a pause that falls between a hung first attempt and its retry
     # defers the tier (a pause is not the tier's failure), which then asks its page again with
