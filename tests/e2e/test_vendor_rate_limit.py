@@ -98,7 +98,7 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
     searches = []
     # Enough searches that their calls need more than one window's LIMIT.
     roles = ("python developer", "data engineer", "frontend engineer", "react developer")
-    for query in [f"{role} in {city}" for role in roles for city in ("Berlin", "London")]:
+    for query in [f"{role} in Berlin" for role in roles]:
         response = await client.post("/api/searches", json={"query": query}, headers=auth(token))
         assert response.status_code == 202, response.text
         searches.append(response.json()["searchId"])
@@ -148,7 +148,10 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
             bodies = [await get_results(client, token, s, limit=1) for s in searches]
             return all(b["status"] == "complete" for b in bodies)
 
-        await wait_for(all_complete, timeout=400, interval=0.5, message="every search complete")
+        try:
+            await wait_for(all_complete, timeout=200, interval=0.5, message="every search complete")
+        except AssertionError:
+            raise AssertionError(await _diagnosis(services, logs)) from None
     finally:
         for p in procs:
             if p.returncode is None:
@@ -163,3 +166,24 @@ async def test_four_worker_processes_stay_under_the_vendor_limit(
     for name, e in endpoints.items():
         assert e["max_per_window"] <= LIMIT, (name, e["per_window"])
     assert report["during_block"].get("pdl", 0) == 0, report
+
+
+async def _diagnosis(services: Services, logs: list[Path]) -> str:
+    """What the searches, their tiers and candidates were doing, and the workers' last words."""
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT s.query, s.status::text, s.result_count,"
+            " (SELECT string_agg(t.tier || '=' || t.status::text || '/' || t.attempts"
+            "   || coalesce(' ' || t.last_error, ''), '; ') FROM search_tiers t"
+            "   WHERE t.search_id = s.id) AS tiers,"
+            " (SELECT string_agg(c.status::text || ':' || c.n, ',') FROM"
+            "   (SELECT status, count(*) AS n FROM search_candidates"
+            "     WHERE search_id = s.id GROUP BY status) c) AS candidates"
+            " FROM searches s ORDER BY s.created_at"
+        )
+        rows = await cur.fetchall()
+    lines = ["searches not all complete:", *(str(r) for r in rows)]
+    for log in logs:
+        lines.append(f"--- {log.name} (last 1500 chars) ---")
+        lines.append(log.read_text(errors="replace")[-1500:])
+    return "\n".join(lines)

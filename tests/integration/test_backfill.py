@@ -310,10 +310,13 @@ async def test_discovery_timing_out_twice_fails_its_tier_and_the_others_go_on(
     simulator: SimulatorServer,
     db_url: str,
 ) -> None:
-    # A discovery timeout with room for a loaded machine, still under the simulator's 0.9 s
-    # hang: the talent hangs time out, the serp tier's answers must not (0.3 s did, on 2 busy
-    # cores).
-    services.settings = fast_settings(db_url, simulator.base_url, discovery_timeout=0.7)
+    # The forced talent hangs never answer, so any timeout catches them; the serp tier's
+    # answers (which never hang) must not time out on 2 busy cores (0.3 s and 0.7 s both did).
+    # A target the serp tier cannot fill alone: the search completes only when every tier has
+    # ended, so the failed tiers are seen failed (not left queued by a search already done).
+    services.settings = fast_settings(
+        db_url, simulator.base_url, discovery_timeout=2.0, backfill_min_results=500
+    )
     # Talent discovery never answers. No 429s: an enrichment's 429 pauses the talent provider
     # for every caller, and a pause that falls between a hung first attempt and its retry
     # defers the tier (a pause is not the tier's failure), which then asks its page again with
@@ -420,6 +423,11 @@ async def test_a_profile_enriched_before_the_embedder_throttled_is_not_enriched_
     (an enrichment is ~8 s of the provider's rate limit)."""
     await set_behaviour(
         simulator, discovery_hang_rate=0, error_5xx_rate=0, rate_limit_rate=0, enrich_tail_rate=0
+    )
+    # Nothing hangs here: an enrichment timeout would only be a loaded machine's, and its
+    # retry a second (correct) enrichment that this test would count as the bug it looks for.
+    services.settings = services.settings.model_copy(
+        update={"enrichment_timeout": 10.0, "discovery_timeout": 10.0}
     )
     search_id = await start(client, recruiter, NICHE)
     embedder.fail_transient_times = 3  # after the query embedding of the search's start
