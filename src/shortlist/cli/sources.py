@@ -102,22 +102,23 @@ def list_command(
 
 @contextlib.asynccontextmanager
 async def _offline_simulator(settings: Settings, needed: bool) -> AsyncIterator[Settings]:
-    """As ``serve`` and ``worker``: without provider URLs, the bundled simulator (its demo
-    Greenhouse board) stands in for Greenhouse, here on a free loopback port. ``needed``:
-    a Greenhouse source is among those to crawl (the simulator takes seconds to start)."""
+    """As ``serve`` and ``worker``: without provider URLs, the bundled simulator's demo
+    Greenhouse board stands in for Greenhouse, here on a free loopback port (the job boards
+    alone: a crawl needs no talent population). ``needed``: a Greenhouse source is among those
+    to crawl."""
     if not needed or (settings.talent_api_url is not None and settings.serp_api_url is not None):
         yield settings
         return
-    from shortlist.simulator import SimulatorConfig, SimulatorServer
-    from shortlist.sources.factory import with_simulator
-
     if "greenhouse_api_url" in settings.model_fields_set:
         yield settings
         return
-    simulator = SimulatorServer(SimulatorConfig(api_key=settings.simulator_api_key))
+    from shortlist.simulator import SimulatorServer
+    from shortlist.simulator.job_boards import create_job_board_app
+
+    simulator = SimulatorServer(app=create_job_board_app())
     url = await asyncio.to_thread(simulator.start)
     try:
-        yield with_simulator(settings, url)
+        yield settings.model_copy(update={"greenhouse_api_url": url})
     finally:
         await asyncio.to_thread(simulator.stop)
 

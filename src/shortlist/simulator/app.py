@@ -353,10 +353,12 @@ class SimulatorServer:
         host: str = "127.0.0.1",
         *,
         log_level: str = "warning",
+        app: FastAPI | None = None,
     ) -> None:
         self.config = config or SimulatorConfig()
         self.host = host
-        self.app = create_simulator_app(self.config)
+        # ``app``: another app on the same thread-and-port machinery (the demo job boards).
+        self.app = app if app is not None else create_simulator_app(self.config)
         self._server = _Server(_uvicorn_config(self.app, host, 0, log_level), handle_signals=False)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -406,7 +408,9 @@ class SimulatorServer:
         thread = self._thread
         if thread is None:
             return
-        self.state.release_hangs()
+        state = getattr(self.app.state, "simulator", None)  # none on the job boards alone
+        if isinstance(state, SimulatorState):
+            state.release_hangs()
         self._server.should_exit = True
         thread.join(timeout)
         if thread.is_alive():

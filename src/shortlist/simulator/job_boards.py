@@ -89,7 +89,7 @@ def greenhouse_board(token: str) -> dict[str, Any]:
     return {"name": DEMO_COMPANY, "content": f"<p>{DEMO_COMPANY} careers ({token}).</p>"}
 
 
-def greenhouse_jobs(base_url: str, content: bool) -> dict[str, Any]:
+def greenhouse_jobs(token: str, content: bool) -> dict[str, Any]:
     jobs = []
     for job in _JOBS:
         item: dict[str, Any] = {
@@ -99,7 +99,10 @@ def greenhouse_jobs(base_url: str, content: bool) -> dict[str, Any]:
             "updated_at": job["updated_at"],
             "requisition_id": str(job["id"] % 1000),
             "location": {"name": job["location"]},
-            "absolute_url": f"{base_url}/demo/greenhouse/jobs/{job['id']}",
+            # The job's page on Greenhouse's hosted board, as in the Job Board API's example
+            # ("https://boards.greenhouse.io/vaulttec/jobs/127817"): the same on every start,
+            # whatever loopback port this simulator has.
+            "absolute_url": f"https://boards.greenhouse.io/{token}/jobs/{job['id']}",
             "language": "en",
             "metadata": None,
         }
@@ -157,6 +160,15 @@ def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
+def create_job_board_app() -> FastAPI:
+    """The demo job sources alone (no talent population to build): what a crawl of the demo
+    board from the command line needs, up in milliseconds instead of the whole simulator's
+    seconds."""
+    app = FastAPI(title="shortlist demo job boards", openapi_url=None)
+    register_job_board_routes(app)
+    return app
+
+
 def register_job_board_routes(app: FastAPI) -> None:
     @app.get("/v1/boards/{token}")
     async def board(request: Request, token: str) -> Response:
@@ -168,7 +180,7 @@ def register_job_board_routes(app: FastAPI) -> None:
     async def board_jobs(request: Request, token: str, content: bool = False) -> Response:
         if token != DEMO_BOARD:
             return JSONResponse({"status": 404, "error": "Job not found"}, 404)
-        body = json.dumps(greenhouse_jobs(_base(request), content)).encode()
+        body = json.dumps(greenhouse_jobs(token, content)).encode()
         return _respond(request, body, "application/json")
 
     @app.get("/robots.txt")

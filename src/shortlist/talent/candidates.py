@@ -268,10 +268,12 @@ class CandidateQueue:
                     status = CandidateStatus.below_threshold
                     error = f"outside the brief: {failure.detail}"
                     outcome = error
-                elif score < self.min_score:
-                    # Ingested (it was paid for), but not a result: no stranger fills a place.
+                elif judgement.fit(score) < self.min_score:
+                    # Ingested (it was paid for), but not a result: no stranger fills a place
+                    # (the floor is on the fit to the whole brief, as for internal hits).
                     status = CandidateStatus.below_threshold
-                    error = f"score {score:.3f} is below the relevance floor {self.min_score:.2f}"
+                    fit = judgement.fit(score)
+                    error = f"score {fit:.3f} is below the relevance floor {self.min_score:.2f}"
                     outcome = error
                 else:
                     appended = await repo.append_result(

@@ -121,15 +121,23 @@ def wanted_of(brief: Brief) -> Wanted:
     return Wanted.of(brief.location, brief.min_years_experience, brief.skills)
 
 
-def judge_hits(wanted: Wanted, hits: Sequence[repo.CorpusHit]) -> list[repo.CorpusHit]:
-    """The hits that fail no hard constraint, each scored by its fit to the whole brief: those
-    meeting every constraint first, then the rest (some constraint unknown), by score."""
+def judge_hits(
+    wanted: Wanted, hits: Sequence[repo.CorpusHit], min_score: float = 0.0
+) -> list[repo.CorpusHit]:
+    """The hits that fail no hard constraint and whose fit to the whole brief reaches
+    ``min_score``, each scored by that fit: those meeting every constraint first, then the rest
+    (some constraint unknown), by score. A weak maybe (elsewhere in the country, no must-have
+    skill) is no result: it would take a place of the target and keep the backfill from
+    looking for people who meet the brief."""
     kept: list[repo.CorpusHit] = []
     for hit in hits:
         judgement = judge(wanted, hit.held) if hit.held is not None else Judgement(())
         if judgement.failure is not None:
             continue
-        kept.append(replace(hit, score=judgement.fit(hit.score), judgement=judgement))
+        fit = judgement.fit(hit.score)
+        if fit < min_score:
+            continue
+        kept.append(replace(hit, score=fit, judgement=judgement))
     kept.sort(
         key=lambda h: (
             not (h.judgement is not None and h.judgement.meets_all),
@@ -227,7 +235,7 @@ async def start_search(
         return model, embedding, await services.reads.read(corpus_hits)
 
     model, embedding, found = await services.spaces.run(embed_and_search)
-    judged = judge_hits(wanted_of(brief), found)
+    judged = judge_hits(wanted_of(brief), found, settings.internal_min_score)
     hits = judged[:INTERNAL_HIT_LIMIT]
     async with services.pool.connection() as conn, conn.transaction():
         search_id = await repo.insert_search(
