@@ -121,7 +121,7 @@ async def _copy_once(url: str, n: int) -> float:
     items = [ListingCreate.model_validate(r) for r in listing_texts(n, seed=11)]
     async with await psycopg.AsyncConnection.connect(url, row_factory=dict_row) as conn:
         started = time.perf_counter()
-        await copy_listings(conn, items, source="import")
+        await copy_listings(conn, items, source="file")
         await conn.commit()
         return time.perf_counter() - started
 

@@ -40,7 +40,7 @@ def _insert_listings(url: str, rows: int) -> None:
     async def load() -> None:
         async with await psycopg.AsyncConnection.connect(url, row_factory=dict_row) as conn:
             await conn.execute("TRUNCATE job_listings CASCADE")
-            await copy_listings(conn, items, source="import")
+            await copy_listings(conn, items, source="file")
             await conn.commit()
 
     asyncio.run(load())

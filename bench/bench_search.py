@@ -188,7 +188,7 @@ def load_corpus(url: str, corpus: VectorCorpus) -> tuple[float, BuildReport, flo
                             120,
                             "USD",
                             f"bench-{listing_id}",
-                            "import",
+                            "file",
                             "embedded",
                             vec,
                             embedded_at,

@@ -210,6 +210,7 @@ def indexer_workers(
                 corpus,
                 probe_every=s.indexer_poll_interval,
                 spaces=services.spaces,
+                duplicate_distance=s.duplicate_distance,
             ),
             config,
             notifier=services.notifier,
@@ -246,6 +247,7 @@ def interactive_indexer_workers(services: Services) -> list[QueueWorker[ClaimedR
         probe_every=s.indexer_poll_interval,
         spaces=services.spaces,
         interactive_only=True,
+        duplicate_distance=s.duplicate_distance,
     )
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 

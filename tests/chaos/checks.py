@@ -69,7 +69,7 @@ def insert_listings(url: str, n: int, tag: str) -> int:
                                       detail_page_slug, source, created_at)
             SELECT 'Chaos Co ' || %(tag)s, 'Engineer ' || %(tag)s || '-' || i, 'Lisbon',
                    'Listing ' || %(tag)s || '-' || i || ': builds reliable queue workers.',
-                   'chaos-' || %(tag)s || '-' || i, 'import',
+                   'chaos-' || %(tag)s || '-' || i, 'file',
                    now() + i * interval '1 microsecond'
               FROM generate_series(1, %(n)s) AS i
             """,

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -50,6 +53,61 @@ def test_concurrent_migrators_apply_each_migration_once(pg_server: object) -> No
     assert sorted(results) == [0, 0, 0, len(available_migrations())]
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("DROP DATABASE concurrent_mig WITH (FORCE)")
+
+
+@pytest.fixture
+def empty_db(pg_server: Any) -> Iterator[str]:
+    """A database no migration has touched."""
+    name = f"m_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield pg_server.url(name)
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def migrate_before(url: str, version: int) -> None:
+    """Apply the migrations older than ``version`` as ``migrate`` does, and record them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for mig in available_migrations():
+            if mig.version < version:
+                with conn.transaction():
+                    conn.execute(mig.sql.encode("utf-8"))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (mig.version, mig.name),
+                    )
+
+
+def test_migration_0023_makes_imported_listings_file_listings(empty_db: str) -> None:
+    """An imported listing written before 0023 says 'file' after it, still in the bulk lane and
+    not queued for a re-embed; a candidate's own 'import' source stays."""
+    migrate_before(empty_db, 23)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug, source) VALUES ('Acme', 'Welder', 'Leeds', 'Weld.', 'w', 'import')"
+        )
+        conn.execute("INSERT INTO candidates (full_name) VALUES ('Ada')")
+        [(before,)] = conn.execute("SELECT updated_at FROM job_listings").fetchall()
+    assert min(m.version for m in migrate(empty_db)) == 23
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT source, claim_lane, updated_at, embedding_status::text FROM job_listings"
+        ).fetchone()
+        assert row == ("file", 1, before, "pending")
+        assert conn.execute("SELECT source FROM candidates").fetchone() == ("import",)
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(
+                "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+                " detail_page_slug, source) VALUES ('A', 'B', 'C', 'D', 'x', 'import')"
+            )
 
 
 def test_plain_indexes_are_built_concurrently_and_an_interrupted_one_again(db_url: str) -> None:

@@ -101,8 +101,8 @@ async def test_jsonl_good_rows_kept_bad_rows_reported_by_line(
 
     rows = await listings(pool)
     assert [(r["company_name"], r["source"], r["status"]) for r in rows] == [
-        ("Acme", "import", "pending"),
-        ("Initech", "import", "pending"),
+        ("Acme", "file", "pending"),
+        ("Initech", "file", "pending"),
     ]
     assert rows[1]["job_title"] == "QA Engineer" and rows[1]["salary_min_ks"] == 120
 
@@ -230,7 +230,7 @@ def test_cli_ingest_jobs_exit_codes_and_report(
     assert "line 2: currency_code:" in result.stderr
     assert "2 rows read" in result.stdout and "1 listings imported" in result.stdout
     assert "1 bad rows" in result.stdout
-    assert db_rows(db_url) == [{"company_name": "Acme", "source": "import"}]
+    assert db_rows(db_url) == [{"company_name": "Acme", "source": "file"}]
 
     all_bad = tmp_path / "bad.jsonl"
     all_bad.write_text("[]\n")

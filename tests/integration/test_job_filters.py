@@ -48,14 +48,14 @@ CORPUS = [
 
 async def load(pool: AsyncPool, embed_pending: EmbedPending) -> None:
     async with pool.connection() as conn, conn.transaction():
-        await copy_listings(conn, CORPUS, source="import")
+        await copy_listings(conn, CORPUS, source="file")
     await embed_pending()
 
 
 async def test_work_mode_is_inferred_unless_given(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         async with conn.transaction():
-            await copy_listings(conn, CORPUS, source="import")
+            await copy_listings(conn, CORPUS, source="file")
         cur = await conn.execute("SELECT description, work_mode FROM job_listings")
         modes = {r["description"][:20]: r["work_mode"] for r in await cur.fetchall()}
     assert modes == {

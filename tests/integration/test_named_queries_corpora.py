@@ -391,12 +391,12 @@ async def test_close_listing_moves_open_to_closed_once(pool: AsyncPool) -> None:
 async def test_copy_listings_in_the_callers_transaction(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         assert not await listings.listings_exist(conn)
-        assert await listings.copy_listings(conn, [ACME, ACME], source="import") == 2
+        assert await listings.copy_listings(conn, [ACME, ACME], source="file") == 2
         await conn.rollback()
         assert not await listings.listings_exist(conn)
-        await listings.copy_listings(conn, [ACME], source="import")
+        await listings.copy_listings(conn, [ACME], source="file")
         row = await one(conn, "SELECT count(*) AS n, min(source) AS s FROM job_listings")
-    assert row == {"n": 1, "s": "import"}
+    assert row == {"n": 1, "s": "file"}
 
 
 async def test_sample_listings_load_once_into_an_empty_table(pool: AsyncPool) -> None:

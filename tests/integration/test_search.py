@@ -103,7 +103,7 @@ CORPUS = [
 
 async def insert(pool: AsyncPool, items: list[ListingCreate]) -> None:
     async with pool.connection() as conn, conn.transaction():
-        await copy_listings(conn, items, source="import")
+        await copy_listings(conn, items, source="file")
 
 
 # --- pure parts ---------------------------------------------------------------------------------

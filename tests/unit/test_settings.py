@@ -23,6 +23,7 @@ from shortlist.errors import ConfigError
         ({"indexer_poll_interval": -1}, ("INDEXER_POLL_INTERVAL",)),
         ({"backfill_concurrency": 0}, ("BACKFILL_CONCURRENCY",)),
         ({"port": 70000}, ("PORT",)),
+        ({"duplicate_distance": -0.01}, ("DUPLICATE_DISTANCE",)),
         ({"log_level": "chatty"}, ("LOG_LEVEL",)),
     ],
 )

@@ -7,3 +7,16 @@
 -- The newest listings first: job search ranks only the newest matches of a broad query word
 -- (search.sql, text_hits), read through this index instead of every match.
 CREATE INDEX CONCURRENTLY job_listings_created_at_idx ON job_listings (created_at DESC)
+
+-- name: job_listings_originals_idx
+-- The listings a just-embedded one may repeat: open and nobody's duplicate, by company and city
+-- as shortlist_name_key has them, oldest first (indexer/queries.sql, link_near_duplicates).
+CREATE INDEX CONCURRENTLY job_listings_originals_idx ON job_listings
+    (shortlist_name_key(company_name), shortlist_name_key(city_location), created_at, id)
+    WHERE status = 'open' AND duplicate_of IS NULL
+
+-- name: job_listings_duplicate_of_idx
+-- A listing's duplicates: judged again when it is re-embedded, promoted when it closes
+-- (migration 0024), unlinked when it is deleted (the foreign key).
+CREATE INDEX CONCURRENTLY job_listings_duplicate_of_idx ON job_listings (duplicate_of)
+    WHERE duplicate_of IS NOT NULL

@@ -17,8 +17,11 @@ class Corpus:
     text_sql: LiteralString
     """SQL expression over the table's columns: the text that is embedded. It reads exactly
     the columns the table's generated ``content_hash`` reads."""
+    links_duplicates: bool = False
+    """Link near-duplicates when vectors are written (queries.sql, link_near_duplicates): a
+    job listing that repeats another of its company is not listed twice."""
 
 
-LISTINGS = Corpus("job_listings", _TEXT["job_listings_text"])
+LISTINGS = Corpus("job_listings", _TEXT["job_listings_text"], links_duplicates=True)
 CANDIDATES = Corpus("candidates", _TEXT["candidates_text"])
 CORPORA: tuple[Corpus, ...] = (LISTINGS, CANDIDATES)

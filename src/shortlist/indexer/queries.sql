@@ -125,3 +125,45 @@ UPDATE {table} AS t
    AND t.content_hash = f.content_hash
    AND t.embedding_status IN ('pending', 'embedded')
 RETURNING t.id
+
+-- name: link_near_duplicates
+-- One job, one listing (job_listings only: Corpus.links_duplicates), in the transaction of
+-- store_embeddings: each just-embedded open listing, and each open listing that repeated one of
+-- them (whose text has just changed), is linked to the oldest earlier listing of the same company
+-- and city (shortlist_name_key, migration 0024) that is open, nobody's duplicate, and within
+-- %(max_distance)s cosine distance of it (config.Settings.duplicate_distance says why that
+-- figure); to none when there is none, which lists it again. Only links that change are written.
+WITH judged AS (
+    SELECT l.id, o.id AS original
+      FROM job_listings AS l
+      LEFT JOIN LATERAL (
+           SELECT c.id
+             FROM (
+                  -- Company-restricted, through job_listings_originals_idx, and bounded: the
+                  -- newest 1,000 of that company in that city. A 128-row batch took 10 ms with
+                  -- ~100 per company and city (of 50,000 listings); with 10,000 of one company
+                  -- in one city, 2.4 s unbounded (each compared with every row), 0.09 s so. A
+                  -- repost of an older one of those is listed twice.
+                  SELECT c.id, c.created_at, c.{embedding} AS embedding
+                    FROM job_listings AS c
+                   WHERE shortlist_name_key(c.company_name) = shortlist_name_key(l.company_name)
+                     AND shortlist_name_key(c.city_location) = shortlist_name_key(l.city_location)
+                     AND c.status = 'open'
+                     AND c.duplicate_of IS NULL
+                     AND (c.created_at, c.id) < (l.created_at, l.id)
+                   ORDER BY c.created_at DESC, c.id DESC
+                   LIMIT 1000
+                  ) AS c
+            WHERE c.embedding <=> l.{embedding} <= %(max_distance)s
+            ORDER BY c.created_at, c.id
+            LIMIT 1
+      ) AS o ON true
+     WHERE (l.id = ANY (%(ids)s::uuid[]) OR l.duplicate_of = ANY (%(ids)s::uuid[]))
+       AND l.status = 'open'
+       AND l.{embedding} IS NOT NULL
+)
+UPDATE job_listings AS t
+   SET duplicate_of = j.original
+  FROM judged AS j
+ WHERE t.id = j.id
+   AND t.duplicate_of IS DISTINCT FROM j.original

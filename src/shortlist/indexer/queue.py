@@ -5,7 +5,7 @@
             held open while the model runs)
     handle  text unchanged (only e.g. the salary was edited) → embedded again, no model call
             otherwise one batch call, then ONE transaction: vectors with their status flip,
-            and the rows that failed permanently
+            near-duplicate links (job listings), and the rows that failed permanently
 
 The run loop, the throttle between cycles, the NOTIFY wake-up, back-off and graceful stop are
 the shared primitive's (``shortlist.queue``); this module only says what is claimable and what
@@ -37,6 +37,7 @@ from pgvector import Vector
 from psycopg import sql
 
 from shortlist import metrics
+from shortlist.config import DEFAULT_DUPLICATE_DISTANCE
 from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
@@ -113,10 +114,14 @@ class EmbeddingQueue:
         probe_every: float = 30.0,
         spaces: Spaces | None = None,
         interactive_only: bool = False,
+        duplicate_distance: float = DEFAULT_DUPLICATE_DISTANCE,
     ) -> None:
         """``spaces``: the process's model spaces; without, the one space of ``embedder`` on the
         original columns (tests, benchmarks). ``interactive_only``: claim only rows of the
-        interactive lane (API, e-mail; migration 0020), so they never wait for a bulk batch."""
+        interactive lane (API, e-mail; migration 0020), so they never wait for a bulk batch.
+        ``duplicate_distance``: how near (cosine) a job listing's vector must be to an earlier
+        one of its company and city to be linked as its duplicate
+        (``SHORTLIST_DUPLICATE_DISTANCE``)."""
         self.pool = pool
         self.embedder = embedder
         # Without spaces: the table's active space, embedded by ``embedder`` whatever it is.
@@ -125,6 +130,7 @@ class EmbeddingQueue:
         self.breaker = Breaker(pool, embedder, target.table, probe_every=probe_every)
         self.name = f"embed:{target.table}" + (":interactive" if interactive_only else "")
         self.max_lane = 0 if interactive_only else MAX_LANE
+        self.duplicate_distance = duplicate_distance
         # Every corpus table notifies the one channel; a wake-up for the other table costs an
         # empty claim, which is cheaper than a listener per table.
         self.channel: str | None = channels.EMBED
@@ -339,6 +345,11 @@ class EmbeddingQueue:
                     },
                 )
                 embedded = {row["id"] for row in await cur.fetchall()}
+                if embedded and self.target.links_duplicates:
+                    await conn.execute(
+                        self._sql("link_near_duplicates", active),
+                        {"ids": list(embedded), "max_distance": self.duplicate_distance},
+                    )
                 await self._after_vectors_written(conn, sorted(embedded))
             if bad:
                 for row, error in bad:

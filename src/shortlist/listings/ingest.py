@@ -3,7 +3,7 @@
 The reading, validation and batching are shared with every corpus (``shortlist.ingest_files``);
 this module says what a listing row is: the ``ListingCreate`` model, the short column names
 people use (``company``, ``title``, ``city``, ``location``, ``currency``), and the COPY that
-inserts a batch with ``source = 'import'``.
+inserts a batch with ``source = 'file'``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ListingFileReader(RecordFileReader[ListingCreate]):
 
 
 async def _insert(conn: AsyncConn, batch: list[ListingCreate]) -> int:
-    return await copy_listings(conn, batch, source="import")
+    return await copy_listings(conn, batch, source="file")
 
 
 async def ingest_listings(

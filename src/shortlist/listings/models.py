@@ -32,7 +32,7 @@ MAX_CITY = 200
 MAX_DESCRIPTION = 50_000
 MAX_SALARY_KS = 100_000
 
-Source = Literal["api", "import", "email", "sample"]
+Source = Literal["api", "file", "email", "sample"]
 """The producers that write listings themselves; a crawled listing's source is the spec of the
 job source it came from (``greenhouse:acme``, a careers URL: shortlist.listings.sources)."""
 ListingStatus = Literal["open", "closed"]
@@ -188,7 +188,7 @@ class ListingOut(BaseModel):
     embedded_at: datetime | None
     embedding_error: str | None
     source: str
-    """api, import, email, sample, or the spec of the job source it was crawled from."""
+    """api, file, email, sample, or the spec of the job source it was crawled from."""
     source_url: str | None
     """The posting (or apply) URL on the employer's board; None for listings posted here."""
     status: ListingStatus
@@ -196,6 +196,10 @@ class ListingOut(BaseModel):
     valid_through: datetime | None
     last_seen_at: datetime | None
     """When the crawler last saw the posting on its source (None: not crawled)."""
+    duplicate_of: UUID | None
+    """The open listing this one repeats (same company and city, a near-identical text), which
+    keeps it out of search and facets. Judged by the indexer each time either is embedded; when
+    that listing closes, its oldest open duplicate is listed in its place (migration 0024)."""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ListingOut:
@@ -224,6 +228,7 @@ class ListingOut(BaseModel):
             status=row["status"],
             valid_through=row["valid_through"],
             last_seen_at=row["last_seen_at"],
+            duplicate_of=row["duplicate_of"],
         )
 
 

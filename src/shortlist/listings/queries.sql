@@ -1,4 +1,4 @@
--- Job listings: what producers (API, bulk import, e-mail, sample loader) write and the API
+-- Job listings: what producers (API, bulk file, e-mail, sample loader) write and the API
 -- reads. Producers never touch the embedding columns: the indexer (indexer.sql) owns those.
 -- Every select returns the columns ListingOut.from_row reads, never the vector itself.
 
@@ -15,10 +15,10 @@ RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error, source, source_url, status, valid_through,
-          last_seen_at
+          last_seen_at, duplicate_of
 
 -- name: copy_listings
--- Bulk producers (import, sample). Rows are validated in Python before they get here.
+-- Bulk producers (file, sample). Rows are validated in Python before they get here.
 -- claim_seq: the row's place in its batch, so the indexer interleaves concurrent bulk batches
 -- (migration 0020).
 COPY job_listings (
@@ -32,7 +32,7 @@ SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error, source, source_url, status, valid_through,
-       last_seen_at
+       last_seen_at, duplicate_of
   FROM job_listings
  WHERE id = %(id)s
 
@@ -41,7 +41,7 @@ SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error, source, source_url, status, valid_through,
-       last_seen_at
+       last_seen_at, duplicate_of
   FROM job_listings
  WHERE id = ANY(%(ids)s::uuid[])
 
@@ -71,7 +71,7 @@ RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error, source, source_url, status, valid_through,
-          last_seen_at
+          last_seen_at, duplicate_of
 
 -- name: close_listing
 -- A listing taken down (DELETE /api/jobs/{id}, or gone from its source): open -> closed. It

@@ -1,6 +1,7 @@
 -- Job search (shortlist.listings.search): two candidate lists, fused in Python.
 -- Both apply the same filters (listing_filters), written so that NULL means "no filter",
--- and only ever see open listings (a closed one keeps its page, not its place in search):
+-- and only ever see open listings that repeat no other (a closed one, or a near-duplicate linked
+-- to its original by the indexer, keeps its page, not its place in search):
 --   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
 --              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
 --              strpos) so the trigram index of migration 0006 can serve it: with a selective
@@ -44,12 +45,15 @@ SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
 
 -- name: listing_filters
 -- The request's filters as listing l must pass them, spliced ({listing_filters}) into each
--- scan of candidate_ctes: both lists and the facets obey the same ones.
+-- scan of candidate_ctes: both lists and the facets obey the same ones. A parameter is typed
+-- by its first cast (psycopg sends each name as one $n), so later uses go without: the
+-- statement stays under psycopg's cache limit (tests/unit/test_search_statements.py).
 l.status = 'open'
-       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s::text)
+       AND l.duplicate_of IS NULL
+       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s)
        AND (%(salary_min)s::int IS NULL
             OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
-       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s::text)
+       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s)
        AND (%(posted_within_days)s::int IS NULL
             OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
 

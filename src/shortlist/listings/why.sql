@@ -10,7 +10,7 @@ SELECT l.id, l.company_name, l.job_title, l.city_location, l.description,
        l.salary_min_ks, l.salary_max_ks, l.currency_code, l.work_mode, l.detail_page_slug,
        l.created_at, l.updated_at, l.embedding_status::text AS embedding_status,
        l.embedded_at, l.embedding_error, l.source, l.source_url, l.status, l.valid_through,
-       l.last_seen_at,
+       l.last_seen_at, l.duplicate_of,
        ts_headline('english', translate(l.description, U&'\E000\E001', ''),
                    websearch_to_tsquery('english', %(q)s), %(options)s) AS snippet,
        ARRAY(SELECT w.word

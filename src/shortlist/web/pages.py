@@ -41,6 +41,7 @@ from shortlist import __version__
 from shortlist.api.deps import ClientIPDep, OptionalPrincipalDep, ServicesDep
 from shortlist.api.probe_cache import ProbeCache
 from shortlist.config import index_build_overrides
+from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
@@ -460,6 +461,16 @@ def job_posting_json_ld(listing: ListingOut, url: str) -> Markup:
     return Markup(text)
 
 
+async def _original_of(conn: AsyncConn, listing: ListingOut) -> ListingOut | None:
+    """The listing this one repeats (its page says "also listed as"), if it still exists."""
+    if listing.duplicate_of is None:
+        return None
+    try:
+        return await find_listing(conn, str(listing.duplicate_of))
+    except NotFound:
+        return None  # deleted since: the foreign key has unlinked this one by now
+
+
 def _posted(created_at: datetime) -> tuple[str, str]:
     return f"{created_at:%B} {created_at.day}, {created_at:%Y}", created_at.date().isoformat()
 
@@ -469,6 +480,7 @@ async def job_detail_page(request: Request, services: ServicesDep, slug: str) ->
     try:
         async with services.pool.connection() as conn:
             listing = await find_listing(conn, slug)
+            original = await _original_of(conn, listing)
     except NotFound:
         return not_found_page(
             request,
@@ -511,6 +523,16 @@ async def job_detail_page(request: Request, services: ServicesDep, slug: str) ->
         "json_ld": job_posting_json_ld(listing, canonical),
         "back_url": f"{root}/",
         "closed": listing.status == "closed",
+        "original": (
+            None
+            if original is None
+            else {
+                "url": f"{root}/jobs/{quote(original.detail_page_slug)}",
+                "title": original.job_title,
+                "company": original.company_name,
+                "city": original.city_location,
+            }
+        ),
         "source_url": listing.source_url,
         "seen": (
             None

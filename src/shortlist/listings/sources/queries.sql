@@ -113,17 +113,18 @@ SELECT id, external_id, company_name, job_title, city_location, description,
 
 -- name: same_job_elsewhere
 -- New postings that are already listed through another source (one job, one listing): the same
--- canonical posting URL, or the same company, title and city created within the window.
+-- canonical posting URL, or the same company, title and city (company and city compared as
+-- shortlist_name_key has them, migration 0024) created within the window.
 SELECT DISTINCT c.n
   FROM unnest(%(urls)s::text[], %(companies)s::text[], %(titles)s::text[], %(cities)s::text[])
        WITH ORDINALITY AS c (url, company, title, city, n)
   JOIN job_listings AS l
     ON l.status = 'open' AND l.source <> %(source)s
    AND ((c.url IS NOT NULL AND l.source_url = c.url)
-        OR (lower(l.company_name) = lower(c.company)
+        OR (shortlist_name_key(l.company_name) = shortlist_name_key(c.company)
             AND lower(regexp_replace(l.job_title, '\W+', ' ', 'g'))
                 = lower(regexp_replace(c.title, '\W+', ' ', 'g'))
-            AND lower(l.city_location) = lower(c.city)
+            AND shortlist_name_key(l.city_location) = shortlist_name_key(c.city)
             AND l.created_at > now() - make_interval(days => %(window_days)s)))
 
 -- name: copy_crawled
