@@ -13,15 +13,14 @@ unknown board answers 404.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
-from shortlist.listings.sources.fetch import Fetched, PageGone
-from shortlist.listings.sources.models import Board, Posting, SourceGone
+from shortlist.listings.sources.fetch import Fetched
+from shortlist.listings.sources.models import Board, Posting
 from shortlist.listings.sources.wire import json_body
 
 
@@ -78,18 +77,9 @@ def map_job(job: dict[str, Any]) -> Posting | None:
 
 async def crawl(ctx: CrawlContext, org: str) -> Board:
     url = board_url(ctx.bases.ashby, org)
-    try:
-        page = await ctx.fetch(url)
-    except PageGone as exc:
-        raise SourceGone(f"no Ashby job board {org!r} ({exc})") from exc
-    board = Board()
-    if page.not_modified:
-        board.unchanged_ids.update(ctx.unchanged(url))
-        return board
-    parsed = await asyncio.to_thread(parse_board, page, org)
-    board.postings, board.skipped = parsed.postings, parsed.skipped
-    ctx.remember(url, page, [p.external_id for p in board.postings])
-    return board
+    return await ctx.read_board(
+        url, lambda page: parse_board(page, org), gone=f"no Ashby job board {org!r}"
+    )
 
 
 def parse_board(page: Fetched, key: str) -> Board:
@@ -98,11 +88,4 @@ def parse_board(page: Fetched, key: str) -> Board:
     jobs = body.get("jobs") if isinstance(body, dict) else None
     if not isinstance(jobs, list):
         raise TransientError(f"Ashby board {key!r}: the response has no jobs list")
-    board = Board()
-    for item in jobs:
-        posting = map_job(item) if isinstance(item, dict) else None
-        if posting is None:
-            board.skipped += 1
-        else:
-            board.postings.append(posting)
-    return board
+    return Board.of(jobs, map_job)

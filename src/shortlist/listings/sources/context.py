@@ -3,9 +3,12 @@ each URL (its validators and the postings it held), so that a 304 vouches for th
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shortlist.listings.sources.fetch import Fetched, Fetcher, Validators
+from shortlist.listings.sources.fetch import Fetched, Fetcher, PageGone, Validators
+from shortlist.listings.sources.models import Board, SourceGone
 
 
 @dataclass
@@ -44,3 +47,28 @@ class CrawlContext:
         memo = self.previous.get(url, PageMemo(Validators(), []))
         self.memos[url] = memo
         return list(memo.external_ids)
+
+    async def read_board(
+        self,
+        url: str,
+        parse: Callable[[Fetched], Board],
+        *,
+        gone: str,
+        into: Board | None = None,
+    ) -> Board:
+        """One ATS board's JSON page of postings, into ``into`` (a new board by default): on a
+        304 the postings of last time, else ``parse`` off the loop (JSON and every
+        description's markup are CPU work) and remembered. A page gone is the source gone
+        (``gone`` says which)."""
+        try:
+            page = await self.fetch(url)
+        except PageGone as exc:
+            raise SourceGone(f"{gone} ({exc})") from exc
+        board = into if into is not None else Board()
+        if page.not_modified:
+            board.unchanged_ids.update(self.unchanged(url))
+            return board
+        parsed = await asyncio.to_thread(parse, page)
+        board.postings, board.skipped = parsed.postings, parsed.skipped
+        self.remember(url, page, [p.external_id for p in board.postings])
+        return board

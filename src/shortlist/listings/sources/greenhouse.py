@@ -11,7 +11,6 @@ A job fetched with ``pay_transparency=true`` also carries ``pay_input_ranges`` (
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import quote
 
@@ -62,21 +61,17 @@ def _cents(value: Any) -> float | None:
 
 async def crawl(ctx: CrawlContext, token: str) -> Board:
     board_url, jobs_url = board_urls(ctx.bases.greenhouse, token)
+    gone = f"no Greenhouse board {token!r}"
     board = Board()
     try:
         about = json_body(await ctx.fetcher.get(board_url))
-        jobs_page = await ctx.fetch(jobs_url)
     except PageGone as exc:
-        raise SourceGone(f"no Greenhouse board {token!r} ({exc})") from exc
+        raise SourceGone(f"{gone} ({exc})") from exc
     if isinstance(about, dict):
         board.company_name = mapping.text_of(about.get("name"), 200)
-    if jobs_page.not_modified:
-        board.unchanged_ids.update(ctx.unchanged(jobs_url))
-        return board
-    parsed = await asyncio.to_thread(parse_jobs, jobs_page, token)
-    board.postings, board.skipped = parsed.postings, parsed.skipped
-    ctx.remember(jobs_url, jobs_page, [p.external_id for p in board.postings])
-    return board
+    return await ctx.read_board(
+        jobs_url, lambda page: parse_jobs(page, token), gone=gone, into=board
+    )
 
 
 def parse_jobs(page: Fetched, token: str) -> Board:
@@ -85,11 +80,4 @@ def parse_jobs(page: Fetched, token: str) -> Board:
     jobs = body.get("jobs") if isinstance(body, dict) else None
     if not isinstance(jobs, list):
         raise TransientError(f"Greenhouse board {token!r}: the jobs response has no jobs list")
-    board = Board()
-    for job in jobs:
-        posting = map_job(job) if isinstance(job, dict) else None
-        if posting is None:
-            board.skipped += 1
-        else:
-            board.postings.append(posting)
-    return board
+    return Board.of(jobs, map_job)

@@ -13,15 +13,14 @@ answers 404.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
-from shortlist.listings.sources.fetch import Fetched, PageGone
-from shortlist.listings.sources.models import Board, Posting, SourceGone
+from shortlist.listings.sources.fetch import Fetched
+from shortlist.listings.sources.models import Board, Posting
 from shortlist.listings.sources.wire import json_body
 
 
@@ -71,18 +70,9 @@ def map_posting(posting: dict[str, Any]) -> Posting | None:
 
 async def crawl(ctx: CrawlContext, site: str) -> Board:
     url = postings_url(ctx.bases.lever, site)
-    try:
-        page = await ctx.fetch(url)
-    except PageGone as exc:
-        raise SourceGone(f"no Lever site {site!r} ({exc})") from exc
-    board = Board()
-    if page.not_modified:
-        board.unchanged_ids.update(ctx.unchanged(url))
-        return board
-    parsed = await asyncio.to_thread(parse_postings, page, site)
-    board.postings, board.skipped = parsed.postings, parsed.skipped
-    ctx.remember(url, page, [p.external_id for p in board.postings])
-    return board
+    return await ctx.read_board(
+        url, lambda page: parse_postings(page, site), gone=f"no Lever site {site!r}"
+    )
 
 
 def parse_postings(page: Fetched, key: str) -> Board:
@@ -90,11 +80,4 @@ def parse_postings(page: Fetched, key: str) -> Board:
     body = json_body(page)
     if not isinstance(body, list):
         raise TransientError(f"Lever site {key!r}: the postings response is not a list")
-    board = Board()
-    for item in body:
-        posting = map_posting(item) if isinstance(item, dict) else None
-        if posting is None:
-            board.skipped += 1
-        else:
-            board.postings.append(posting)
-    return board
+    return Board.of(body, map_posting)

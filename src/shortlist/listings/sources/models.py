@@ -5,9 +5,10 @@ employer publishes it, already mapped to the listing's fields)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from shortlist.errors import BadInput, PermanentError
@@ -89,6 +90,19 @@ class Board:
     """Postings of pages that could not be read this time: neither seen nor gone."""
     skipped: int = 0
     """Postings left out: disallowed by robots.txt, malformed, or without a title."""
+
+    @classmethod
+    def of(cls, items: list[Any], mapper: Callable[[dict[str, Any]], Posting | None]) -> Board:
+        """The postings ``mapper`` makes of a board's JSON items (an item it cannot map, or
+        one that is not an object, is counted as skipped)."""
+        board = cls()
+        for item in items:
+            posting = mapper(item) if isinstance(item, dict) else None
+            if posting is None:
+                board.skipped += 1
+            else:
+                board.postings.append(posting)
+        return board
 
 
 class SourceGone(PermanentError):
