@@ -5,7 +5,7 @@
 
 -- name: job_listings_created_at_idx
 -- The newest listings first: job search ranks only the newest matches of a broad query word
--- (search.sql, text_hits), read through this index instead of every match.
+-- (search.sql, all_matching), read through this index instead of every match.
 CREATE INDEX CONCURRENTLY job_listings_created_at_idx ON job_listings (created_at DESC)
 
 -- name: job_listings_originals_idx

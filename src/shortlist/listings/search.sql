@@ -99,30 +99,27 @@ nearest AS MATERIALIZED (
      ORDER BY l.{embedding}::{halfvec} <=> %(vector)s::vector::halfvec
      LIMIT %(k)s
 ),
-text_hits AS (
-    -- The words as constants (query_words), not the query CTE's columns: the planner then
+all_matching AS (
+    -- One scan of the matches: a narrow word's through the full-text index, a broad word's
+    -- newest through their ids (BitmapOr); joining a list of ids back to the table instead
+    -- made PostgreSQL read the whole table once a query matched a few thousand listings.
+    -- The words are constants (query_words), not the query CTE's columns: the planner then
     -- knows how many listings a word matches and reads a broad word's newest matches
     -- through the created_at index instead of all of them.
-    SELECT l.id
-      FROM job_listings AS l
-     WHERE l.search_tsv @@ %(narrow)s::tsquery
-       AND {listing_filters}
-    UNION
-    (SELECT l.id
-       FROM job_listings AS l
-      WHERE l.search_tsv @@ %(broad)s::tsquery
-        AND {listing_filters}
-      ORDER BY l.created_at DESC
-      LIMIT %(broad_window)s)
-),
-all_matching AS (
     SELECT l.id, l.created_at,
            ts_rank_cd('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
            l.work_mode, l.city_location, l.currency_code,
            coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
-      FROM text_hits AS h
-      JOIN job_listings AS l ON l.id = h.id
+      FROM job_listings AS l
      CROSS JOIN query
+     WHERE (l.search_tsv @@ %(narrow)s::tsquery
+            OR l.id = ANY (ARRAY(SELECT l.id
+                                   FROM job_listings AS l
+                                  WHERE l.search_tsv @@ %(broad)s::tsquery
+                                    AND {listing_filters}
+                                  ORDER BY l.created_at DESC
+                                  LIMIT %(broad_window)s)))
+       AND {listing_filters}
 ),
 matching AS (
     SELECT id, created_at, text_rank
