@@ -186,6 +186,42 @@ async def test_people_elsewhere_do_not_count_toward_the_target(
     assert {location_of(r)["label"] for r in page["results"]} == {"Lisbon"}
 
 
+async def test_a_weak_maybe_below_the_floor_is_no_result_and_takes_no_place(
+    client: httpx.AsyncClient, services: Services, embedder: FakeEmbedder, recruiter: str
+) -> None:
+    """The floor is on the fit to the whole brief: people elsewhere in the country (a maybe,
+    x0.6) whose fit falls under it are no results, so the backfill starts for the places
+    they would have taken; the city's own people, as close in role, stay."""
+    target = services.settings.backfill_min_results
+    await seed_corpus(
+        services.pool,
+        embedder,
+        [backend(f"Hamburger{i} Person", "Hamburg, Germany") for i in range(target + 5)]
+        + [backend(f"Munich{i} Person", "Munich, Germany") for i in range(2)],
+    )
+    brief = {"query": "python backend developer in Munich"}
+    services.settings = services.settings.model_copy(update={"internal_min_score": 0.0})
+    loose = await start(client, recruiter, brief)
+    page = await get_results(client, recruiter, loose["searchId"], limit=500)
+    # With no floor, the maybes fill the target: no backfill.
+    assert loose["status"] == "complete" and page["resultCount"] == target + 5 + 2
+    maybes = [r for r in page["results"] if r["candidate"]["fullName"].startswith("Hamburger")]
+    assert {location_of(r)["outcome"] for r in maybes} == {"unknown"}
+    # A floor between a maybe's fit and its role probability.
+    floor = max(r["why"]["fit"] for r in maybes) + 0.01
+    assert floor <= min(r["why"]["similarity"] for r in page["results"])
+    services.settings = services.settings.model_copy(update={"internal_min_score": floor})
+
+    strict = await start(client, recruiter, brief)
+    assert strict["status"] == "running"  # the backfill looks for people who meet the brief
+    page = await get_results(client, recruiter, strict["searchId"], limit=500)
+    assert sorted(r["candidate"]["fullName"] for r in page["results"]) == [
+        "Munich0 Person",
+        "Munich1 Person",
+    ]
+    assert all(r["why"]["fit"] >= floor for r in page["results"])
+
+
 async def test_a_remote_brief_puts_remote_people_first_and_excludes_nobody(
     client: httpx.AsyncClient, services: Services, embedder: FakeEmbedder, recruiter: str
 ) -> None:
