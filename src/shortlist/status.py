@@ -35,7 +35,8 @@ async def indexer_pauses(conn: AsyncConn) -> dict[str, Row]:
     return {str(r["corpus"]): r for r in await cur.fetchall()}
 
 
-def _iso(value: datetime | None) -> str | None:
+def iso(value: datetime | None) -> str | None:
+    """A timestamp as JSON shows it (ISO 8601), or None."""
     return None if value is None else value.isoformat()
 
 
@@ -102,14 +103,14 @@ async def collect_status(
             "claimed": sum(int(r["claimed"]) for r in counts),
             "reembed_due": sum(int(r["reembed_due"]) for r in counts),
             "paused_reason": pauses[table]["reason"] if table in pauses else None,
-            "paused_at": _iso(pauses[table]["paused_at"]) if table in pauses else None,
+            "paused_at": iso(pauses[table]["paused_at"]) if table in pauses else None,
             "failures": [
                 {
                     "id": f["id"],
                     "label": f["label"],
                     "error": redact_emails(f["error"]),
                     "attempts": f["attempts"],
-                    "failed_at": _iso(f["failed_at"]),
+                    "failed_at": iso(f["failed_at"]),
                 }
                 for f in failures
             ],
@@ -121,8 +122,8 @@ async def collect_status(
             "query": redact_emails(r["query"]),
             "result_count": r["result_count"],
             "target_count": r["target_count"],
-            "created_at": _iso(r["created_at"]),
-            "last_progress_at": _iso(r["last_progress_at"]),
+            "created_at": iso(r["created_at"]),
+            "last_progress_at": iso(r["last_progress_at"]),
         }
         for r in await cur.fetchall()
     ]
@@ -159,7 +160,21 @@ def public_view(report: dict[str, Any]) -> dict[str, Any]:
         state: None if m is None else {k: v for k, v in m.items() if k != "url"}
         for state, m in report["embedding_models"].items()
     }
-    return {**report, "corpora": corpora, "running_searches": running, "embedding_models": models}
+    mail = report["inbound_mail"]
+    inbound = {
+        **mail,
+        # Which company's message failed, and why in words its sender chose: the operator's.
+        "failures": [{**f, "id": None, "company": None, "reason": None} for f in mail["failures"]],
+    }
+    sources = [{**src, "last_error": None} for src in report["job_sources"]]
+    return {
+        **report,
+        "corpora": corpora,
+        "running_searches": running,
+        "embedding_models": models,
+        "inbound_mail": inbound,
+        "job_sources": sources,
+    }
 
 
 async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
@@ -170,9 +185,9 @@ async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
             "spec": r["spec"],
             "status": r["status"],
             "listings_open": int(r["listings_open"]),
-            "last_crawl_at": _iso(r["last_crawl_at"]),
-            "last_success_at": _iso(r["last_success_at"]),
-            "next_crawl_at": _iso(r["next_crawl_at"]),
+            "last_crawl_at": iso(r["last_crawl_at"]),
+            "last_success_at": iso(r["last_success_at"]),
+            "next_crawl_at": iso(r["next_crawl_at"]),
             "last_error": r["last_error"],
             "last_outcome": r["last_outcome"],
         }

@@ -599,11 +599,26 @@ async def test_public_status_and_readyz_withhold_hosts_ids_and_provider_text(
         " embedding_error = 'upstream db-7.internal:5432 refused: tenant 991' WHERE id = %s",
         created["id"],
     )
+    # A job source's error and a mail's reason (in words its sender chose) are the operator's.
+    await sql(
+        services.pool,
+        "INSERT INTO job_sources (spec, kind, status, last_error)"
+        " VALUES ('greenhouse:acme', 'greenhouse', 'failed', 'HTTP 404 from boards-7.internal')",
+    )
+    await sql(
+        services.pool,
+        "INSERT INTO inbound_mail (company_name, recipient, dedup_key, raw, status, reason)"
+        " VALUES ('Hushco', 'post-x@jobs.example', 'k', 'raw', 'rejected',"
+        " 'header X-Secret-Plan names no job')",
+    )
     public = (await client.get("/status")).text
     assert "db-7.internal" not in public and created["id"] not in public
     assert "Backend Engineer at Acme" in public  # what failed, not why
+    assert "boards-7.internal" not in public and "X-Secret-Plan" not in public
+    assert "Hushco" not in public and "<td>None</td>" not in public
     full = (await client.get("/status", headers=auth(admin))).text
     assert "db-7.internal" in full and created["id"] in full
+    assert "boards-7.internal" in full and "X-Secret-Plan" in full and "Hushco" in full
 
     report = [{"name": "replica-1.internal:5432/shortlist", "state": "ok", "lag_seconds": 0.1,
                "error": "connection to 10.1.2.3 refused"}]  # fmt: skip

@@ -27,13 +27,7 @@ def test_specs_parse_and_refuse() -> None:
 
 
 def test_greenhouse_job_maps_escaped_content_to_plain_text() -> None:
-    job = greenhouse_job(
-        127817,
-        "Vault Designer",
-        "NYC",
-        "",
-        pay_input_ranges=[{"min_cents": 12000000, "max_cents": 15000000, "currency_type": "USD"}],
-    )
+    job = greenhouse_job(127817, "Vault Designer", "NYC", "")
     # As the jobs list sends it with content=true: the HTML itself entity-escaped.
     job["content"] = (
         "&lt;p&gt;Design &amp;amp; build &lt;strong&gt;vaults&lt;/strong&gt;.&lt;/p&gt;"
@@ -45,12 +39,9 @@ def test_greenhouse_job_maps_escaped_content_to_plain_text() -> None:
     assert posting.city_location == "NYC"
     assert posting.description == "Design & build vaults."
     assert posting.source_url == "https://boards.greenhouse.io/vaulttec/jobs/127817"
-    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (
-        120,
-        150,
-        "USD",
-    )
     assert greenhouse.map_job({"id": 1}) is None
+    # A prospect post (internal_job_id null, Job Board API "List jobs") is no job.
+    assert greenhouse.map_job({**job, "internal_job_id": None}) is None
 
 
 def test_greenhouse_board_without_jobs_list_is_transient() -> None:
@@ -202,8 +193,27 @@ def test_mapping_helpers() -> None:
     assert mapping.yearly_ks("120,000") == 120
     assert mapping.yearly_ks(True) is None and mapping.yearly_ks(-5) is None
     assert mapping.yearly_ks(10**12) is None
-    assert mapping.period_of("1 MONTH") == "month" and mapping.period_of(None) == "year"
+    assert mapping.period_of("1 MONTH") == 12 and mapping.period_of(None) == 1
+    assert mapping.yearly_ks(100) is None  # rounds to no thousands: no salary, not 0
+    # Each vendor's period names (Lever intervals, Ashby "N UNIT", schema.org unitText).
+    for unit, per_year in {
+        "bi-week-salary": 26,
+        "semi-month-salary": 24,
+        "bi-month-salary": 6,
+        "per-day-wage": 260,
+        "2 WEEK": 26,
+        "0.5 MONTH": 24,
+        "HOUR": 2080,
+    }.items():
+        assert mapping.period_of(unit) == per_year, unit
+        assert mapping.yearly_ks(3000, mapping.period_of(unit)) == round(3 * per_year), unit
+    for one_off in ("one-time", "NONE", "1 TIME", "fortnightly-ish"):
+        assert mapping.period_of(one_off) is None, one_off
+        assert mapping.salary_pair(1000, 2000, mapping.period_of(one_off)) == (None, None)
     assert mapping.timestamp("2026-01-18") == datetime(2026, 1, 18, tzinfo=UTC)
+    assert mapping.timestamp("2026-01-18", end_of_day=True) == datetime(
+        2026, 1, 18, 23, 59, 59, 999999, tzinfo=UTC
+    )
     assert mapping.timestamp("not a date") is None
 
 

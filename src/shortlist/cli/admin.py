@@ -17,7 +17,7 @@ from shortlist.config import index_build_overrides
 from shortlist.db.pool import connect as connect_sync
 from shortlist.reindex import reindex, resume_paused
 from shortlist.runtime import prepared_database
-from shortlist.status import collect_status
+from shortlist.status import collect_status, iso
 
 
 class Corpus(StrEnum):
@@ -232,10 +232,6 @@ def token_create(
     typer.echo(token)
 
 
-def _iso(value: Any) -> str | None:
-    return None if value is None else str(value.isoformat())
-
-
 def token_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list")] = False,
 ) -> None:
@@ -249,10 +245,10 @@ def token_list(
             "name": r["name"],
             "role": r["role"],
             "company": r["company"],
-            "created_at": _iso(r["created_at"]),
-            "expires_at": _iso(r["expires_at"]),
-            "last_used_at": _iso(r["last_used_at"]),
-            "revoked_at": _iso(r["revoked_at"]),
+            "created_at": iso(r["created_at"]),
+            "expires_at": iso(r["expires_at"]),
+            "last_used_at": iso(r["last_used_at"]),
+            "revoked_at": iso(r["revoked_at"]),
             "state": r["state"],
         }
         for r in rows

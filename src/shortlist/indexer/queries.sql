@@ -166,4 +166,5 @@ UPDATE job_listings AS t
    SET duplicate_of = j.original
   FROM judged AS j
  WHERE t.id = j.id
+   AND t.status = 'open'  -- rechecked on the row as it is when locked: a close since stands
    AND t.duplicate_of IS DISTINCT FROM j.original

@@ -1,6 +1,7 @@
 """The embedding queue of one corpus.
 
-    claim   WHERE pending OR (embedded AND updated_at > embedded_at), ORDER BY created_at,
+    claim   WHERE pending OR (embedded AND updated_at > embedded_at), ORDER BY claim_lane,
+            claim_seq, created_at (interactive producers first, batches interleaved),
             FOR UPDATE SKIP LOCKED, leased to this worker and committed (no transaction is
             held open while the model runs)
     handle  text unchanged (only e.g. the salary was edited) → embedded again, no model call

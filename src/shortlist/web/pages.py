@@ -342,6 +342,7 @@ async def job_search_page(
                     work_mode=mode,
                     posted_within_days=within,
                     space=model.space,
+                    query_cache=services.spaces.query_cache,
                 )
             )
         )

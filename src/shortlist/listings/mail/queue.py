@@ -140,20 +140,23 @@ class MailQueue:
         self, item: InboundMessage, reading: Reading | None, to: str | None, text: str
     ) -> None:
         """Answer the sender, once, when a relay is configured; a relay failure is logged (the
-        listing, or the reason, stands either way)."""
-        if self.relay is None or not to:
+        listing, or the reason, stands either way). A message with a null envelope sender (a
+        bounce, or a pipe delivery without one) is never answered (RFC 3834 §2), whatever
+        its headers say: no backscatter to a forged From."""
+        if self.relay is None or not to or item.mail_from is None:
             return
-        msg = reply.compose(
-            to=to,
-            sender=f"shortlist <noreply@{self.settings.mail_domain}>",
-            subject=reading.subject if reading is not None else "",
-            in_reply_to=reading.message_id if reading is not None else None,
-            text=text,
-        )
         try:
+            msg = reply.compose(
+                to=to,
+                sender=f"shortlist <noreply@{self.settings.mail_domain}>",
+                subject=reading.subject if reading is not None else "",
+                in_reply_to=reading.message_id if reading is not None else None,
+                text=text,
+            )
             await reply.send(self.relay, msg)
         except Exception as exc:
-            log.warning("mail: no reply sent for message %d: %s", item.id, exc)
+            # The type only: a relay's or a header's text may quote an address.
+            log.warning("mail: no reply sent for message %d (%s)", item.id, type(exc).__name__)
             return
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute(SQL["mark_replied"], {"id": item.id})

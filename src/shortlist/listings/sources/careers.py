@@ -143,7 +143,7 @@ def map_job_posting(node: dict[str, Any], page_url: str, index: int) -> Posting 
         salary_max_ks=high,
         currency_code=code,
         source_url=posting_url,
-        valid_through=mapping.timestamp(node.get("validThrough")),
+        valid_through=mapping.timestamp(node.get("validThrough"), end_of_day=True),
         posted_at=mapping.timestamp(node.get("datePosted")),
     )
 

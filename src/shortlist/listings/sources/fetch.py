@@ -163,6 +163,10 @@ async def check_address(url: str, policy: FetchPolicy) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FetchRefused(f"only http(s) URLs are crawled, not {url[:200]!r}")
+    try:
+        _ = parts.port  # a sitemap's <loc> or a redirect may carry "host:99999"
+    except ValueError as exc:
+        raise FetchRefused(f"not a valid URL: {url[:200]!r} ({exc})") from exc
     if policy.allow_private or host_key(url) in policy.trusted_hosts:
         return
     host = parts.hostname

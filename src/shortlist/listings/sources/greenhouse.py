@@ -5,8 +5,10 @@
 each job ``{"id", "internal_job_id", "title", "updated_at", "requisition_id", "location":
 {"name"}, "absolute_url", "language", "metadata", "content", "departments", "offices"}`` —
 ``content`` is the description as HTML that is itself HTML-entity-escaped (``&lt;p&gt;``).
-A job fetched with ``pay_transparency=true`` also carries ``pay_input_ranges`` (``min_cents``,
-``max_cents``, ``currency_type``), read when present. An unknown board token answers 404.
+Pay is not in the list: only "Retrieve a job" (``/jobs/{id}?pay_transparency=true``) carries
+``pay_input_ranges``, one request per job, not made here (listings from Greenhouse have no
+salary unless the description states one). Prospect posts (``internal_job_id: null``) are no
+jobs and are skipped. An unknown board token answers 404 (body undocumented).
 """
 
 from __future__ import annotations
@@ -32,31 +34,19 @@ def map_job(job: dict[str, Any]) -> Posting | None:
     job_id, title = job.get("id"), mapping.text_of(job.get("title"), 300)
     if job_id is None or isinstance(job_id, bool) or not title:
         return None
+    if "internal_job_id" in job and job["internal_job_id"] is None:
+        # A prospect post ("Prospect posts include a null value for internal_job_id", Job
+        # Board API, List jobs): an invitation to apply in general, no job.
+        return None
     location = mapping.obj(job.get("location"))
-    low = high = None
-    code = None
-    ranges = job.get("pay_input_ranges")
-    if isinstance(ranges, list) and ranges and isinstance(ranges[0], dict):
-        first = ranges[0]
-        low, high = mapping.salary_pair(
-            _cents(first.get("min_cents")), _cents(first.get("max_cents")), "year"
-        )
-        code = mapping.currency(first.get("currency_type"))
     return Posting(
         external_id=str(job_id),
         job_title=title,
         description=mapping.plain_text(job.get("content"), escaped=True) or title,
         city_location=mapping.text_of(location.get("name"), 200),
-        salary_min_ks=low,
-        salary_max_ks=high,
-        currency_code=code,
         source_url=mapping.text_of(job.get("absolute_url"), 2000),
         posted_at=mapping.timestamp(job.get("first_published") or job.get("updated_at")),
     )
-
-
-def _cents(value: Any) -> float | None:
-    return value / 100 if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 async def crawl(ctx: CrawlContext, token: str) -> Board:

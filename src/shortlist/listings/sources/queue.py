@@ -80,8 +80,6 @@ class CrawlQueue:
         self.bases = ApiBases(
             settings.greenhouse_api_url, settings.lever_api_url, settings.ashby_api_url
         )
-        self.results: list[CrawlResult] = []
-        """Every crawl this queue object ran (tests, the CLI's summary)."""
 
     async def claim(
         self,
@@ -135,7 +133,6 @@ class CrawlQueue:
                 raise TransientError(f"database unavailable: {exc}") from exc
         if result.permanent and result.error:
             await self._record_permanent(worker_id, source, result.error)
-        self.results.append(result)
         if result.error:
             log.warning("source %d (%s): %s", source.id, source.spec, result.error)
         else:
