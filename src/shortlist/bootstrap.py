@@ -23,9 +23,11 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
-from shortlist.embedding.spaces import EmbedderFactory, Spaces
+from shortlist.embedding.spaces import EmbedderFactory, ModelInUse, Spaces
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.listings.mail.sandbox import ParserPool
+from shortlist.listings.result_cache import ResultCache
+from shortlist.listings.search import SearchResult, search_jobs
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
 from shortlist.sources.factory import Sources, make_sources, rate_limits
 from shortlist.sources.limits import PgRateGate
@@ -62,10 +64,16 @@ class Services:
     """Where searches read: a healthy read replica, else ``pool`` (the only pool that writes)."""
     mail_parser: ParserPool = field(init=False)
     """The parser processes e-mailed job posts are read in (started on first use)."""
+    search_cache: ResultCache = field(init=False)
+    """Answers of repeated job searches, until a listing changes."""
 
     def __post_init__(self) -> None:
         self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
         self.reads = ReadPools(self.pool)
+        self.search_cache = ResultCache(
+            int(self.settings.search_cache_mb * 2**20),
+            ttl=self.settings.search_cache_seconds,
+        )
         self.mail_parser = ParserPool(
             processes=self.settings.mail_parse_processes,
             timeout=self.settings.mail_parse_timeout,
@@ -76,6 +84,60 @@ class Services:
     def embedder(self) -> Embedder:
         """The active model's embedder (it changes when a model migration switches)."""
         return self.spaces.active().embedder
+
+    async def search_jobs(
+        self,
+        query: str,
+        *,
+        size: int,
+        offset: int = 0,
+        location: str | None = None,
+        salary_min: int | None = None,
+        work_mode: str | None = None,
+        posted_within_days: int | None = None,
+    ) -> SearchResult:
+        """A job search as the API and the pages run it (``shortlist.listings.search``): with
+        the active model, on a healthy read replica if there is one, through the process's
+        query-embedding and answer caches. Raises ``BadInput`` as ``search_jobs`` does."""
+
+        async def in_model(model: ModelInUse) -> SearchResult:
+            key = (
+                model.space.model_key(),
+                query,
+                size,
+                offset,
+                location,
+                salary_min,
+                work_mode,
+                posted_within_days,
+            )
+
+            async def compute() -> tuple[SearchResult, bool]:
+                replica = False
+
+                async def on(pool: AsyncPool) -> SearchResult:
+                    nonlocal replica
+                    replica = pool is not self.reads.primary
+                    return await search_jobs(
+                        pool,
+                        model.embedder,
+                        query,
+                        size=size,
+                        location=location,
+                        salary_min=salary_min,
+                        offset=offset,
+                        work_mode=work_mode,
+                        posted_within_days=posted_within_days,
+                        space=model.space,
+                        query_cache=self.spaces.query_cache,
+                    )
+
+                result = await self.reads.read(on)
+                return result, replica
+
+            return await self.search_cache.answer(key, compute)
+
+        return await self.spaces.run(in_model)
 
 
 @contextlib.asynccontextmanager
@@ -125,6 +187,12 @@ async def open_services(
     services = Services(settings, database_url, pool, notifier, spaces, sources)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None
+    cache_watcher = asyncio.create_task(
+        services.search_cache.watch(
+            notifier.subscribe(channels.LISTINGS), notifier.connected, notifier.disconnected
+        ),
+        name="shortlist-search-cache",
+    )
     # The gazetteer takes a few seconds to index: built off the event loop, beside the model,
     # so no request's brief waits for it.
     gazetteer = asyncio.create_task(asyncio.to_thread(places.load), name="shortlist-gazetteer")
@@ -145,6 +213,9 @@ async def open_services(
         yield services
     finally:
         stop_watching.set()
+        cache_watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cache_watcher
         if watcher is not None:
             await watcher
         if not gazetteer.done():

@@ -106,6 +106,11 @@ class Settings(BaseSettings):
     query_cache_size: int = Field(4096, ge=0)
     """Query embeddings kept per process, most recently used (shortlist.embedding.query_cache);
     0 disables the cache."""
+    search_cache_mb: float = Field(16.0, ge=0, le=65536)
+    """Megabytes of job search answers (their JSON) kept per process until a listing changes
+    (shortlist.listings.result_cache); 0 disables the cache."""
+    search_cache_seconds: float = Field(60.0, gt=0)
+    """The longest a kept job search answer is served (it also depends on the clock)."""
 
     # --- embedding indexer --------------------------------------------------------------------
     indexer_poll_interval: float = Field(30.0, gt=0)

@@ -36,6 +36,12 @@ QUERY_CACHE_HIT_RATIO = Gauge(
     "shortlist_query_cache_hit_ratio",
     "Share of query-embedding lookups answered by the cache since the process started",
 )
+SEARCH_CACHE_LOOKUPS = Counter(
+    "shortlist_search_cache_lookups_total",
+    "Job search answers looked up in the process's cache (shortlist.listings.result_cache):"
+    " hit, miss, or not_kept (a listing changed while it was computed)",
+    ["result"],
+)
 EMBED_ERRORS = Counter(
     "shortlist_embed_errors_total", "Embedding errors by class", ["embedder", "kind"]
 )

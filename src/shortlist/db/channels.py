@@ -25,4 +25,8 @@ MAIL = "shortlist_mail"
 SOURCES = "shortlist_sources"
 """A job source was added or asked to crawl now: wakes the crawl workers."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES)
+LISTINGS = "shortlist_listings"
+"""A statement changed job listings as a search reads or shows them (migration 0025): every
+process empties its cache of job search answers (shortlist.listings.result_cache)."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES, LISTINGS)

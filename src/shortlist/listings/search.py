@@ -58,7 +58,7 @@ from uuid import UUID
 import numpy as np
 from cachetools import TTLCache
 from psycopg import sql
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from shortlist import metrics
 from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
@@ -173,6 +173,12 @@ class SearchResult(BaseModel):
     took_ms: float
     hits: list[SearchHit]
     facets: Facets
+    _degraded: bool = PrivateAttr(default=False)
+
+    @property
+    def degraded(self) -> bool:
+        """Whether the query could not be embedded and only full text was searched."""
+        return self._degraded
 
 
 @dataclass
@@ -429,4 +435,6 @@ async def search_jobs(
     facets = (
         facet_counts.facets_from_counts(facet_counts_row) if with_facets else facet_counts.EMPTY
     )
-    return SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)
+    result = SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)
+    result._degraded = vector is None
+    return result

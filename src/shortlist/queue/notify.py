@@ -32,6 +32,9 @@ class Notifier:
         self._task: asyncio.Task[None] | None = None
         self._restart = asyncio.Event()
         self.connected = asyncio.Event()
+        self.disconnected = asyncio.Event()
+        """Set while the listener is down (notifications sent meanwhile are lost)."""
+        self.disconnected.set()
 
     def subscribe(self, channel: str) -> asyncio.Event:
         """An event set whenever ``channel`` is notified; the waiter clears it."""
@@ -92,6 +95,7 @@ class Notifier:
                             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                             listening.add(channel)
                         if not self.connected.is_set():
+                            self.disconnected.clear()
                             self.connected.set()
                             # Anything may have happened while we were not listening.
                             for channel in self._channels():
@@ -110,6 +114,7 @@ class Notifier:
                 raise
             except Exception as exc:  # reconnect on any connection trouble
                 self.connected.clear()
+                self.disconnected.set()
                 log.warning("notification listener lost its connection (%s); retrying", exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)

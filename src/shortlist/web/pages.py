@@ -45,7 +45,7 @@ from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
-from shortlist.listings.search import MAX_OFFSET, SearchHit, search_jobs
+from shortlist.listings.search import MAX_OFFSET, SearchHit
 from shortlist.listings.service import find_listing
 from shortlist.status import collect_status, public_view
 from shortlist.validation import small_int
@@ -329,22 +329,14 @@ async def job_search_page(
         # One more than a page, to know whether a next page exists.
         mode = job_filters.parse_work_mode(work_mode)
         within = job_filters.parse_posted_within(posted_within_days)
-        result = await services.spaces.run(
-            lambda model: services.reads.read(
-                lambda pool: search_jobs(
-                    pool,
-                    model.embedder,
-                    form["q"],
-                    size=PAGE_SIZE + 1,
-                    location=form["location"] or None,
-                    salary_min=floor,
-                    offset=start,
-                    work_mode=mode,
-                    posted_within_days=within,
-                    space=model.space,
-                    query_cache=services.spaces.query_cache,
-                )
-            )
+        result = await services.search_jobs(
+            form["q"],
+            size=PAGE_SIZE + 1,
+            location=form["location"] or None,
+            salary_min=floor,
+            offset=start,
+            work_mode=mode,
+            posted_within_days=within,
         )
     except BadInput as exc:
         context["notice"] = Notice("bad-input", "That search could not be run.", str(exc), "error")

@@ -28,7 +28,6 @@ from shortlist.listings.search import (
     MAX_QUERY_LENGTH,
     MAX_SIZE,
     SearchResult,
-    search_jobs,
 )
 from shortlist.validation import blank_to_none
 
@@ -70,22 +69,14 @@ async def search(
 ) -> Response:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
-    result = await services.spaces.run(
-        lambda model: services.reads.read(
-            lambda pool: search_jobs(
-                pool,
-                model.embedder,
-                q,
-                size=size,
-                location=location,
-                salary_min=salary_min,
-                offset=offset,
-                work_mode=work_mode,
-                posted_within_days=posted_within_days,
-                space=model.space,
-                query_cache=services.spaces.query_cache,
-            )
-        )
+    result = await services.search_jobs(
+        q,
+        size=size,
+        location=location,
+        salary_min=salary_min,
+        offset=offset,
+        work_mode=work_mode,
+        posted_within_days=posted_within_days,
     )
     # Serialised once, by pydantic's Rust serialiser, as FastAPI's response model would, but not
     # first validated again as that model (it is one already); the schema is response_model's.
