@@ -74,7 +74,7 @@ class Nearness(StrEnum):
     unknown = "unknown"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Place:
     kind: PlaceKind
     name: str
@@ -197,7 +197,7 @@ class _Gazetteer:
             name = str(row["name"])
             lat, lon = float(row["latitude"]), float(row["longitude"])
             region_name = divisions.of(code, name, lat, lon)
-            region = region_name.lower() if region_name else None
+            region = sys.intern(region_name.lower()) if region_name else None
             place = Place(
                 PlaceKind.city,
                 name,

@@ -70,7 +70,7 @@ l.status = 'open'
 --           failed, search degrades to full text)
 --   text    the k best full-text matches of any of the query's words (%(terms)s), the title
 --           weighted far above agency, place and description; also finds listings still
---           pending their first embedding. Only the order of ts_rank_cd is used. Every match
+--           pending their first embedding. Only the order of ts_rank is used. Every match
 --           of a *narrow* word (%(narrow)s, from query_words) is ranked; of a *broad* word
 --           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
 --           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
@@ -107,7 +107,7 @@ all_matching AS (
     -- knows how many listings a word matches and reads a broad word's newest matches
     -- through the created_at index instead of all of them.
     SELECT l.id, l.created_at,
-           ts_rank_cd('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
+           ts_rank('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
            l.work_mode, l.city_location, l.currency_code,
            coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
       FROM job_listings AS l

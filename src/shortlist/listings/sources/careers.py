@@ -32,7 +32,6 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import lxml.etree
 import lxml.html
-from extruct.jsonld import JsonLdExtractor
 
 from shortlist.errors import TransientError
 from shortlist.listings.sources import mapping
@@ -150,6 +149,10 @@ def map_job_posting(node: dict[str, Any], page_url: str, index: int) -> Posting 
 
 def postings_of_page(body: str, url: str) -> list[Posting]:
     """The postings a page's JSON-LD holds (CPU: call off the event loop)."""
+    # Imported here: extruct and what it imports weigh ~13 MB of memory, which an API process
+    # (it imports this module to add sources) never needs; only a crawl reads pages.
+    from extruct.jsonld import JsonLdExtractor
+
     try:
         items = JsonLdExtractor().extract(body, base_url=url)
     except (ValueError, lxml.etree.LxmlError):
