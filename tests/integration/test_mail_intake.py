@@ -274,6 +274,30 @@ async def test_unknown_and_rotated_addresses_are_refused_at_rcpt(
         assert (await cur.fetchone()) == {"n": 1}
 
 
+async def test_an_address_replaced_between_rcpt_and_data_bounces_instead_of_a_lost_250(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    token = await company_token(pool, "Northwind")
+    address = await intake_address(client, token)
+    raw = (MAIL / "english.eml").read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    smtp = await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", intake, timeout=30)
+    try:
+        await asyncio.to_thread(smtp.ehlo)
+        assert (await asyncio.to_thread(smtp.mail, "hr@northwind.example"))[0] == 250
+        assert (await asyncio.to_thread(smtp.rcpt, address))[0] == 250
+        rotated = await client.post(
+            "/api/intake/rotate", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert rotated.status_code == 200
+        code, _reply = await asyncio.to_thread(smtp.data, raw)
+    finally:
+        await asyncio.to_thread(smtp.close)
+    assert code == 550, _reply
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM inbound_mail")
+        assert (await cur.fetchone()) == {"n": 0}
+
+
 async def test_the_same_message_twice_is_one_listing(
     intake: int, client: httpx.AsyncClient, pool: AsyncPool
 ) -> None:

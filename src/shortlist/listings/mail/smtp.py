@@ -6,7 +6,9 @@
 * ``SIZE`` is announced and enforced (``552``) from ``SHORTLIST_MAIL_MAX_BYTES``.
 * ``DATA`` is committed as an ``inbound_mail`` row per recipient, then answered ``250``; a
   redelivery of a message the company already has is answered ``250`` too and changes nothing.
-  A database that cannot take it is a ``451`` (the sending server tries again later).
+  A database that cannot take it is a ``451`` (the sending server tries again later); a
+  message whose every address was replaced between ``RCPT`` and ``DATA`` is a ``550``, never a
+  ``250`` for a message nobody stored.
 
 Nothing is parsed here: the bytes go to the parse queue (:mod:`.queue`), whose parsing runs in
 a parser process. Addresses are personal data: they never reach a log line.
@@ -91,7 +93,7 @@ class IntakeHandler:
         mail_from = envelope.mail_from or None
         if mail_from in ("", "<>"):
             mail_from = None  # a bounce: never answered
-        new = 0
+        new = delivered = 0
         try:
             for address in envelope.rcpt_tos:
                 intake = await self._intake(address)
@@ -106,11 +108,17 @@ class IntakeHandler:
                         message_id=message_id,
                         raw=raw,
                     )
+                delivered += 1
                 new += row is not None
         except (psycopg.Error, OSError):
             log.warning("mail intake: database unavailable at DATA")
             return "451 4.3.0 temporary failure, try again later"
         self.received += new
+        if not delivered:
+            # Every address it was sent to was replaced meanwhile: nothing was stored, so the
+            # sender must hear it failed (RFC 5321 §4.2.5: a 5xx after DATA is a bounce),
+            # never a 250 for a message that is gone.
+            return "550 5.1.1 no such intake address (it was replaced)"
         if new:
             return "250 2.0.0 OK: queued"
         return "250 2.0.0 OK: already received"
