@@ -89,6 +89,9 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
 
 
 def main() -> None:
+    from shortlist.runtime import cap_malloc_arenas
+
+    cap_malloc_arenas()  # as the shortlist command does
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--port", type=int, required=True)

@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     search_cache_mb: float = Field(16.0, ge=0, le=65536)
     """Megabytes of job search answers (their JSON) kept per process until a listing changes
     (shortlist.listings.result_cache); 0 disables the cache."""
-    search_cache_seconds: float = Field(60.0, gt=0)
+    search_cache_seconds: float = Field(300.0, gt=0)
     """The longest a kept job search answer is served (it also depends on the clock)."""
 
     # --- embedding indexer --------------------------------------------------------------------

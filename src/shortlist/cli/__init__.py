@@ -50,6 +50,9 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
+    from shortlist.runtime import cap_malloc_arenas
+
+    cap_malloc_arenas()  # before any thread allocates
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
