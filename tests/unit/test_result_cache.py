@@ -117,3 +117,65 @@ async def test_the_watcher_empties_on_notification_and_bypasses_while_disconnect
         assert len(cache) == 0 and cache.get(("q",)) is None
     finally:
         task.cancel()
+
+
+async def test_searches_missing_the_same_answer_at_once_share_one_computation() -> None:
+    cache = _listening()
+    release = asyncio.Event()
+    calls = 0
+
+    async def compute() -> tuple[SearchResult, bool]:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return _result(), False
+
+    burst = [asyncio.create_task(cache.answer(("q",), compute)) for _ in range(5)]
+    await wait_for(_is(lambda: calls >= 1), timeout=5, message="the first computation")
+    release.set()
+    answers = await asyncio.gather(*burst)
+    assert calls == 1 and {a.query for a in answers} == {"nurse"}
+
+
+async def test_a_waiter_computes_its_own_when_a_listing_changed_or_the_first_failed() -> None:
+    cache = _listening()
+    release = asyncio.Event()
+    calls = 0
+
+    async def compute() -> tuple[SearchResult, bool]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await release.wait()
+            raise RuntimeError("the database went away")
+        return _result(), False
+
+    first = asyncio.create_task(cache.answer(("q",), compute))
+    await wait_for(_is(lambda: calls == 1), timeout=5, message="the first computation")
+    waiter = asyncio.create_task(cache.answer(("q",), compute))
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(RuntimeError):
+        await first
+    assert (await waiter).query == "nurse" and calls == 2
+
+    # A change during a computation: a search arriving after it does not wait for that one.
+    calls = 0
+    release.clear()
+
+    async def slow() -> tuple[SearchResult, bool]:
+        nonlocal calls
+        calls += 1
+        run = calls
+        if run == 1:
+            await release.wait()
+        return _result(f"run {run}"), False
+
+    before = asyncio.create_task(cache.answer(("r",), slow))
+    await wait_for(_is(lambda: calls == 1), timeout=5, message="the first computation")
+    cache.invalidate()
+    after = await cache.answer(("r",), slow)
+    release.set()
+    assert after.query == "run 2" and (await before).query == "run 1"
+    kept = cache.get(("r",))
+    assert kept is not None and kept.query == "run 2"  # the first began before the change

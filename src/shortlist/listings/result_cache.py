@@ -28,8 +28,9 @@ listens (``shortlist.queue.notify``) and empties its cache on each notification
 
 Bounded by the size of the kept answers' JSON (``SHORTLIST_SEARCH_CACHE_MB``; least recently
 used out first, ``cachetools.LRUCache``): an answer is kept as its JSON bytes, which is also
-the form the API sends, and read back through pydantic's parser. Hits, misses and answers not
-kept are counted in ``/metrics`` (``shortlist_search_cache_lookups_total``).
+the form the API sends, and read back through pydantic's parser. Hits, misses, answers not
+kept and searches that joined another's computation of the same answer are counted in
+``/metrics`` (``shortlist_search_cache_lookups_total``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class ResultCache:
         """Moves on whenever the cache empties: an answer begun before it moved is not kept."""
         self.listening = False
         """Whether change notifications arrive (:meth:`watch`); the cache is bypassed if not."""
+        self._inflight: dict[tuple[Key, int], asyncio.Future[SearchResult]] = {}
+        """Answers being computed, by key and the generation they began in."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -117,14 +120,48 @@ class ResultCache:
         key: Key,
         compute: Callable[[], Awaitable[tuple[SearchResult, bool]]],
     ) -> SearchResult:
-        """The kept answer of ``key``, or ``compute()``'s (result, read from a replica), kept."""
+        """The kept answer of ``key``, or ``compute()``'s (result, read from a replica), kept.
+
+        Searches asking for the same missing answer at once wait for the first one's
+        computation instead of each running it (when a popular query's answer is not kept, a
+        burst of it would otherwise all go to PostgreSQL): only while no listing changed since
+        it began, and a computation that fails leaves each waiter to compute its own."""
         started = time.perf_counter()
         cached = self.get(key)
         if cached is not None:
-            took = round((time.perf_counter() - started) * 1000, 2)
-            return cached.model_copy(update={"took_ms": took})
+            return cached.model_copy(update={"took_ms": _ms_since(started)})
         generation = self.generation
-        result, from_replica = await compute()
+        flight = (key, generation)
+        running = self._inflight.get(flight) if self.enabled else None
+        if running is not None:
+            try:
+                shared = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                if not running.cancelled():
+                    raise  # this search itself was cancelled, not the one it waited for
+            except Exception:  # the waiter computes its own answer below
+                pass
+            else:
+                metrics.SEARCH_CACHE_LOOKUPS.labels(result="joined").inc()
+                return shared.model_copy(update={"took_ms": _ms_since(started)})
+            return (await compute())[0]
+        future: asyncio.Future[SearchResult] = asyncio.get_running_loop().create_future()
+        if self.enabled:
+            self._inflight[flight] = future
+        try:
+            result, from_replica = await compute()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        else:
+            future.set_result(result)
+        finally:
+            if self._inflight.get(flight) is future:
+                del self._inflight[flight]
         self.put(key, result, generation, from_replica=from_replica)
         return result
 
@@ -147,3 +184,7 @@ class ResultCache:
             if changed.is_set():
                 changed.clear()
                 self.invalidate()
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
