@@ -1,22 +1,36 @@
 """Loopback job boards for the crawler's tests, in a background thread: Greenhouse, Lever and
 Ashby as their documents describe them, and a careers site with schema.org JSON-LD.
 
+Each fake answers what its vendor's document says and nothing it does not say: a documented
+request it does not model answers 501 (so a test that needs it has to model it from the
+document first), and no error body imitates a vendor's (none of the three documents one).
+A board, site or token it does not hold answers 404, HTTP's "nothing there" (RFC 9110
+15.5.5); the documents give no status for that case.
+
 * Greenhouse Job Board API (https://developers.greenhouse.io/job-board.html):
-  ``GET /v1/boards/{token}`` → ``{"name", "content"}``; ``GET /v1/boards/{token}/jobs`` →
-  ``{"jobs": [...], "meta": {"total"}}``, with ``content`` (HTML, entity-escaped) only when
-  ``content=true``; an unknown token answers 404.
-* Lever Postings API (https://github.com/lever/postings-api): ``GET /v0/postings/{site}
-  ?mode=json`` → a list of postings; an unknown site answers 404.
+  "Retrieve job board" ``GET /v1/boards/{token}`` → ``{"name", "content"}``; "List jobs"
+  ``GET /v1/boards/{token}/jobs`` → ``{"jobs": [...], "meta": {"total"}}``, each job's
+  ``content`` (HTML, entity-escaped), ``departments`` and ``offices`` only when ``content`` is
+  ``true`` ("If set to ``true``, include the full post description, department, and office of
+  each job post"). The board's other paths and JSONP's ``callback``: 501.
+* Lever Postings API (https://github.com/lever/postings-api, README): ``GET /v0/postings/
+  {site}`` answers JSON (a list of postings) only when asked for it — "You can use the HTTP
+  ``Accept: application/json`` header or ``&mode=json`` GET parameter [...] The URL parameter
+  has higher precedence" — and otherwise the HTML list (``ul`` inside ``<div
+  class='lever'>``); ``skip`` and ``limit`` page it; ``GET /v0/postings/{site}/{id}`` is one
+  posting, JSON only. The iframe mode and the filters (``location``, ``commitment``,
+  ``team``, ``department``, ``level``, ``group``): 501. Lever's two instances are two hosts:
+  a test of ``lever:eu:SITE`` starts a second ``FakeBoards`` for the EU one.
 * Ashby posting API (https://developers.ashbyhq.com/docs/public-job-posting-api):
   ``GET /posting-api/job-board/{board}`` → ``{"apiVersion": "1", "jobs": [...]}``, with
-  ``compensation`` only when ``includeCompensation=true``; an unknown board answers 404.
+  ``compensation`` only when ``includeCompensation=true``.
 * Any other path: a page of :attr:`FakeBoards.pages` (``/robots.txt`` among them), else 404.
 
 Every 200 carries an ``ETag`` (a hash of the body); a request whose ``If-None-Match`` matches
 gets a 304, as HTTP caches and these vendors' CDNs answer. A test scripts the boards by
 mutating the dicts (``greenhouse``, ``lever``, ``ashby``, ``pages``), makes a path fail with
 ``fail[path] = status``, or slow with ``delay[path] = seconds``; ``requests`` records every
-request's path and headers.
+request's path, query and headers.
 """
 
 from __future__ import annotations
@@ -37,6 +51,39 @@ class Seen:
     path: str
     headers: dict[str, str]
     status: int = 0
+    query: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _not_modelled(what: str) -> tuple[int, str, bytes]:
+    return 501, "text/plain", f"{what}: documented, not modelled by this fake".encode()
+
+
+def _not_found(what: str) -> tuple[int, str, bytes]:
+    return 404, "text/plain", f"no {what}".encode()
+
+
+def _json(body: Any) -> tuple[int, str, bytes]:
+    return 200, "application/json", json.dumps(body).encode()
+
+
+def _last(query: dict[str, list[str]], name: str) -> str | None:
+    values = query.get(name)
+    return values[-1] if values else None
+
+
+# Lever's list parameters this fake does not model (README, "Get a list of job postings").
+_LEVER_UNMODELLED = (
+    "location",
+    "commitment",
+    "team",
+    "department",
+    "level",
+    "group",
+    "css",
+    "resize",
+)
+# Greenhouse's job fields sent only with content=true (Job Board API, "List jobs").
+_GREENHOUSE_CONTENT = ("content", "departments", "offices")
 
 
 @dataclass
@@ -87,44 +134,98 @@ class FakeBoards:
 
     # -- the vendors -----------------------------------------------------------------------
 
-    def _route(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def _route(
+        self, path: str, query: dict[str, list[str]], headers: dict[str, str]
+    ) -> tuple[int, str, bytes]:
         parts = [p for p in path.split("/") if p]
-        flag = lambda name: query.get(name, ["false"])[0].lower() == "true"  # noqa: E731
-        if len(parts) in (3, 4) and parts[:2] == ["v1", "boards"]:
-            board = self.greenhouse.get(parts[2])
-            if board is None:
-                return 404, "application/json", b'{"status":404,"error":"Job not found"}'
-            if len(parts) == 3:
-                body: Any = {"name": board["name"], "content": board.get("content", "")}
-            else:
-                jobs = []
-                for job in board["jobs"]:
-                    item = {k: v for k, v in job.items() if k != "content"}
-                    if flag("content"):
-                        item["content"] = html.escape(job.get("content", ""))
-                    jobs.append(item)
-                body = {"jobs": jobs, "meta": {"total": len(jobs)}}
-            return 200, "application/json", json.dumps(body).encode()
-        if len(parts) == 3 and parts[:2] == ["v0", "postings"]:
-            postings = self.lever.get(parts[2])
-            if postings is None:
-                return 404, "application/json", b'{"ok":false,"error":"Document not found"}'
-            return 200, "application/json", json.dumps(postings).encode()
+        if len(parts) >= 3 and parts[:2] == ["v1", "boards"]:
+            return self._greenhouse(parts[2], parts[3:], query)
+        if len(parts) in (3, 4) and parts[:2] == ["v0", "postings"]:
+            return self._lever(parts[2], parts[3:], query, headers)
         if len(parts) == 3 and parts[:2] == ["posting-api", "job-board"]:
-            jobs = self.ashby.get(parts[2])
-            if jobs is None:
-                return 404, "application/json", b'{"success":false}'
-            with_pay = flag("includeCompensation")
-            shown = [{k: v for k, v in j.items() if with_pay or k != "compensation"} for j in jobs]
-            return 200, "application/json", json.dumps({"apiVersion": "1", "jobs": shown}).encode()
+            return self._ashby(parts[2], query)
         page = self.pages.get(path)
         if page is None:
-            return 404, "text/plain", b"not found"
+            return _not_found("page")
         return 200, page[0], page[1].encode()
+
+    def _greenhouse(
+        self, token: str, rest: list[str], query: dict[str, list[str]]
+    ) -> tuple[int, str, bytes]:
+        board = self.greenhouse.get(token)
+        if board is None:
+            return _not_found("board")
+        if "callback" in query:
+            return _not_modelled("JSONP callback")
+        if not rest:
+            return _json({"name": board["name"], "content": board.get("content", "")})
+        if rest != ["jobs"]:
+            return _not_modelled("/v1/boards/{token}/" + "/".join(rest))
+        # "If set to `true`": that value and no other.
+        with_content = _last(query, "content") == "true"
+        jobs = []
+        for job in board["jobs"]:
+            item = {k: v for k, v in job.items() if k not in _GREENHOUSE_CONTENT}
+            if with_content:
+                item["content"] = html.escape(job.get("content", ""))
+                item["departments"] = job.get("departments", [])
+                item["offices"] = job.get("offices", [])
+            jobs.append(item)
+        return _json({"jobs": jobs, "meta": {"total": len(jobs)}})
+
+    def _lever(
+        self,
+        site: str,
+        rest: list[str],
+        query: dict[str, list[str]],
+        headers: dict[str, str],
+    ) -> tuple[int, str, bytes]:
+        postings = self.lever.get(site)
+        if postings is None:
+            return _not_found("site")
+        if rest:
+            # "This API only returns the named job posting in JSON format."
+            found = next((p for p in postings if p.get("id") == rest[0]), None)
+            return _json(found) if found is not None else _not_found("posting")
+        for name in _LEVER_UNMODELLED:
+            if name in query:
+                return _not_modelled(f"the {name} parameter")
+        mode = _last(query, "mode")
+        if mode is None:
+            mode = "json" if "application/json" in headers.get("accept", "") else "html"
+        if mode not in ("json", "html"):
+            return _not_modelled(f"mode={mode}")
+        try:
+            skip = int(_last(query, "skip") or 0)
+            limit = int(_last(query, "limit") or len(postings))
+        except ValueError:
+            return _not_modelled("a skip or limit that is no number")
+        shown = postings[max(skip, 0) :][: max(limit, 0)]
+        if mode == "json":
+            return _json(shown)
+        items = "".join(
+            f'<li><a href="{html.escape(str(p.get("hostedUrl", "")))}">'
+            f"{html.escape(str(p.get('text', '')))}</a></li>"
+            for p in shown
+        )
+        return (
+            200,
+            "text/html; charset=utf-8",
+            f"<div class='lever'><ul>{items}</ul></div>".encode(),
+        )
+
+    def _ashby(self, board: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        jobs = self.ashby.get(board)
+        if jobs is None:
+            return _not_found("job board")
+        with_pay = _last(query, "includeCompensation") == "true"
+        shown = [{k: v for k, v in j.items() if with_pay or k != "compensation"} for j in jobs]
+        return _json({"apiVersion": "1", "jobs": shown})
 
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
         url = urlsplit(handler.path)
-        seen = Seen(url.path, {k.lower(): v for k, v in handler.headers.items()})
+        query = parse_qs(url.query, keep_blank_values=True)
+        seen = Seen(url.path, {k.lower(): v for k, v in handler.headers.items()}, query=query)
         with self._lock:
             self.requests.append(seen)
         wait = self.delay.get(url.path)
@@ -134,7 +235,7 @@ class FakeBoards:
         if failing is not None:
             status, ctype, body = failing, "text/plain", b"trouble"
         else:
-            status, ctype, body = self._route(url.path, parse_qs(url.query))
+            status, ctype, body = self._route(url.path, query, seen.headers)
         etag = '"' + hashlib.sha256(body).hexdigest()[:24] + '"'
         if status == 200 and seen.headers.get("if-none-match") == etag:
             status, body = 304, b""
@@ -168,6 +269,10 @@ def greenhouse_job(
         "language": "en",
         "metadata": None,
         "content": content,
+        "departments": [{"id": 13583, "name": "Engineering", "parent_id": None, "child_ids": []}],
+        "offices": [
+            {"id": 8787, "name": location, "location": location, "parent_id": None, "child_ids": []}
+        ],
         **extra,
     }
 

@@ -226,6 +226,11 @@ class Settings(BaseSettings):
     """Greenhouse Job Board API base. Left at its default while ``serve``/``worker`` run the
     bundled simulator (no talent API URL set): the simulator's demo board."""
     lever_api_url: str = "https://api.lever.co"
+    """Lever Postings API base of Lever's global instance (``lever:SITE`` sources)."""
+    lever_eu_api_url: str = "https://api.eu.lever.co"
+    """Lever Postings API base of Lever's EU instance, for sources added as the address of an
+    EU job site (``https://jobs.eu.lever.co/SITE``): "the instances we support: global
+    (default) and EU" (github.com/lever/postings-api, README)."""
     ashby_api_url: str = "https://api.ashbyhq.com"
     crawl_interval: float = Field(3600.0, gt=0)
     """Seconds between two crawls of a source."""

@@ -81,6 +81,11 @@ async def crawl(pool: AsyncPool, settings: Settings, source_id: int) -> Any:
     return result
 
 
+def queries(boards: FakeBoards, path: str) -> list[dict[str, list[str]]]:
+    """The query of every request a fake board got for exactly ``path``."""
+    return [r.query for r in boards.requests if r.path == path]
+
+
 GH_JOBS = [
     greenhouse_job(1, "Vault Designer", "New York, NY", "<p>Design <b>vaults</b> &amp; doors.</p>"),
     greenhouse_job(2, "Overseer", "Boston, MA", "<p>Keep order.</p>"),
@@ -95,6 +100,10 @@ async def test_greenhouse_crawl_is_a_diff(
     source = await service.add_source(pool, settings, "greenhouse:vaulttec")
     first = await crawl(pool, settings, source.id)
     assert first.outcome.new == 3 and first.error is None
+    # What the Job Board API documents: the board ("Retrieve job board", no parameters), then
+    # its jobs with the descriptions ("List jobs", content=true).
+    assert queries(boards, "/v1/boards/vaulttec") == [{}]
+    assert queries(boards, "/v1/boards/vaulttec/jobs") == [{"content": ["true"]}]
     listed = await rows(pool, "greenhouse:vaulttec")
     assert set(listed) == {"1", "2", "3"}
     designer = listed["1"]
@@ -159,7 +168,11 @@ async def test_lever_and_ashby_boards(
             },
         )
     ]
-    boards.ashby["ashbydemo"] = [ashby_job("a-1", "Platform Engineer")]
+    boards.ashby["ashbydemo"] = [
+        ashby_job("a-1", "Platform Engineer"),
+        # The organisation keeps this one's pay off the posting; the API sends it anyway.
+        ashby_job("a-2", "Quiet Pay", shouldDisplayCompensationOnJobPostings=False),
+    ]
     lever_source = await service.add_source(pool, settings, "lever:leverdemo", "Lever Demo Inc")
     ashby_source = await service.add_source(pool, settings, "ashby:ashbydemo", "Ashby Demo")
     results = await service.crawl_now(pool, settings, None)
@@ -173,8 +186,50 @@ async def test_lever_and_ashby_boards(
     assert (ashby_row["city_location"], ashby_row["work_mode"]) == ("Berlin", "hybrid")
     assert (ashby_row["salary_min_ks"], ashby_row["currency_code"]) == (70, "EUR")
     assert ashby_row["source_url"] == "https://jobs.ashbyhq.com/ashbydemo/a-1"
-    # Ashby was asked for compensation, as the adapter's document says it must be.
-    assert boards.served("/posting-api/job-board/ashbydemo")
+    quiet = (await rows(pool, "ashby:ashbydemo"))["a-2"]
+    assert (quiet["salary_min_ks"], quiet["salary_max_ks"]) == (None, None)
+    # Each asked as its document says: Lever for JSON (else it answers HTML), Ashby for the
+    # compensation (else no job has one), and nothing else.
+    assert queries(boards, "/v0/postings/leverdemo") == [{"mode": ["json"]}]
+    assert queries(boards, "/posting-api/job-board/ashbydemo") == [
+        {"includeCompensation": ["true"]}
+    ]
+
+
+async def test_lever_eu_site_is_read_from_the_eu_instance(
+    pool: AsyncPool, settings: Settings, boards: FakeBoards
+) -> None:
+    # Lever's two instances are two hosts, each with its own sites (README: "global (default)
+    # and EU", api.lever.co and api.eu.lever.co): the EU one is a second loopback board.
+    eu = FakeBoards().start()
+    try:
+        boards.lever["acme"] = [lever_posting("g-1", "Global Role")]
+        eu.lever["acme"] = [
+            lever_posting("e-1", "EU Role", hostedUrl="https://jobs.eu.lever.co/acme/e-1")
+        ]
+        both = settings.model_copy(update={"lever_eu_api_url": eu.base_url})
+        # Added as its job site's address, as the EU instance's companies know it.
+        in_eu = await service.add_source(pool, both, "https://jobs.eu.lever.co/acme", "Acme Europe")
+        in_global = await service.add_source(pool, both, "lever:acme", "Acme")
+        assert (in_eu.spec, in_eu.kind) == ("https://jobs.eu.lever.co/acme", "lever")
+        results = {r.source.id: r for r in await service.crawl_now(pool, both, None)}
+        assert results[in_eu.id].outcome.new == 1 and results[in_global.id].outcome.new == 1
+        eu_row = (await rows(pool, "https://jobs.eu.lever.co/acme"))["e-1"]
+        assert (eu_row["job_title"], eu_row["company_name"]) == ("EU Role", "Acme Europe")
+        assert eu_row["source_url"] == "https://jobs.eu.lever.co/acme/e-1"
+        assert set(await rows(pool, "lever:acme")) == {"g-1"}
+        assert [(r.path, r.query) for r in eu.requests] == [
+            ("/v0/postings/acme", {"mode": ["json"]})
+        ]
+        assert [r.path for r in boards.requests] == ["/v0/postings/acme"]
+
+        # A site the EU instance does not have fails its source, which says where it looked.
+        missing = await service.add_source(pool, both, "https://jobs.eu.lever.co/nosuchsite")
+        result = await crawl(pool, both, missing.id)
+        assert result.permanent and "no Lever EU site 'nosuchsite'" in (result.error or "")
+        assert not boards.served("/v0/postings/nosuchsite")
+    finally:
+        eu.stop()
 
 
 async def test_careers_site_expired_and_robots_disallowed_never_listed(
@@ -442,3 +497,6 @@ async def test_simulator_demo_board_and_careers_site(
     careers = results[site.id].outcome
     # The expired internship and the robots-disallowed staff page are not listed.
     assert (careers.new, careers.expired, careers.skipped) == (2, 1, 1)
+    # One job page nests its JobPosting as the mainEntity of its ItemPage, in an @graph.
+    nested = (await rows(pool, f"{demo_boards}/demo/careers"))["support-engineer"]
+    assert (nested["job_title"], nested["work_mode"]) == ("Support Engineer", "remote")

@@ -26,6 +26,27 @@ def test_specs_parse_and_refuse() -> None:
             SourceSpec.parse(bad)
 
 
+def test_lever_job_sites_parse_as_their_instance() -> None:
+    # Lever's README: "the instances we support: global (default) and EU", each with its own
+    # job site (jobs.lever.co/SITE, jobs.eu.lever.co/SITE) and API host.
+    eu = SourceSpec.parse(" https://Jobs.EU.Lever.co/leverdemo/?team=Platform#top ")
+    assert eu == SourceSpec("lever", "leverdemo", "eu")
+    assert eu.spec == "https://jobs.eu.lever.co/leverdemo"
+    assert SourceSpec.parse(eu.spec) == eu  # the stored spec reads back as itself
+    assert SourceSpec.parse("http://jobs.lever.co/leverdemo") == SourceSpec("lever", "leverdemo")
+    assert SourceSpec.parse("https://jobs.lever.co/leverdemo").spec == "lever:leverdemo"
+    assert SourceSpec.parse("lever:leverdemo").instance == "global"
+    # A posting's page, another host or port, or no site: a careers page as before.
+    for page in (
+        "https://jobs.eu.lever.co/leverdemo/5ac21346-8e0c-4494-8e7a-3eb92ff77902",
+        "https://jobs.eu.lever.co/",
+        "https://jobs.eu.lever.co:8443/leverdemo",
+        "https://careers.lever.co/leverdemo",
+        "https://jobs.eu.lever.co/le%20ver",
+    ):
+        assert SourceSpec.parse(page) == SourceSpec("careers", page), page
+
+
 def test_greenhouse_job_maps_escaped_content_to_plain_text() -> None:
     job = greenhouse_job(127817, "Vault Designer", "NYC", "")
     # As the jobs list sends it with content=true: the HTML itself entity-escaped.
@@ -102,6 +123,22 @@ def test_ashby_job_maps_compensation_address_and_workplace() -> None:
     assert remote is not None and remote.work_mode == "remote"
 
 
+@pytest.mark.parametrize("shown", [False, None, "true"])
+def test_ashby_salary_only_where_the_organisation_displays_it(shown: object) -> None:
+    # The API sends the figures whatever the organisation's "Display on Job Postings?"
+    # setting; the job's shouldDisplayCompensationOnJobPostings says which it chose.
+    job = ashby_job("h", "Quiet Pay", shouldDisplayCompensationOnJobPostings=shown)
+    if shown is None:
+        del job["shouldDisplayCompensationOnJobPostings"]
+    posting = ashby.map_job(job)
+    assert posting is not None and posting.job_title == "Quiet Pay"
+    assert (posting.salary_min_ks, posting.salary_max_ks, posting.currency_code) == (
+        None,
+        None,
+        None,
+    )
+
+
 def test_json_ld_job_posting_fields() -> None:
     page = job_posting_page(
         "Software Engineer &amp; SRE",
@@ -157,6 +194,111 @@ def test_json_ld_graph_lists_and_ranges() -> None:
         careers.postings_of_page('<script type="application/ld+json">{bad</script>', "https://x/")
         == []
     )
+
+
+def test_json_ld_job_posting_as_main_entity_of_its_page() -> None:
+    """A careers page as a CMS with an SEO plug-in writes it: an @graph of the site, the page
+    (whose mainEntity is the posting, written inline) and its breadcrumb; a second script
+    names the same posting again by @id. schema.org/mainEntity: "the primary entity described
+    in some page"."""
+    page_url = "https://careers.acme.example/jobs/welder-leeds"
+    job = {
+        "@type": "schema:JobPosting",
+        "@id": f"{page_url}#job",
+        "title": "Welder",
+        "identifier": {"@type": "PropertyValue", "name": "Acme", "value": "W-11"},
+        "description": "<p>Weld &amp; fabricate.</p>",
+        "datePosted": "2026-01-18",
+        "validThrough": "2099-01-01",
+        "hiringOrganization": {"@id": "https://acme.example/#org", "name": "Acme"},
+        "jobLocation": {
+            "@type": "Place",
+            "address": {"@type": "PostalAddress", "addressLocality": "Leeds"},
+        },
+        "mainEntityOfPage": {"@id": page_url},
+    }
+    graph = {
+        "@context": "https://schema.org",
+        "@graph": [
+            {"@type": "Organization", "@id": "https://acme.example/#org", "name": "Acme"},
+            {
+                "@type": "WebSite",
+                "@id": "https://acme.example/#site",
+                "url": "https://acme.example/",
+            },
+            {
+                "@type": ["WebPage", "ItemPage"],
+                "@id": page_url,
+                "url": page_url,
+                "isPartOf": {"@id": "https://acme.example/#site"},
+                "breadcrumb": {"@id": f"{page_url}#breadcrumb"},
+                "mainEntity": job,
+            },
+            {
+                "@type": "BreadcrumbList",
+                "@id": f"{page_url}#breadcrumb",
+                "itemListElement": [
+                    {"@type": "ListItem", "position": 1, "name": "Jobs", "item": "/jobs"}
+                ],
+            },
+        ],
+    }
+    again = {"@context": "https://schema.org", "@type": "ItemPage", "mainEntity": job}
+    page = (
+        "<html><head>"
+        f'<script type="application/ld+json">{json.dumps(graph)}</script>'
+        f'<script type="application/ld+json">{json.dumps(again)}</script>'
+        "</head><body><h1>Welder</h1></body></html>"
+    )
+    [posting] = careers.postings_of_page(page, page_url)
+    assert (posting.external_id, posting.job_title) == ("W-11", "Welder")
+    assert (posting.company_name, posting.city_location) == ("Acme", "Leeds")
+    assert posting.description == "Weld & fabricate."
+    assert posting.source_url == page_url
+
+
+def test_json_ld_postings_in_an_item_list_and_under_reverse() -> None:
+    listing = {
+        "@context": "https://schema.org",
+        "@type": "ItemList",
+        "itemListElement": [
+            {"@type": "ListItem", "position": n, "item": {"@type": "JobPosting", "title": t}}
+            for n, t in enumerate(("Cook", "Baker"), 1)
+        ],
+    }
+    reverse = {
+        "@context": "https://schema.org",
+        "@type": "Organization",
+        "name": "Bakery",
+        "@reverse": {"hiringOrganization": [{"@type": "JobPosting", "title": "Pastry Chef"}]},
+    }
+    page = "".join(
+        f'<script type="application/ld+json">{json.dumps(d)}</script>' for d in (listing, reverse)
+    )
+    titles = [p.job_title for p in careers.postings_of_page(page, "https://bakery.example/")]
+    assert titles == ["Cook", "Baker", "Pastry Chef"]
+
+
+def test_json_ld_walk_is_bounded_on_hostile_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    posting = {"@type": "JobPosting", "title": "Deep"}
+    nested: object = posting
+    for _ in range(careers.MAX_JSONLD_DEPTH - 1):
+        nested = {"@type": "WebPage", "mainEntity": nested}
+    assert [n["title"] for n in careers.job_posting_nodes([nested])] == ["Deep"]
+    assert careers.job_posting_nodes([{"@type": "WebPage", "mainEntity": nested}]) == []
+    # JSON nested past the parser's recursion limit: no postings, no exception.
+    bomb = "[" * 100_000 + "]" * 100_000
+    assert (
+        careers.postings_of_page(
+            f'<script type="application/ld+json">{bomb}</script>', "https://x/"
+        )
+        == []
+    )
+    # A page of many objects: the walk stops after MAX_JSONLD_NODES of them.
+    monkeypatch.setattr(careers, "MAX_JSONLD_NODES", 50)
+    wide = [{"@type": "Thing", "n": i} for i in range(100)] + [posting]
+    assert careers.job_posting_nodes(wide) == []
+    assert careers.job_posting_nodes([posting, *wide]) == [posting]
 
 
 def test_sitemaps_and_job_links() -> None:

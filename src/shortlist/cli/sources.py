@@ -57,8 +57,8 @@ def add(
     spec: Annotated[
         str,
         typer.Argument(
-            help="greenhouse:TOKEN, lever:SITE, ashby:ORG, or the http(s) URL of a careers page"
-            " or sitemap"
+            help="greenhouse:TOKEN, lever:SITE (https://jobs.eu.lever.co/SITE for a site on"
+            " Lever's EU instance), ashby:ORG, or the http(s) URL of a careers page or sitemap"
         ),
     ],
     company: Annotated[

@@ -1,13 +1,20 @@
 """The simulator's demo job sources, so ``shortlist sources add`` works offline on the embedded
 default: a Greenhouse board and a careers site, in the vendors' documented shapes.
 
-* Greenhouse Job Board API (https://developers.greenhouse.io/job-board.html):
-  ``GET /v1/boards/{token}`` and ``GET /v1/boards/{token}/jobs?content=true`` for the board
-  ``DEMO_BOARD`` (any other token: 404, as Greenhouse answers); ``content`` HTML-entity-escaped.
+* Greenhouse Job Board API (https://developers.greenhouse.io/job-board.html): "Retrieve job
+  board" ``GET /v1/boards/{token}`` and "List jobs" ``GET /v1/boards/{token}/jobs`` for the
+  board ``DEMO_BOARD``, whose jobs carry ``content`` (HTML-entity-escaped), ``departments`` and
+  ``offices`` only when ``content`` is ``true`` ("If set to ``true``, include the full post
+  description, department, and office of each job post"). Any other token: 404 (the document
+  names no error; 404 is HTTP's "nothing there"). The board's other documented paths (a job,
+  offices, departments, …) are not served: 501, so nothing comes to rely on an answer the
+  document does not give.
 * A careers site at ``/demo/careers``: a page linking one page per job, each carrying a
   schema.org ``JobPosting`` in JSON-LD (https://developers.google.com/search/docs/appearance/
-  structured-data/job-posting), a sitemap at ``/demo/careers/sitemap.xml``, and a
-  ``/robots.txt`` that disallows ``/demo/careers/internal/``.
+  structured-data/job-posting) — one of them, as many sites publish it, as the ``mainEntity``
+  of the page's ``ItemPage`` in an ``@graph`` (https://schema.org/mainEntity) — a sitemap at
+  ``/demo/careers/sitemap.xml``, and a ``/robots.txt`` that disallows
+  ``/demo/careers/internal/``.
 
 Every response carries an ``ETag``; a matching ``If-None-Match`` gets a 304.
 """
@@ -73,6 +80,7 @@ _POSTINGS: list[dict[str, Any]] = [
         "city": None,
         "remote": True,
         "salary": {"minValue": 40, "maxValue": 55, "unitText": "HOUR"},
+        "as_main_entity": True,
     },
     {
         "slug": "winter-intern",
@@ -149,6 +157,48 @@ def job_posting(base_url: str, posting: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def job_posting_graph(base_url: str, posting: dict[str, Any]) -> dict[str, Any]:
+    """The posting as the ``mainEntity`` of its page's ``ItemPage``, beside a breadcrumb trail,
+    in one ``@graph`` (schema.org: ``mainEntity`` "indicates the primary entity described in
+    some page"; the posting names its page back with ``mainEntityOfPage``)."""
+    page_url = f"{base_url}/demo/careers/jobs/{posting['slug']}"
+    node = job_posting(base_url, posting)
+    del node["@context"]
+    node["@id"] = f"{page_url}#job"
+    node["mainEntityOfPage"] = {"@id": page_url}
+    return {
+        "@context": "https://schema.org/",
+        "@graph": [
+            {
+                "@type": "ItemPage",
+                "@id": page_url,
+                "url": page_url,
+                "name": f"{posting['title']} at {DEMO_COMPANY}",
+                "mainEntity": node,
+                "breadcrumb": {"@id": f"{page_url}#breadcrumb"},
+            },
+            {
+                "@type": "BreadcrumbList",
+                "@id": f"{page_url}#breadcrumb",
+                "itemListElement": [
+                    {
+                        "@type": "ListItem",
+                        "position": 1,
+                        "name": "Careers",
+                        "item": f"{base_url}/demo/careers",
+                    },
+                    {"@type": "ListItem", "position": 2, "name": posting["title"]},
+                ],
+            },
+        ],
+    }
+
+
+def _no_board() -> Response:
+    # Greenhouse documents no error body; this one does not pretend to be theirs.
+    return Response("no such board", status_code=404, media_type="text/plain")
+
+
 def _respond(request: Request, body: bytes, media_type: str) -> Response:
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     if request.headers.get("if-none-match") == etag:
@@ -173,15 +223,24 @@ def register_job_board_routes(app: FastAPI) -> None:
     @app.get("/v1/boards/{token}")
     async def board(request: Request, token: str) -> Response:
         if token != DEMO_BOARD:
-            return JSONResponse({"status": 404, "error": "Job not found"}, 404)
+            return _no_board()
         return _respond(request, json.dumps(greenhouse_board(token)).encode(), "application/json")
 
     @app.get("/v1/boards/{token}/jobs")
-    async def board_jobs(request: Request, token: str, content: bool = False) -> Response:
+    async def board_jobs(request: Request, token: str, content: str | None = None) -> Response:
         if token != DEMO_BOARD:
-            return JSONResponse({"status": 404, "error": "Job not found"}, 404)
-        body = json.dumps(greenhouse_jobs(token, content)).encode()
+            return _no_board()
+        # "If set to `true`": that value and no other (no "1", "True" or "yes").
+        body = json.dumps(greenhouse_jobs(token, content == "true")).encode()
         return _respond(request, body, "application/json")
+
+    @app.get("/v1/boards/{token}/{rest:path}")
+    async def board_elsewhere(token: str, rest: str) -> Response:
+        if token != DEMO_BOARD:
+            return _no_board()
+        return JSONResponse(
+            {"error": f"/v1/boards/{token}/{rest} is not served by the demo board"}, 501
+        )
 
     @app.get("/robots.txt")
     async def robots(request: Request) -> Response:
@@ -219,7 +278,10 @@ def register_job_board_routes(app: FastAPI) -> None:
         posting = next((p for p in _POSTINGS if p["slug"] == slug), None)
         if posting is None:
             return Response("not found", status_code=404, media_type="text/plain")
-        data = json.dumps(job_posting(_base(request), posting)).replace("</", "<\\/")
+        node = (job_posting_graph if posting.get("as_main_entity") else job_posting)(
+            _base(request), posting
+        )
+        data = json.dumps(node).replace("</", "<\\/")
         page = (
             f"<!doctype html><html><head><title>{html.escape(posting['title'])}</title>"
             f'<script type="application/ld+json">{data}</script></head>'

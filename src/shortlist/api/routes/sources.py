@@ -28,7 +28,8 @@ class SourceIn(BaseModel):
     spec: str = Field(
         min_length=1,
         max_length=2000,
-        description="greenhouse:TOKEN, lever:SITE, ashby:ORG, or a careers page / sitemap URL",
+        description="greenhouse:TOKEN, lever:SITE (https://jobs.eu.lever.co/SITE on Lever's EU"
+        " instance), ashby:ORG, or a careers page / sitemap URL",
     )
     company: str | None = Field(None, max_length=200, description="for postings naming none")
 

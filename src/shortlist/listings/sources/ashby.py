@@ -1,5 +1,7 @@
 """Ashby job postings API (https://developers.ashbyhq.com/docs/public-job-posting-api).
 
+"Optionally, you can add includeCompensation=true as a query parameter to include
+compensation data in the response": without it no job has a ``compensation``.
 ``GET {base}/posting-api/job-board/{board}?includeCompensation=true`` → ``{"apiVersion",
 "jobs": [...]}``, the whole board in one response, each job ``{"id", "title", "department",
 "team", "employmentType", "location", "secondaryLocations", "address": {"postalAddress":
@@ -7,8 +9,18 @@
 (OnSite | Remote | Hybrid), "publishedAt", "isListed", "jobUrl", "applyUrl",
 "descriptionHtml", "descriptionPlain", "compensation": {"compensationTierSummary",
 "summaryComponents": [{"compensationType": "Salary", "interval": "1 YEAR", "currencyCode",
-"minValue", "maxValue"}]}}``. Unlisted jobs (``isListed: false``) are not public postings. An
-unknown board answers 404.
+"minValue", "maxValue"}]}}, "shouldDisplayCompensationOnJobPostings"}``. Unlisted jobs
+(``isListed: false``) are not public postings.
+
+Pay is the organisation's to show: Ashby's compensation settings decide "if compensation is
+present on the Job or Job Posting, [...] if it should be visible on the posting"
+(https://docs.ashbyhq.com/compensation, "Display on Job Postings?"), and the job carries that
+choice as ``shouldDisplayCompensationOnJobPostings``. The API returns the figures either way;
+a listing shows a salary only from a job whose flag is ``true`` (absent: no choice to show it
+is known, so none is shown).
+
+The document gives no status for an unknown board; a 404 (or 410) is read as HTTP defines it
+(RFC 9110 15.5.5), the source gone.
 """
 
 from __future__ import annotations
@@ -31,7 +43,10 @@ def board_url(base: str, org: str) -> str:
 
 
 def _salary(job: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
+    """The yearly salary range the organisation displays on the posting, if any."""
     compensation = job.get("compensation")
+    if job.get("shouldDisplayCompensationOnJobPostings") is not True:
+        return None, None, None
     if not isinstance(compensation, dict):
         return None, None, None
     for part in compensation.get("summaryComponents") or []:

@@ -4,7 +4,10 @@ https://developers.google.com/search/docs/appearance/structured-data/job-posting
 
 A source URL is either
 
-* a page whose JSON-LD holds one or more ``JobPosting`` nodes (``@graph`` and lists too);
+* a page whose JSON-LD holds one or more ``JobPosting`` nodes, wherever schema.org nesting puts
+  them: at the top, in an ``@graph`` or a list, or as the value of another node's property —
+  the ``mainEntity`` of a ``WebPage`` / ``ItemPage`` ("the primary entity described in some
+  page", https://schema.org/mainEntity), an ``ItemList``'s ``itemListElement``, and so on;
 * a sitemap (``<urlset>``, or a ``<sitemapindex>`` one level deep: https://www.sitemaps.org/
   protocol.html) whose ``<loc>`` pages are read for their postings;
 * a careers page without postings of its own: its links on the same site under the page's
@@ -40,6 +43,10 @@ from shortlist.listings.sources.fetch import FetchRefused, PageGone, RobotsDisal
 from shortlist.listings.sources.models import Board, Posting, SourceGone
 
 _JOBBY_PATH = re.compile(r"job|career|position|opening|vacanc", re.IGNORECASE)
+# A page's JSON-LD is the site's, and may be hostile: the walk for JobPosting nodes goes at most
+# this deep and looks at most at this many objects and arrays (a real page has a few dozen).
+MAX_JSONLD_DEPTH = 16
+MAX_JSONLD_NODES = 20_000
 _XML_PARSER = lxml.etree.XMLParser(
     resolve_entities=False, no_network=True, huge_tree=False, remove_comments=True
 )
@@ -51,24 +58,42 @@ def _unescaped(value: Any, limit: int) -> str | None:
 
 
 def _types(node: dict[str, Any]) -> set[str]:
+    """A node's type names without a vocabulary prefix (``https://schema.org/JobPosting``,
+    ``schema:JobPosting`` → ``JobPosting``)."""
     kind = node.get("@type")
     kinds = kind if isinstance(kind, list) else [kind]
-    return {str(k).rsplit("/", 1)[-1] for k in kinds if k}
+    return {re.split(r"[/#:]", k)[-1] for k in kinds if isinstance(k, str) and k}
 
 
 def job_posting_nodes(data: Any) -> list[dict[str, Any]]:
-    """Every ``JobPosting`` node in extruct's JSON-LD items (``@graph``, lists, nesting)."""
+    """Every ``JobPosting`` node in extruct's JSON-LD items, in document order: at the top, in
+    ``@graph`` and lists, or nested as any property's value (``mainEntity``, ``@reverse``,
+    ``itemListElement`` / ``item``, …). A JobPosting is taken whole (nothing inside it is
+    another posting); one that appears twice under one ``@id`` counts once. Bounded by
+    ``MAX_JSONLD_DEPTH`` and ``MAX_JSONLD_NODES``: what lies beyond is not read."""
     found: list[dict[str, Any]] = []
-    stack = [data]
-    while stack:
-        item = stack.pop()
+    seen_ids: set[str] = set()
+    stack: list[tuple[Any, int]] = [(data, 0)] if isinstance(data, list | dict) else []
+    visited = 0
+    while stack and visited < MAX_JSONLD_NODES:
+        item, depth = stack.pop()
+        visited += 1
+        children: list[Any]
         if isinstance(item, list):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            if "JobPosting" in _types(item):
+            children = item
+        elif "JobPosting" in _types(item):
+            node_id = item.get("@id")
+            if not isinstance(node_id, str) or node_id not in seen_ids:
                 found.append(item)
-            elif "@graph" in item:
-                stack.append(item["@graph"])
+            if isinstance(node_id, str):
+                seen_ids.add(node_id)
+            continue
+        else:
+            children = list(item.values())
+        if depth < MAX_JSONLD_DEPTH:
+            stack.extend(
+                (child, depth + 1) for child in reversed(children) if isinstance(child, list | dict)
+            )
     return found
 
 
@@ -155,7 +180,9 @@ def postings_of_page(body: str, url: str) -> list[Posting]:
 
     try:
         items = JsonLdExtractor().extract(body, base_url=url)
-    except (ValueError, lxml.etree.LxmlError):
+    except (ValueError, RecursionError, lxml.etree.LxmlError):
+        # Markup or JSON that does not parse, or JSON nested past the parser's recursion
+        # limit (a hostile page): no postings on this page.
         return []
     postings = []
     for n, node in enumerate(job_posting_nodes(items)):

@@ -21,6 +21,7 @@ class PageMemo:
 class ApiBases:
     greenhouse: str
     lever: str
+    lever_eu: str
     ashby: str
 
 

@@ -90,6 +90,7 @@ class FetchPolicy:
         bases = (
             settings.greenhouse_api_url,
             settings.lever_api_url,
+            settings.lever_eu_api_url,
             settings.ashby_api_url,
             *extra_trusted,
         )

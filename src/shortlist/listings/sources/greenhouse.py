@@ -8,7 +8,8 @@ each job ``{"id", "internal_job_id", "title", "updated_at", "requisition_id", "l
 Pay is not in the list: only "Retrieve a job" (``/jobs/{id}?pay_transparency=true``) carries
 ``pay_input_ranges``, one request per job, not made here (listings from Greenhouse have no
 salary unless the description states one). Prospect posts (``internal_job_id: null``) are no
-jobs and are skipped. An unknown board token answers 404 (body undocumented).
+jobs and are skipped. The document gives no status for an unknown board token; a 404 (or 410)
+is read as HTTP defines it (RFC 9110 15.5.5: nothing there), the source gone.
 """
 
 from __future__ import annotations

@@ -1,14 +1,23 @@
 """Lever Postings API (https://github.com/lever/postings-api, README "Get a list of job
 postings").
 
+Two instances, "global (default) and EU", each with its own postings base URL: a site of the
+global instance (``lever:SITE``) is read from ``SHORTLIST_LEVER_API_URL``
+(``https://api.lever.co``), one of the EU instance (``https://jobs.eu.lever.co/SITE``) from
+``SHORTLIST_LEVER_EU_API_URL`` (``https://api.eu.lever.co``).
+"The API will output HTML or JSON based on the ``Accept:`` header and the ``?mode=`` query
+parameter [...] the query parameter has a higher precedence": the list is asked for with
+``mode=json`` (no ``skip``/``limit``: one response holds every published posting).
+
 ``GET {base}/v0/postings/{site}?mode=json`` → a JSON list of postings, each ``{"id", "text"
 (the title), "categories": {"location", "commitment", "team", "department", "allLocations"},
 "country", "workplaceType" (on-site | remote | hybrid | unspecified), "description" /
 "descriptionPlain", "lists": [{"text", "content" (HTML)}], "additional" / "additionalPlain",
 "hostedUrl", "applyUrl", "createdAt" (epoch milliseconds), "salaryRange": {"currency",
 "interval" (per-year-salary, per-month-salary, per-hour-wage…), "min", "max"}}``. The API
-names no company: the source's ``--company`` or the site name stands in. An unknown site
-answers 404.
+names no company: the source's ``--company`` or the site name stands in. The README gives
+no status for an unknown site; a 404 (or 410) is read as HTTP defines it (RFC 9110 15.5.5:
+nothing there), the source gone.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from shortlist.errors import TransientError
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched
-from shortlist.listings.sources.models import Board, Posting
+from shortlist.listings.sources.models import Board, LeverInstance, Posting
 from shortlist.listings.sources.wire import json_body
 
 
@@ -68,10 +77,14 @@ def map_posting(posting: dict[str, Any]) -> Posting | None:
     )
 
 
-async def crawl(ctx: CrawlContext, site: str) -> Board:
-    url = postings_url(ctx.bases.lever, site)
+async def crawl(ctx: CrawlContext, site: str, instance: LeverInstance = "global") -> Board:
+    """The postings of ``site`` on Lever's ``instance``."""
+    base = ctx.bases.lever_eu if instance == "eu" else ctx.bases.lever
+    where = "Lever EU site" if instance == "eu" else "Lever site"
     return await ctx.read_board(
-        url, lambda page: parse_postings(page, site), gone=f"no Lever site {site!r}"
+        postings_url(base, site),
+        lambda page: parse_postings(page, site),
+        gone=f"no {where} {site!r}",
     )
 
 

@@ -1,6 +1,7 @@
-"""What a source is (:class:`SourceSpec`, parsed from ``greenhouse:TOKEN``, ``lever:SITE``,
-``ashby:ORG`` or a careers URL) and what its adapters return (:class:`Posting`, one job as the
-employer publishes it, already mapped to the listing's fields)."""
+"""What a source is (:class:`SourceSpec`, parsed from ``greenhouse:TOKEN``, ``lever:SITE``, a
+Lever job site's address, ``ashby:ORG`` or a careers URL) and what its adapters return
+(:class:`Posting`, one job as the employer publishes it, already mapped to the listing's
+fields)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from shortlist.errors import BadInput, PermanentError
 from shortlist.listings.models import WorkMode
@@ -19,6 +20,14 @@ ATS_KINDS: tuple[SourceKind, ...] = ("greenhouse", "lever", "ashby")
 # Board tokens, Lever sites and Ashby board names are URL path segments of this shape.
 _BOARD_KEY = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 MAX_URL = 2000
+LeverInstance = Literal["global", "eu"]
+# Lever's two instances, "global (default) and EU", each with its own hosted job site
+# (jobs.lever.co/SITE, jobs.eu.lever.co/SITE) and postings API host (github.com/lever/
+# postings-api, README "Introduction" and "Sites"). A site of the EU instance is named by its
+# job site's address: job_sources.spec and job_listings.source admit ``lever:SITE`` or an
+# http(s) URL, nothing in between.
+LEVER_JOB_SITES: dict[str, LeverInstance] = {"jobs.lever.co": "global", "jobs.eu.lever.co": "eu"}
+LEVER_EU_JOB_SITE = "https://jobs.eu.lever.co"
 
 
 @dataclass(frozen=True)
@@ -26,15 +35,25 @@ class SourceSpec:
     kind: SourceKind
     key: str
     """The board token / site / organisation, or the careers URL."""
+    instance: LeverInstance = "global"
+    """The Lever instance of a ``lever`` source's site (other kinds: ``global``)."""
 
     @property
     def spec(self) -> str:
-        return self.key if self.kind == "careers" else f"{self.kind}:{self.key}"
+        """The canonical text of the source (``job_sources.spec``, ``job_listings.source``)."""
+        if self.kind == "careers":
+            return self.key
+        if self.instance == "eu":
+            return f"{LEVER_EU_JOB_SITE}/{self.key}"
+        return f"{self.kind}:{self.key}"
 
     @classmethod
     def parse(cls, text: str) -> SourceSpec:
         """``greenhouse:TOKEN``, ``lever:SITE``, ``ashby:ORG`` or an http(s) URL; else
-        ``BadInput`` naming what is accepted."""
+        ``BadInput`` naming what is accepted. The address of a Lever job site
+        (``https://jobs.lever.co/SITE``, ``https://jobs.eu.lever.co/SITE`` on Lever's EU
+        instance) is that Lever site, read through the postings API; a query or fragment in it
+        is not kept (the API lists every published posting)."""
         value = text.strip()
         prefix, sep, rest = value.partition(":")
         if sep and prefix.lower() in ATS_KINDS:
@@ -50,12 +69,25 @@ class SourceSpec:
         if parts.scheme.lower() in ("http", "https") and parts.hostname:
             if len(value) > MAX_URL:
                 raise BadInput(f"a source URL is at most {MAX_URL} characters", field="spec")
-            return cls("careers", value)
+            return _lever_job_site(parts) or cls("careers", value)
         raise BadInput(
-            "a source is greenhouse:TOKEN, lever:SITE, ashby:ORG, or the http(s) URL of a"
-            f" careers page or sitemap, not {value[:100]!r}",
+            "a source is greenhouse:TOKEN, lever:SITE (or the address of a Lever job site,"
+            " https://jobs.eu.lever.co/SITE on Lever's EU instance), ashby:ORG, or the http(s)"
+            f" URL of a careers page or sitemap, not {value[:100]!r}",
             field="spec",
         )
+
+
+def _lever_job_site(parts: SplitResult) -> SourceSpec | None:
+    """The Lever site whose hosted job site ``parts`` is the address of (one path segment
+    on jobs.lever.co or jobs.eu.lever.co), else None: a posting's page, or another site."""
+    instance = LEVER_JOB_SITES.get((parts.hostname or "").lower())
+    segments = [s for s in parts.path.split("/") if s]
+    if instance is None or parts.port is not None or len(segments) != 1:
+        return None
+    if not _BOARD_KEY.match(segments[0]):
+        return None
+    return SourceSpec("lever", segments[0], instance)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from shortlist.errors import PermanentError, TransientError
 from shortlist.listings.sources import ashby, careers, greenhouse, lever
 from shortlist.listings.sources.context import ApiBases, CrawlContext, PageMemo
 from shortlist.listings.sources.fetch import Fetcher, FetchPolicy, Validators
-from shortlist.listings.sources.models import Board
+from shortlist.listings.sources.models import Board, SourceSpec
 from shortlist.listings.sources.sync import CrawlOutcome, SourceRow, apply_board
 from shortlist.queue.lease import LeaseTable
 from shortlist.queue.worker import backoff_delay
@@ -55,16 +55,18 @@ class CrawlResult:
 
 async def crawl_board(ctx: CrawlContext, source: SourceRow) -> Board:
     """What the source publishes now, through its vendor's adapter."""
-    key = source.spec.partition(":")[2]
+    if source.kind == "careers":
+        # The URL as it was added: a careers source stays one, even if that URL would now
+        # parse as a Lever job site.
+        return await careers.crawl(ctx, source.spec)
+    spec = SourceSpec.parse(source.spec)
     match source.kind:
         case "greenhouse":
-            return await greenhouse.crawl(ctx, key)
+            return await greenhouse.crawl(ctx, spec.key)
         case "lever":
-            return await lever.crawl(ctx, key)
-        case "ashby":
-            return await ashby.crawl(ctx, key)
+            return await lever.crawl(ctx, spec.key, spec.instance)
         case _:
-            return await careers.crawl(ctx, source.spec)
+            return await ashby.crawl(ctx, spec.key)
 
 
 class CrawlQueue:
@@ -78,7 +80,10 @@ class CrawlQueue:
         self.leases = LeaseTable("job_sources")
         self.policy = FetchPolicy.from_settings(settings)
         self.bases = ApiBases(
-            settings.greenhouse_api_url, settings.lever_api_url, settings.ashby_api_url
+            greenhouse=settings.greenhouse_api_url,
+            lever=settings.lever_api_url,
+            lever_eu=settings.lever_eu_api_url,
+            ashby=settings.ashby_api_url,
         )
 
     async def claim(

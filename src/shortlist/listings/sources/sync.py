@@ -32,7 +32,7 @@ from shortlist.listings.models import (
     ListingCreate,
 )
 from shortlist.listings.slug import make_detail_page_slug
-from shortlist.listings.sources.models import Board, Posting
+from shortlist.listings.sources.models import Board, Posting, SourceSpec
 
 _SQL = load_queries("shortlist.listings.sources")
 DUPLICATE_WINDOW_DAYS = 30
@@ -51,7 +51,10 @@ class SourceRow:
 
     @property
     def key(self) -> str:
-        return self.spec.partition(":")[2] if self.kind != "careers" else urlsplit(self.spec).netloc
+        """The board token / site / organisation, or a careers site's host."""
+        if self.kind == "careers":
+            return urlsplit(self.spec).netloc
+        return SourceSpec.parse(self.spec).key
 
 
 @dataclass
