@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     admins exempt); a new search's budget is cut to what is left."""
     profile_retention_days: float = Field(180.0, ge=0)
     """Days a bought profile nobody marked is kept after its last refresh (0: forever)."""
+    mail_retention_days: float = Field(30.0, ge=0)
+    """Days an inbound e-mail message keeps its personal data (the raw message, the envelope
+    sender, the Message-ID) after it arrived, once it was handled and answered (0: forever)."""
     privacy_key: str = ""
     """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True

@@ -15,6 +15,14 @@ migration (``privacy_key``): without it a hash cannot be tested against a guesse
 Retention: profiles bought from a provider that nobody marked are erased (not suppressed: a
 later search may buy them again) ``SHORTLIST_PROFILE_RETENTION_DAYS`` after their last refresh,
 by a reaper pass (:func:`purge_expired_profiles`).
+
+Inbound e-mail (``inbound_mail``, the job posts employers send) names its sender: the raw
+message (From, signature), the envelope sender, the Message-ID. An erasure by e-mail address
+erases the messages sent from or naming that address, and the e-mail intake consults the
+suppression list for every sender (never storing or answering a forgotten one). Handled
+messages keep their personal data ``SHORTLIST_MAIL_RETENTION_DAYS`` after they arrived, then a
+reaper pass erases it (:func:`purge_expired_mail`); the row stays as the record of what arrived
+and what became of it, with the dedup key that recognises a redelivery.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +49,10 @@ QUERIES = load_queries("shortlist", "privacy.sql")
 FORGOTTEN_PREFIX = "forgotten:"
 """The external id a forgotten person's attempts keep (``forgotten:<stub id>``)."""
 PURGE_BATCH = 500
+REPLY_SETTLED = 3600.0
+"""Seconds after its parse by which a message's answer is sent or never will be: the mail queue
+tries it once, right after the parse, within ``reply.SEND_TIMEOUT``. Retention waits that long
+for an unanswered message (the reply still needs the address)."""
 
 
 def person_keys(
@@ -119,6 +132,8 @@ class Erasure:
     results_tombstoned: int
     attempts_scrubbed: int
     identifiers_suppressed: int
+    messages_erased: int
+    """Inbound e-mail messages sent from or naming the person's addresses."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -126,6 +141,7 @@ class Erasure:
             "resultsTombstoned": self.results_tombstoned,
             "attemptsScrubbed": self.attempts_scrubbed,
             "identifiersSuppressed": self.identifiers_suppressed,
+            "messagesErased": self.messages_erased,
         }
 
 
@@ -144,6 +160,50 @@ def parse_target(target: str) -> tuple[uuid.UUID | None, str | None, str | None]
     raise BadInput(
         "name the person by candidate id, e-mail address or LinkedIn profile URL", field="target"
     )
+
+
+# Around an address in a message, what would make it part of a longer one: before it, a
+# character of a local part (RFC 5322 atext, or a dot); after it, one of a domain, or a dot and
+# one of a domain. Any case (the patterns are matched with ~*).
+_BEFORE = r"(^|[^a-z0-9.!#$%&'*+/=?^_`{|}~-])"
+_AFTER = r"($|[^a-z0-9.-]|\.($|[^a-z0-9-]))"
+
+
+def escape_encoded(text: str) -> str:
+    """``text``'s UTF-8 bytes as PostgreSQL's ``encode(…, 'escape')`` writes them: a zero byte
+    or one with the high bit set as ``\\ooo``, a backslash doubled, every other byte itself."""
+    return "".join(
+        f"\\{b:03o}" if b == 0 or b >= 0x80 else "\\\\" if b == 0x5C else chr(b)
+        for b in text.encode("utf-8")
+    )
+
+
+def address_pattern(address: str) -> str:
+    """A regular expression (PostgreSQL's, matched case-insensitively against a raw message's
+    escape encoding) finding ``address`` as a whole: not inside a longer one
+    ("mary.jane@example.com", "jane@example.com.au"), but in any case and at a sentence's end."""
+    return _BEFORE + re.escape(escape_encoded(address.strip())) + _AFTER
+
+
+async def erase_mail(conn: AsyncConn, ids: list[int], *, on_request: bool = False) -> int:
+    """These inbound messages lose their personal data (in the caller's transaction); only
+    handled ones, unless ``on_request``: then a queued or running one is failed as well."""
+    if not ids:
+        return 0
+    cur = await conn.execute(QUERIES["erase_mail"], {"ids": ids, "on_request": on_request})
+    return len(await cur.fetchall())
+
+
+async def _erase_mail_of(conn: AsyncConn, emails: list[str]) -> int:
+    """Every inbound message sent from or naming these addresses, any status."""
+    if not emails:
+        return 0
+    cur = await conn.execute(
+        QUERIES["mail_of_senders"],
+        {"emails": emails, "patterns": [address_pattern(e) for e in emails]},
+    )
+    ids = [int(r["id"]) for r in await cur.fetchall()]
+    return await erase_mail(conn, ids, on_request=True)
 
 
 async def _erase(conn: AsyncConn, ids: list[uuid.UUID], external_ids: list[str]) -> tuple[int, int]:
@@ -167,7 +227,8 @@ async def forget(
     who: Principal | None = None,
     actor: str | None = None,
 ) -> Erasure:
-    """Erase the person ``target`` names and suppress their identifiers (one transaction).
+    """Erase the person ``target`` names — their profiles, and the inbound e-mail sent from or
+    naming their addresses — and suppress their identifiers (one transaction).
 
     Identifiers given but matching nobody are suppressed all the same: a person may ask before
     any search ever bought them. A candidate id that matches nobody is a :class:`NotFound`
@@ -209,6 +270,9 @@ async def forget(
         # Attempts name people by external id: a LinkedIn one, or the provider's.
         external_ids = sorted(k for k in keys if not k.startswith("email:"))
         tombstoned, scrubbed = await _erase(conn, ids, external_ids)
+        messages = await _erase_mail_of(
+            conn, sorted(k.removeprefix("email:") for k in keys if k.startswith("email:"))
+        )
         key = await privacy_key(conn, configured_key)
         ordered = sorted(keys)
         await conn.execute(
@@ -219,13 +283,14 @@ async def forget(
     # Counts only: who it was is exactly what must not be written down.
     log.info(
         "privacy: forgot %d profile(s), %d result(s) tombstoned, %d attempt(s) scrubbed,"
-        " %d identifier(s) suppressed",
+        " %d identifier(s) suppressed, %d e-mail message(s) erased",
         len(ids),
         tombstoned,
         scrubbed,
         len(keys),
+        messages,
     )
-    return Erasure(ids, tombstoned, scrubbed, len(keys))
+    return Erasure(ids, tombstoned, scrubbed, len(keys), messages)
 
 
 async def scrub_attempt(conn: AsyncConn, stub_id: int) -> None:
@@ -250,3 +315,25 @@ async def purge_expired_profiles(pool: AsyncPool, retention_days: float) -> list
     if ids:
         log.info("privacy: purged %d unmarked profile(s) past retention", len(ids))
     return ids
+
+
+async def purge_expired_mail(pool: AsyncPool, retention_days: float) -> int:
+    """Erase the personal data of handled inbound messages that arrived ``retention_days`` ago
+    (0: keep forever) and whose answer is settled; one batch per call. The rows stay, with
+    their dedup key, status, listing and times: the record of what arrived, in the row itself
+    (the audit log names people by candidate id, and a message names none)."""
+    if retention_days <= 0:
+        return 0
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(
+            QUERIES["expired_mail"],
+            {
+                "older_than": retention_days * 86400.0,
+                "reply_settled": REPLY_SETTLED,
+                "limit": PURGE_BATCH,
+            },
+        )
+        erased = await erase_mail(conn, [int(r["id"]) for r in await cur.fetchall()])
+    if erased:
+        log.info("privacy: erased %d e-mail message(s) past retention", erased)
+    return erased

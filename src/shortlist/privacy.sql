@@ -93,3 +93,46 @@ UPDATE search_candidates
    SET external_id = 'forgotten:' || id, display_name = NULL, enriched_profile = NULL,
        candidate_id = NULL
  WHERE id = %(id)s
+
+-- name: mail_of_senders
+-- Inbound messages of these addresses (lower-case), whatever their status: sent from one (the
+-- envelope sender) or naming one in their raw bytes (escape-encoded, so invalid UTF-8 is
+-- searched too, and matched against the patterns of privacy.address_pattern: a whole address,
+-- any case). Locked: a parser finishing one is waited for.
+SELECT id
+  FROM inbound_mail
+ WHERE erased_at IS NULL
+   AND (lower(btrim(mail_from, '<> ')) = ANY (%(emails)s::text[])
+        OR encode(raw, 'escape') ~* ANY (%(patterns)s::text[]))
+ ORDER BY id
+   FOR UPDATE
+
+-- name: expired_mail
+-- Retention: handled messages that arrived before the retention period and whose answer is
+-- settled: sent, never due (no envelope sender), or its one attempt, right after the parse,
+-- long over. Oldest first, a batch at a time.
+SELECT id
+  FROM inbound_mail
+ WHERE erased_at IS NULL AND status IN ('posted', 'rejected', 'failed')
+   AND received_at < now() - make_interval(secs => %(older_than)s)
+   AND (replied_at IS NOT NULL OR mail_from IS NULL
+        OR updated_at < now() - make_interval(secs => %(reply_settled)s))
+ ORDER BY received_at
+ LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED
+
+-- name: erase_mail
+-- These messages lose their personal data (raw message, envelope sender, Message-ID); the
+-- company, dedup key, status, reason, listing and times stay (migration 0026). A handled one
+-- keeps its status; one still queued or running (on request only) becomes failed, which a
+-- parser holding it cannot undo: every finish and release moves only a row still 'running'.
+UPDATE inbound_mail
+   SET raw = NULL, mail_from = NULL, message_id = NULL, erased_at = now(),
+       status = CASE WHEN status IN ('queued', 'running') THEN 'failed' ELSE status END,
+       reason = CASE WHEN status IN ('queued', 'running') THEN 'forgotten on request'
+                     ELSE reason END,
+       updated_at = CASE WHEN status IN ('queued', 'running') THEN now() ELSE updated_at END,
+       locked_by = NULL, locked_until = NULL
+ WHERE id = ANY (%(ids)s::bigint[]) AND erased_at IS NULL
+   AND (status IN ('posted', 'rejected', 'failed') OR %(on_request)s::boolean)
+RETURNING id

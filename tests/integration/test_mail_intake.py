@@ -33,6 +33,7 @@ from shortlist.listings.mail.smtp import serve_intake
 from shortlist.queue import QueueWorker, WorkerConfig
 from shortlist.runtime import bind_socket
 from shortlist.status import collect_status
+from tests.api_fixtures import MakeToken
 from tests.helpers import wait_for
 
 pytest_plugins = ["tests.api_fixtures"]
@@ -468,3 +469,269 @@ async def test_claim_and_finish_are_guarded_by_the_lease(pool: AsyncPool) -> Non
     assert await queue._finish_unposted("w2", again, "failed", "the parser ran out of time")
     assert await queue.claim("w3", 10, 30) == []  # finished rows stay finished
     assert await MailQueue.leases.release(pool, "w2", [again.id]) == 0
+
+
+# --- personal data: retention, erasure on request, forgotten senders ------------------------------
+
+
+def _message(sender: str, body: str = "Engineer role in Berlin.", mid: str | None = None) -> bytes:
+    head = f"From: {sender}\r\nSubject: Engineer\r\n"
+    if mid:
+        head += f"Message-ID: <{mid}>\r\n"
+    return f"{head}\r\n{body}\r\n".encode()
+
+
+async def _receive(pool: AsyncPool, mail_from: str | None, raw: bytes, **kw: Any) -> int:
+    from shortlist.listings.mail import store
+    from shortlist.listings.mail.smtp import message_id_of
+
+    async with pool.connection() as conn:
+        intake = await store.intake_for(conn, "Northwind", None)
+        row = await store.receive(
+            conn,
+            intake,
+            recipient=f"{intake.local_part}@{DOMAIN}",
+            mail_from=mail_from,
+            message_id=message_id_of(raw),
+            raw=raw,
+            **kw,
+        )
+    assert row is not None
+    return row
+
+
+async def _mail(pool: AsyncPool) -> dict[int, dict[str, Any]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, status::text AS status, reason, listing_id, mail_from, message_id,"
+            " dedup_key, raw IS NULL AS raw_erased, erased_at IS NOT NULL AS erased,"
+            " sender_forgotten, received_at, updated_at, replied_at FROM inbound_mail"
+        )
+        return {r["id"]: r for r in await cur.fetchall()}
+
+
+async def _set(pool: AsyncPool, ids: list[int], assignments: str) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(f"UPDATE inbound_mail SET {assignments} WHERE id = ANY (%s)", (ids,))
+        await conn.commit()
+
+
+async def test_retention_erases_the_personal_data_of_old_handled_answered_messages_only(
+    pool: AsyncPool,
+) -> None:
+    from shortlist.listings.mail import store
+    from shortlist.listings.models import ListingCreate
+    from shortlist.listings.repository import insert_listing
+    from shortlist.talent.reaper import reap_once
+
+    sender = "hr@northwind.example"
+    replied = await _receive(pool, sender, _message(sender, mid="replied@x"))
+    unanswered = await _receive(pool, sender, _message(sender, "No id: the bytes are its key."))
+    bounce = await _receive(pool, None, _message(sender, mid="bounce@x"))
+    just_parsed = await _receive(pool, sender, _message(sender, mid="just-parsed@x"))
+    queued = await _receive(pool, sender, _message(sender, mid="queued@x"))
+    running = await _receive(pool, sender, _message(sender, mid="running@x"))
+    recent = await _receive(pool, sender, _message(sender, mid="recent@x"))
+    async with pool.connection() as conn:
+        listing = await insert_listing(
+            conn,
+            ListingCreate(
+                company_name="Northwind",
+                job_title="Engineer",
+                city_location="Berlin",
+                description="Build things.",
+            ),
+            source="email",
+            owner_token_id=None,
+        )
+        await conn.commit()
+    old = [replied, unanswered, bounce, just_parsed, queued, running]
+    await _set(pool, old, "received_at = now() - interval '40 days'")
+    await _set(pool, [recent], "received_at = now() - interval '5 days'")
+    await _set(
+        pool, [replied, just_parsed, recent], f"status = 'posted', listing_id = '{listing.id}'"
+    )
+    await _set(pool, [unanswered], "status = 'rejected', reason = 'no job in it'")
+    await _set(pool, [bounce], "status = 'failed', reason = 'the parser ran out of time'")
+    await _set(pool, [replied, recent], "replied_at = now() - interval '39 days'")
+    # Handled long ago, answered or not (no relay, or it refused): the answer is settled. The
+    # bounce was handled a minute ago, but nothing is ever sent to it.
+    await _set(pool, [replied, unanswered], "updated_at = now() - interval '40 days'")
+    await _set(pool, [bounce], "updated_at = now() - interval '1 minute'")
+    # Parsed just now after a backlog: its answer may still be on its way.
+    await _set(pool, [just_parsed], "updated_at = now()")
+    await _set(
+        pool, [running], "status = 'running', locked_by = 'w1', locked_until = now() + '1 h'"
+    )
+    before = await _mail(pool)
+
+    forever = Settings(mail_domain=DOMAIN, mail_retention_days=0)
+    assert (await reap_once(pool, forever)).erased_mail == 0
+    assert await _mail(pool) == before
+
+    report = await reap_once(pool, Settings(mail_domain=DOMAIN))  # the default: 30 days
+    assert report.erased_mail == 3 and report
+    after = await _mail(pool)
+    erased = {replied, unanswered, bounce}
+    assert {i for i, r in after.items() if r["erased"]} == erased
+    for i, row in after.items():
+        if i not in erased:
+            assert row == before[i]  # untouched, to the last column
+            continue
+        assert row["raw_erased"] and row["mail_from"] is None and row["message_id"] is None
+        # What dedupe and the record need stays.
+        kept = ("status", "reason", "listing_id", "dedup_key", "received_at", "updated_at")
+        assert {k: row[k] for k in kept} == {k: before[i][k] for k in kept}
+        assert row["replied_at"] == before[i]["replied_at"]
+    assert after[replied]["listing_id"] == listing.id
+    # A redelivery of an erased message is still recognised: by its Message-ID, or its bytes.
+    async with pool.connection() as conn:
+        intake = await store.intake_for(conn, "Northwind", None)
+        by_id = await store.receive(
+            conn, intake, recipient="r", mail_from=sender, message_id="<replied@x>", raw=b"x"
+        )
+        by_bytes = await store.receive(
+            conn,
+            intake,
+            recipient="r",
+            mail_from=sender,
+            message_id=None,
+            raw=_message(sender, "No id: the bytes are its key."),
+        )
+    assert by_id is None and by_bytes is None
+    # Erased once: the next round finds nothing more.
+    assert (await reap_once(pool, Settings(mail_domain=DOMAIN))).erased_mail == 0
+    # The schema holds the rule too: an erased message keeps no bytes, an unerased one all.
+    async with pool.connection() as conn:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            await conn.execute("UPDATE inbound_mail SET raw = NULL WHERE id = %s", (recent,))
+
+
+async def test_an_address_is_found_in_a_raw_message_whole_and_in_any_case(pool: AsyncPool) -> None:
+    from shortlist.privacy import address_pattern, escape_encoded
+
+    cases = [
+        (b"From: Jane <JANE@Example.COM>\r\n", True),
+        (b"Reply to jane@example.com.\r\n", True),  # a sentence's end is not the domain's
+        (b"jane@example.com", True),
+        (b"mailto:jane@example.com?subject=x", True),
+        (b"Cc: mary.jane@example.com\r\n", False),
+        (b"Cc: jane@example.com.au\r\n", False),
+        (b"Cc: jane@example.community\r\n", False),
+        (b"\xff\xfe invalid UTF-8 around <jane@example.com> \x00", True),
+    ]
+    async with pool.connection() as conn:
+        for raw, found in cases:
+            cur = await conn.execute(
+                "SELECT encode(%s::bytea, 'escape') ~* %s AS found",
+                (raw, address_pattern("jane@example.com")),
+            )
+            assert await cur.fetchone() == {"found": found}, raw
+        # The Python side writes an address as encode(…, 'escape') writes the message's bytes.
+        odd = "jörg\\o'neil@exämple.com"
+        cur = await conn.execute("SELECT encode(convert_to(%s, 'UTF8'), 'escape') AS e", (odd,))
+        assert await cur.fetchone() == {"e": escape_encoded(odd)}
+        cur = await conn.execute(
+            "SELECT encode(%s::bytea, 'escape') ~* %s AS found",
+            (f"To: {odd}\r\n".encode(), address_pattern(odd)),
+        )
+        assert await cur.fetchone() == {"found": True}
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_forgetting_an_address_erases_the_mail_it_sent_or_is_named_in(
+    pool: AsyncPool, client: httpx.AsyncClient, make_token: MakeToken
+) -> None:
+    jane = "jane@example.com"
+    # Held by a parser (claimed first: the claim takes the oldest).
+    running = await _receive(pool, "bounces+7@mailer.example", _message(f"<{jane}>", mid="r@x"))
+    queue = MailQueue(pool, None, Settings(mail_domain=DOMAIN))  # type: ignore[arg-type]
+    [held] = await queue.claim("w1", 1, 30)
+    assert held.id == running
+    queued = await _receive(pool, jane, _message(f"Jane <{jane}>", mid="q@x"))
+    by_envelope = await _receive(pool, "Jane@Example.com", _message("hr@northwind.example"))
+    # Only the From header names her: the envelope is a mailing service's.
+    by_header = await _receive(
+        pool, "bounces+8@mailer.example", _message('"Jane Doe" <JANE@example.COM>', mid="h@x")
+    )
+    mary = await _receive(pool, "mary.jane@example.com", _message("mary.jane@example.com"))
+    other = await _receive(
+        pool, "ops@example.org", _message("ops@example.org", "Ask jane@example.com.au.")
+    )
+    handled = [by_envelope, by_header, mary, other]
+    await _set(pool, handled, "status = 'posted'")
+    before = await _mail(pool)
+
+    out = await asyncio.to_thread(
+        CliRunner().invoke, build_app(), ["privacy", "forget", "Jane@Example.com"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "4 e-mail message(s) erased" in out.output
+    after = await _mail(pool)
+    gone = {running, queued, by_envelope, by_header}
+    assert {i for i, r in after.items() if r["erased"]} == gone
+    for i in gone:
+        row = after[i]
+        assert row["raw_erased"] and row["mail_from"] is None and row["message_id"] is None
+        assert row["dedup_key"] == before[i]["dedup_key"]
+    # Handled ones keep their outcome; one waiting or being parsed is not parsed any more.
+    assert [after[i]["status"] for i in (by_envelope, by_header)] == ["posted", "posted"]
+    for i in (running, queued):
+        assert (after[i]["status"], after[i]["reason"]) == ("failed", "forgotten on request")
+    for i in (mary, other):
+        assert after[i] == before[i]
+    # The parser holding one can neither finish it nor give it back to the queue.
+    assert await queue._finish_unposted("w1", held, "rejected", "no job in it") is None
+    assert await MailQueue.leases.release(pool, "w1", [running]) == 0
+    assert await queue.claim("w2", 10, 30) == []
+    assert (await _mail(pool))[running]["status"] == "failed"
+
+    # By candidate id over HTTP: the profile's address counts, and the answer says how many.
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO candidates (source, full_name, email) VALUES"
+            " ('import', 'Mary Jane', 'Mary.Jane@example.com') RETURNING id"
+        )
+        row = await cur.fetchone()
+        await conn.commit()
+    assert row is not None
+    admin = await make_token("ops", Role.admin)
+    erased = await client.delete(
+        f"/api/candidates/{row['id']}", headers={"Authorization": f"Bearer {admin}"}
+    )
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["messagesErased"] == 1
+    final = await _mail(pool)
+    assert final[mary]["erased"] and final[other] == before[other]
+
+
+async def test_a_forgotten_senders_post_is_accepted_but_neither_kept_nor_answered(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool, relay: Relay, settings: Settings
+) -> None:
+    from shortlist import privacy
+
+    forgotten = await privacy.forget(pool, "jane@example.com")
+    assert forgotten.messages_erased == 0 and forgotten.identifiers_suppressed == 1
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    english = (MAIL / "english.eml").read_bytes()
+    # Her envelope address (any case); then a message only its From header says is hers.
+    assert await asyncio.to_thread(send, intake, address, english, "Jane@Example.com") == {}
+    from_her = english.replace(
+        b"From: Jobs at Northwind <jobs@northwind.example>", b"From: Jane <jane@example.com>"
+    ).replace(b"<20261201094500.4F2A@", b"<her-own@")
+    assert from_her != english
+    assert await asyncio.to_thread(send, intake, address, from_her, "bounce@mailer.example") == {}
+    rows = await settled(pool, 2)
+    assert [r["status"] for r in rows] == ["posted", "posted"]  # the job is posted
+    stored = await _mail(pool)
+    for row in rows:
+        kept = stored[row["id"]]
+        assert kept["raw_erased"] and kept["mail_from"] is None and kept["message_id"] is None
+    assert [stored[r["id"]]["sender_forgotten"] for r in rows] == [True, False]
+    # Then someone else's: the only answer the relay ever gets.
+    german = (MAIL / "german.eml").read_bytes()
+    assert await asyncio.to_thread(send, intake, address, german) == {}
+    await settled(pool, 3)
+    await wait_for(lambda: _replied(pool, 1), message="the third message answered")
+    assert [to for to, _raw in relay.received] == [["a.schmidt@lindwurm-software.de"]]
+    assert all(r["replied_at"] is None for r in (stored[rows[0]["id"]], stored[rows[1]["id"]]))

@@ -418,6 +418,7 @@ async def test_a_forgotten_person_leaves_old_results_and_is_never_bought_again(
     assert erased.status_code == 200, erased.text
     assert erased.json()["resultsTombstoned"] == 1
     assert erased.json()["identifiersSuppressed"] >= 2
+    assert erased.json()["messagesErased"] == 0  # she sent no job post by e-mail
 
     # Gone from the old results: the rank stays, as a tombstone; ranks stay contiguous.
     after = await get_results(client, rita, search_id, limit=500)
@@ -443,6 +444,7 @@ async def test_a_forgotten_person_leaves_old_results_and_is_never_bought_again(
     # Forgotten by e-mail at the CLI, before anyone ingests that person again.
     out = await asyncio.to_thread(cli, "privacy", "forget", "Bob.Builder@example.com")
     assert "forgot 1 profile(s)" in out
+    assert "0 e-mail message(s) erased" in out
     # A new backfill from the same provider finds both again: neither is bought nor stored.
     second = (await client.post("/api/searches", json=NICHE, headers=auth(rita))).json()["searchId"]
     async with running_workers(services):

@@ -12,6 +12,7 @@ import pytest
 from shortlist import places
 from shortlist.errors import BadInput
 from shortlist.listings.mail.parse import (
+    MAX_HEADER_FIELD,
     NoJob,
     clean_title,
     find_work_mode,
@@ -165,3 +166,25 @@ def test_hostile_input_is_read_fast_and_refused_or_read(name: str) -> None:
     # Linear: about 0.4 s for the megabyte on an idle core. The quadratic paths these replace
     # took minutes to hours on such input; the bound leaves room for a loaded machine.
     assert time.perf_counter() - started < 5.0, name
+
+
+def test_the_reading_names_every_sender_address_forwarded_ones_too() -> None:
+    # What the parse queue checks against the suppression list before answering or keeping.
+    assert read_message((MAIL / "english.eml").read_bytes()).addresses == ["jobs@northwind.example"]
+    assert read_message((MAIL / "html_forwarded.eml").read_bytes()).addresses == [
+        "priya.raman@gmail.com",
+        "tom@brightlane.example",
+    ]
+
+
+def test_a_reason_quotes_a_header_fields_name_never_a_stray_line() -> None:
+    # The reason outlives the message's erasure (shortlist.privacy): it must not carry a line
+    # of the message, which may hold an address.
+    long = b"x" * (MAX_HEADER_FIELD + 1)
+    with pytest.raises(BadInput, match="header field 'X-Long' is longer"):
+        read_message(b"X-Long: " + long + b"\r\nSubject: Engineer\r\n\r\nbody\r\n")
+    stray = b"Subject: x\r\nJane Doe jane.doe@example.com " + long + b"\r\n\r\nbody\r\n"
+    with pytest.raises(BadInput) as refused:
+        read_message(stray)
+    assert "header line is longer" in str(refused.value)
+    assert "jane" not in str(refused.value).lower()

@@ -20,7 +20,7 @@ from shortlist.config import Settings
 from shortlist.embedding.factory import api_key_for, make_space_embedder
 from shortlist.embedding.spaces import ModelSpace
 from shortlist.errors import QuotaExceeded, RateLimited
-from shortlist.privacy import parse_target, person_keys
+from shortlist.privacy import Erasure, parse_target, person_keys
 from shortlist.redact import RedactingFormatter
 from shortlist.relevance import MAX_QUERY_WORDS, text_terms
 from shortlist.talent.marks import csv_cell
@@ -189,4 +189,15 @@ def test_a_person_is_named_by_id_email_or_linkedin() -> None:
         "email:a@b.co",
         "linkedin:x",
         "pdl:1",
+    }
+
+
+def test_an_erasure_reports_the_e_mail_messages_it_erased() -> None:
+    erasure = Erasure([], 0, 0, 1, 2)
+    assert erasure.as_json() == {
+        "candidateIds": [],
+        "resultsTombstoned": 0,
+        "attemptsScrubbed": 0,
+        "identifiersSuppressed": 1,
+        "messagesErased": 2,
     }

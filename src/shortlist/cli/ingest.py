@@ -151,6 +151,7 @@ async def _queue_email(
                 mail_from=sender or None,
                 message_id=message_id_of(raw),
                 raw=raw,
+                privacy_key=settings.privacy_key,
             )
             await conn.commit()  # the lookup opened the transaction the row was written in
         finally:

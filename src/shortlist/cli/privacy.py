@@ -31,7 +31,8 @@ def forget_command(
     ],
 ) -> None:
     """Forget a person: profile, marks and notes deleted, result rows turned into tombstones,
-    identifiers kept only as keyed hashes so no backfill or ingest stores them again."""
+    the e-mail they sent or are named in erased, identifiers kept only as keyed hashes so no
+    backfill, ingest or e-mail intake stores them again."""
     settings = load_settings()
 
     async def run(url: str) -> privacy.Erasure:
@@ -52,7 +53,8 @@ def forget_command(
     typer.echo(
         f"forgot {len(erasure.candidate_ids)} profile(s): {erasure.results_tombstoned} result"
         f" row(s) tombstoned, {erasure.attempts_scrubbed} backfill attempt(s) scrubbed,"
-        f" {erasure.identifiers_suppressed} identifier(s) on the suppression list"
+        f" {erasure.identifiers_suppressed} identifier(s) on the suppression list,"
+        f" {erasure.messages_erased} e-mail message(s) erased"
     )
 
 

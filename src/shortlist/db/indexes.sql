@@ -20,3 +20,9 @@ CREATE INDEX CONCURRENTLY job_listings_originals_idx ON job_listings
 -- (migration 0024), unlinked when it is deleted (the foreign key).
 CREATE INDEX CONCURRENTLY job_listings_duplicate_of_idx ON job_listings (duplicate_of)
     WHERE duplicate_of IS NOT NULL
+
+-- name: inbound_mail_unerased_idx
+-- Handled messages whose personal data is still kept, by arrival: the mail retention's scan
+-- (privacy.sql, expired_mail).
+CREATE INDEX CONCURRENTLY inbound_mail_unerased_idx ON inbound_mail (received_at)
+    WHERE erased_at IS NULL AND status IN ('posted', 'rejected', 'failed')

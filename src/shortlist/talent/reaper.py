@@ -13,7 +13,8 @@ Every ``reaper_interval`` it also completes a ``running`` search with nothing le
 last worker died between its commit and the completion check), and marks ``stale`` a running
 search with no progress for ``stale_after`` and no candidate held by a live worker, until
 ``POST /api/searches/{id}/retry``; and erases bought profiles nobody marked once
-``SHORTLIST_PROFILE_RETENTION_DAYS`` have passed since their last refresh (shortlist.privacy).
+``SHORTLIST_PROFILE_RETENTION_DAYS`` have passed since their last refresh, and the personal data
+of handled inbound e-mail ``SHORTLIST_MAIL_RETENTION_DAYS`` after it arrived (shortlist.privacy).
 
 Any number of reapers may run (one per worker process): each step is a guarded UPDATE, so two
 reapers never double-apply a transition.
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.privacy import purge_expired_profiles
+from shortlist.privacy import purge_expired_mail, purge_expired_profiles
 from shortlist.talent import repository as repo
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,13 @@ class ReapReport:
     completed: int = 0
     stale: int = 0
     purged_profiles: int = 0
+    erased_mail: int = 0
 
     def __bool__(self) -> bool:
         return any(
             (
                 self.purged_profiles,
+                self.erased_mail,
                 self.requeued_candidates,
                 self.failed_candidates,
                 self.requeued_tiers,
@@ -93,8 +96,11 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
         )
     # Retention (shortlist.privacy): bought profiles nobody marked, past their time.
     purged = await purge_expired_profiles(pool, settings.profile_retention_days)
+    # ... and inbound e-mail's personal data (the row stays), past its time.
+    erased_mail = await purge_expired_mail(pool, settings.mail_retention_days)
     report = ReapReport(
         purged_profiles=len(purged),
+        erased_mail=erased_mail,
         requeued_candidates=sum(1 for c in lost if c["status"] == "queued"),
         failed_candidates=sum(1 for c in lost if c["status"] == "failed_transient"),
         requeued_tiers=sum(1 for t in tiers if t["status"] == "queued"),

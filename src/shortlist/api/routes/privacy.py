@@ -22,6 +22,7 @@ class ErasureOut(_Out):
     results_tombstoned: int
     attempts_scrubbed: int
     identifiers_suppressed: int
+    messages_erased: int
 
 
 class AuditEntryOut(_Out):
@@ -78,18 +79,14 @@ async def forget_candidate(
     candidate_id: str, services: ServicesDep, principal: AdminDep
 ) -> ErasureOut:
     """Forget a person (GDPR Art. 17): profile, marks, notes and the personal fields of every
-    result row removed (the rows stay as tombstones, ranks unchanged), their identifiers kept
-    only as keyed hashes so no backfill or ingest adds them again. Admin only."""
+    result row removed (the rows stay as tombstones, ranks unchanged), the inbound e-mail sent
+    from or naming their address erased, their identifiers kept only as keyed hashes so no
+    backfill, ingest or e-mail intake adds them again. Admin only."""
     cid = marks.parse_candidate_id(candidate_id)
     erasure = await privacy.forget(
         services.pool, str(cid), configured_key=services.settings.privacy_key, who=principal
     )
-    return ErasureOut(
-        candidate_ids=[str(i) for i in erasure.candidate_ids],
-        results_tombstoned=erasure.results_tombstoned,
-        attempts_scrubbed=erasure.attempts_scrubbed,
-        identifiers_suppressed=erasure.identifiers_suppressed,
-    )
+    return ErasureOut.model_validate(erasure.as_json())
 
 
 @router.get("/api/audit", response_model=AuditOut, response_model_by_alias=True)

@@ -105,6 +105,9 @@ class Reading:
     message_id: str | None = None
     reply_to: str | None = None
     """Where an answer goes (Reply-To, else From); None for automatic mail (never answered)."""
+    addresses: list[str] = field(default_factory=list)
+    """Every address of its From and Reply-To (and a forwarded message's From), lower-case: a
+    forgotten person among them is neither answered nor kept (shortlist.privacy)."""
     language: str = "en"
     signals: int = 1
     """How much the message reads like a job post (job words, salary, labelled lines); 0: it
@@ -271,6 +274,9 @@ _SENDER_NOISE = re.compile(
 # --- the message's structure --------------------------------------------------------------------
 
 
+_FIELD_NAME = re.compile(r"[A-Za-z0-9-]{1,40}")
+
+
 def _check_header_block(block: bytes, where: str) -> None:
     """A header block's size, field count and field sizes, before any parser sees it."""
     if len(block) > MAX_HEADER_BLOCK:
@@ -286,10 +292,11 @@ def _check_header_block(block: bytes, where: str) -> None:
             size = len(line)
             name = line.partition(b":")[0][:40]
         if size > MAX_HEADER_FIELD:
+            # The reason is kept with the message after its personal data is erased: it
+            # quotes a field's name, never a line that is not one (it may hold an address).
             shown = name.decode("ascii", "replace")
-            raise BadInput(
-                f"the {where} header field {shown!r} is longer than {MAX_HEADER_FIELD} bytes"
-            )
+            what = f"field {shown!r}" if _FIELD_NAME.fullmatch(shown) else "line"
+            raise BadInput(f"the {where} header {what} is longer than {MAX_HEADER_FIELD} bytes")
     if fields > MAX_HEADER_FIELDS:
         raise BadInput(f"the {where} header has more than {MAX_HEADER_FIELDS} fields")
 
@@ -835,6 +842,7 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         signals=signals,
         message_id=message_id,
         reply_to=None if _is_automatic(msg) else next((a for _d, a in reply_to if a), None),
+        addresses=sorted({a.lower() for _d, a in [*senders, *reply_to] if a}),
         language=language,
     )
 

@@ -26,10 +26,10 @@ SELECT company_name, local_part, owner_token_id FROM mail_intakes WHERE local_pa
 
 -- name: insert_inbound
 -- A message as received, queued for parsing; nothing when this company already has it.
-INSERT INTO inbound_mail (company_name, recipient, mail_from, message_id, dedup_key, raw,
-                          owner_token_id)
-VALUES (%(company)s, %(recipient)s, %(mail_from)s, %(message_id)s, %(dedup_key)s, %(raw)s,
-        %(owner_token_id)s)
+INSERT INTO inbound_mail (company_name, recipient, mail_from, sender_forgotten, message_id,
+                          dedup_key, raw, owner_token_id)
+VALUES (%(company)s, %(recipient)s, %(mail_from)s, %(sender_forgotten)s, %(message_id)s,
+        %(dedup_key)s, %(raw)s, %(owner_token_id)s)
 ON CONFLICT (company_name, dedup_key) DO NOTHING
 RETURNING id
 
@@ -49,7 +49,8 @@ UPDATE inbound_mail AS m
        locked_until = now() + make_interval(secs => %(lease)s), updated_at = now()
   FROM claimable
  WHERE m.id = claimable.id
-RETURNING m.id, m.company_name, m.mail_from, m.raw, m.attempts, m.owner_token_id
+RETURNING m.id, m.company_name, m.mail_from, m.sender_forgotten, m.raw, m.attempts,
+          m.owner_token_id
 
 -- name: finish_posted
 -- A message became a listing: running -> posted (only by the worker holding it).

@@ -6,6 +6,10 @@ move guarded in SQL by the worker's lease. A crash mid-parse loses nothing: the 
 and the row is claimed again; a message that keeps killing its worker is given up as ``failed``
 after :data:`MAX_ATTEMPTS`. A message that holds no job is ``rejected`` with the reason the
 sender is told; one the parser could not read in time is ``failed`` — both show in /status.
+
+A message of a forgotten person (its envelope sender was suppressed at delivery, or its From or
+Reply-To is on the suppression list) is still posted or rejected, but never answered, and its
+personal data is erased in the transaction that finishes it (:func:`shortlist.privacy.erase_mail`).
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from shortlist import privacy
 from shortlist.config import Settings
 from shortlist.db import channels
-from shortlist.db.types import AsyncPool
+from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
 from shortlist.listings.mail.parse import Reading, to_listing
@@ -39,6 +44,7 @@ class InboundMessage:
     raw: bytes
     attempts: int
     owner_token_id: int | None
+    sender_forgotten: bool = False
 
 
 class _LostLease(Exception):
@@ -78,6 +84,7 @@ class MailQueue:
                 bytes(r["raw"]),
                 int(r["attempts"]),
                 r["owner_token_id"],
+                bool(r["sender_forgotten"]),
             )
             for r in rows
         ]
@@ -100,8 +107,9 @@ class MailQueue:
             status: Literal["rejected", "failed"] = (
                 "failed" if isinstance(exc, ParseTimeout | ParseCrashed) else "rejected"
             )
-            if await self._finish_unposted(worker_id, item, status, str(exc)):
-                to = reading.reply_to if reading is not None else item.mail_from
+            to = reading.reply_to if reading is not None else item.mail_from
+            finished = await self._finish_unposted(worker_id, item, status, str(exc), reading)
+            if finished == "kept":
                 await self._reply(item, reading, to, reply.rejected_text(str(exc)))
             return
         try:
@@ -115,20 +123,48 @@ class MailQueue:
                 )
                 if await cur.fetchone() is None:
                     raise _LostLease
+                forgotten = await self._erase_if_forgotten(conn, item, reading)
         except _LostLease:
-            log.warning("mail: message %d was taken over by another worker", item.id)
+            log.warning(
+                "mail: message %d is no longer this worker's (its lease ran out and another"
+                " worker took it, or its sender was forgotten)",
+                item.id,
+            )
             return
-        await self._reply(item, reading, reading.reply_to, self._posted_text(listing))
+        if not forgotten:
+            await self._reply(item, reading, reading.reply_to, self._posted_text(listing))
 
     async def _finish_unposted(
-        self, worker_id: str, item: InboundMessage, status: str, reason: str
-    ) -> bool:
+        self,
+        worker_id: str,
+        item: InboundMessage,
+        status: str,
+        reason: str,
+        reading: Reading | None = None,
+    ) -> Literal["kept", "erased", None]:
+        """``running -> rejected | failed``; None when the row is no longer ours, "erased" when
+        its sender is a forgotten person (not to be answered)."""
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 SQL["finish_unposted"],
                 {"id": item.id, "worker_id": worker_id, "status": status, "reason": reason[:2000]},
             )
-            return await cur.fetchone() is not None
+            if await cur.fetchone() is None:
+                return None
+            return "erased" if await self._erase_if_forgotten(conn, item, reading) else "kept"
+
+    async def _erase_if_forgotten(
+        self, conn: AsyncConn, item: InboundMessage, reading: Reading | None
+    ) -> bool:
+        """In the finishing transaction: a message whose sender was forgotten (at delivery, or
+        named by its From or Reply-To) loses its personal data now, and is not answered."""
+        forgotten = item.sender_forgotten
+        if not forgotten and reading is not None and reading.addresses:
+            keys = {k for a in reading.addresses for k in privacy.person_keys(email=a)}
+            forgotten = bool(await privacy.suppressed_among(conn, keys, self.settings.privacy_key))
+        if forgotten:
+            await privacy.erase_mail(conn, [item.id])
+        return forgotten
 
     def _posted_text(self, listing: ListingOut) -> str:
         link = f"{board_url(self.settings)}/jobs/{listing.detail_page_slug}"

@@ -11,7 +11,9 @@
   ``250`` for a message nobody stored.
 
 Nothing is parsed here: the bytes go to the parse queue (:mod:`.queue`), whose parsing runs in
-a parser process. Addresses are personal data: they never reach a log line.
+a parser process. Addresses are personal data: they never reach a log line, and a forgotten
+sender's (on the suppression list) is not even stored — the job post, the employer's, is
+accepted all the same, and never answered.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class IntakeHandler:
     def __init__(self, pool: AsyncPool, settings: Settings) -> None:
         self.pool = pool
         self.domain = settings.mail_domain
+        self.privacy_key = settings.privacy_key
         self.received = 0
         """Messages committed (tests read it)."""
 
@@ -107,6 +110,7 @@ class IntakeHandler:
                         mail_from=mail_from,
                         message_id=message_id,
                         raw=raw,
+                        privacy_key=self.privacy_key,
                     )
                 delivered += 1
                 new += row is not None

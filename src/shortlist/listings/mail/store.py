@@ -2,6 +2,9 @@
 
 A message is a row before anything else happens to it: the SMTP server answers ``250`` only
 after :func:`receive` committed it, and the parse queue (:mod:`.queue`) takes it from there.
+Its personal data (the raw message, the envelope sender, the Message-ID) is erased by
+:mod:`shortlist.privacy` after ``SHORTLIST_MAIL_RETENTION_DAYS``, or when its sender is
+forgotten; a forgotten sender's envelope address is never stored at all.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from shortlist import privacy
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
 
@@ -95,16 +99,28 @@ async def receive(
     mail_from: str | None,
     message_id: str | None,
     raw: bytes,
+    privacy_key: str = "",
 ) -> int | None:
     """Commit a message for ``intake``'s company; returns its row id, or None when the company
-    already has this message (a redelivery: answered as accepted, nothing changes)."""
+    already has this message (a redelivery: answered as accepted, nothing changes).
+
+    A sender on the suppression list (``privacy_key``: ``SHORTLIST_PRIVACY_KEY``) still gets
+    the job post accepted — it is the employer's, not the person's — but the envelope address
+    is not stored, the message is never answered, and it is erased once parsed."""
+    mail_from = (mail_from or "").strip() or None
     async with conn.transaction():
+        forgotten = mail_from is not None and bool(
+            await privacy.suppressed_among(
+                conn, privacy.person_keys(email=mail_from.strip("<>")), privacy_key
+            )
+        )
         cur = await conn.execute(
             SQL["insert_inbound"],
             {
                 "company": intake.company_name,
                 "recipient": recipient[:320],
-                "mail_from": (mail_from or None) and mail_from[:320],
+                "mail_from": None if forgotten or mail_from is None else mail_from[:320],
+                "sender_forgotten": forgotten,
                 "message_id": message_id[:1000] if message_id else None,
                 "dedup_key": dedup_key(message_id, raw),
                 "raw": raw,
