@@ -61,7 +61,7 @@ FACET_PARAMS: dict[str, Any] = {
 
 def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
     """From the candidates statement's ``facets`` value: ``groups`` (``work_mode``,
-    ``currency_code``, ``units``, ``fresh``, ``n``) and ``cities`` (``city``, ``n``)."""
+    ``currency_code``, ``units``, ``fresh``, ``n``) and ``cities`` (``city_location``, ``n``)."""
     modes: Counter[str] = Counter()
     fresh: Counter[int] = Counter()
     bands: Counter[tuple[str, int]] = Counter()
@@ -87,7 +87,10 @@ def facets_from_counts(counts: Mapping[str, Any]) -> Facets:
             )
             for (code, step), n in sorted(bands.items())
         ],
-        city=[CityCount(value=c["city"], count=int(c["n"])) for c in counts.get("cities") or ()],
+        city=[
+            CityCount(value=c["city_location"], count=int(c["n"]))
+            for c in counts.get("cities") or ()
+        ],
     )
 
 

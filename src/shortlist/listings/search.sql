@@ -134,21 +134,20 @@ matching AS (
 -- and summed up in Python: by city, and by work mode, currency, units (the top figure in steps
 -- of %(band_unit)s thousand, scaled per currency into bands in Python) and fresh (1, 7 or 30
 -- days, or NULL).
-facet_counts AS (
-    SELECT f.city_location, f.work_mode, f.currency_code, f.units, f.fresh,
-           GROUPING(f.city_location) AS not_by_city, count(*) AS n
-      FROM (SELECT m.city_location, m.work_mode, m.currency_code,
-                   m.top_ks / %(band_unit)s AS units,
-                   CASE WHEN m.created_at >= now() - interval '1 day' THEN 1
-                        WHEN m.created_at >= now() - interval '7 days' THEN 7
-                        WHEN m.created_at >= now() - interval '30 days' THEN 30 END AS fresh
+counts AS (
+    SELECT city_location, work_mode, currency_code, units, fresh,
+           GROUPING(city_location) AS by_mode, count(*) AS n
+      FROM (SELECT city_location, work_mode, currency_code, top_ks / %(band_unit)s AS units,
+                   CASE WHEN created_at >= now() - interval '1 day' THEN 1
+                        WHEN created_at >= now() - interval '7 days' THEN 7
+                        WHEN created_at >= now() - interval '30 days' THEN 30 END AS fresh
               FROM (SELECT work_mode, city_location, currency_code, top_ks, created_at
                       FROM all_matching
                     UNION ALL
                     SELECT work_mode, city_location, currency_code, top_ks, created_at
                       FROM nearest
                      WHERE id NOT IN (SELECT id FROM all_matching)) AS m) AS f
-     GROUP BY GROUPING SETS ((f.city_location), (f.work_mode, f.currency_code, f.units, f.fresh))
+     GROUP BY GROUPING SETS ((city_location), (work_mode, currency_code, units, fresh))
 )
 
 -- name: candidate_lists
@@ -173,10 +172,10 @@ SELECT p.list, p.rank, l.id, l.company_name, l.job_title,
 -- name: facets_row
 SELECT 'facets', 0, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
-           'groups', (SELECT jsonb_agg(g) FROM facet_counts AS g WHERE g.not_by_city = 1),
+           'groups', (SELECT jsonb_agg(g) FROM counts g WHERE by_mode = 1),
            'cities', (SELECT jsonb_agg(c)
-                        FROM (SELECT city_location AS city, n
-                                FROM facet_counts
-                               WHERE not_by_city = 0
+                        FROM (SELECT city_location, n
+                                FROM counts
+                               WHERE by_mode = 0
                                ORDER BY n DESC, city_location
                                LIMIT %(top_cities)s) AS c))

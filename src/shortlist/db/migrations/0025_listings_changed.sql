@@ -15,11 +15,13 @@ CREATE TRIGGER job_listings_changed AFTER INSERT OR DELETE OR TRUNCATE ON job_li
     FOR EACH STATEMENT EXECUTE FUNCTION job_listings_changed();
 
 -- A vector of the active space is written with embedded_at (indexer/queries.sql), and every
--- edit sets updated_at; search_tsv follows from the texts it is generated from.
+-- edit sets updated_at; search_tsv follows from the texts it is generated from. No vector
+-- column is named: a model migration drops the retired space's column, and a trigger naming a
+-- column would keep it from being dropped.
 CREATE TRIGGER job_listings_changed_columns
     AFTER UPDATE OF company_name, job_title, city_location, description, salary_min_ks,
                     salary_max_ks, currency_code, work_mode, detail_page_slug, created_at,
-                    updated_at, embedding_status, embedded_at, embedding_error, embedding,
+                    updated_at, embedding_status, embedded_at, embedding_error,
                     source, source_url, status, valid_through, last_seen_at, duplicate_of
     ON job_listings
     FOR EACH STATEMENT EXECUTE FUNCTION job_listings_changed();
