@@ -156,7 +156,13 @@ def run(ctx: Context) -> list[Record]:
     env.pop("SHORTLIST_DATABASE_URL", None)
     with tempfile.TemporaryDirectory(prefix="shortlist-first-run-") as data_dir:
         if ctx.smoke:
-            env.update(SHORTLIST_DATABASE_URL=_smoke_database(ctx), SHORTLIST_LOAD_SAMPLE_DATA="0")
+            # A few listings, and a small simulator population (50,000 people take ~10 s of
+            # CPU to build; this benchmark never asks the simulator anything).
+            env.update(
+                SHORTLIST_DATABASE_URL=_smoke_database(ctx),
+                SHORTLIST_LOAD_SAMPLE_DATA="0",
+                SHORTLIST_SIMULATOR_POPULATION="500",
+            )
         else:
             env.update(SHORTLIST_DATA_DIR=data_dir, SHORTLIST_LOAD_SAMPLE_DATA="1")
         command = [str(Path(sys.executable).parent / "shortlist"), "serve", "--port", str(port)]

@@ -69,6 +69,8 @@ BM25_K1, BM25_B = 1.2, 0.75
 GAIN_OVER_RRF = 0.03
 GROUP_SLACK = 0.1
 CALIBRATION_STEPS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+SMOKE_QUERIES_PER_GROUP = 2
+"""A smoke run's queries: the first of each group (its tune half) and the second (held-out)."""
 
 
 # --- queries and metrics ---------------------------------------------------------------------
@@ -247,7 +249,23 @@ async def ingest_jobs(url: str, rows: Sequence[dict[str, str]]) -> int:
     return result.inserted
 
 
-def job_queries(url: str, rows: Sequence[dict[str, str]]) -> list[Query]:
+def query_specs(name: str, smoke: bool) -> list[dict[str, str]]:
+    """The rows of ``relevance/<name>``; a smoke run's: :data:`SMOKE_QUERIES_PER_GROUP` per
+    group (every ranking, metric and half still computed, on a few hundred fewer searches)."""
+    with (HERE / name).open(encoding="utf-8", newline="") as f:
+        specs = list(csv.DictReader(f))
+    if not smoke:
+        return specs
+    taken: dict[str, int] = defaultdict(int)
+    kept = []
+    for spec in specs:
+        if taken[spec["group"]] < SMOKE_QUERIES_PER_GROUP:
+            taken[spec["group"]] += 1
+            kept.append(spec)
+    return kept
+
+
+def job_queries(url: str, rows: Sequence[dict[str, str]], *, smoke: bool = False) -> list[Query]:
     series_of = {
         (r["position_title"].strip(), r["agency"].strip()): r["occupation_series"][:4] for r in rows
     }
@@ -259,8 +277,7 @@ def job_queries(url: str, rows: Sequence[dict[str, str]]) -> list[Query]:
     counts: dict[str, int] = defaultdict(int)
     for s in listing_series.values():
         counts[s] += 1
-    with (HERE / "job_queries.csv").open(encoding="utf-8", newline="") as f:
-        specs = list(csv.DictReader(f))
+    specs = query_specs("job_queries.csv", smoke)
     queries = []
     for spec, half in zip(specs, split_halves([s["group"] for s in specs]), strict=True):
         wanted = frozenset(spec["relevant_series"].split())
@@ -276,14 +293,13 @@ def job_queries(url: str, rows: Sequence[dict[str, str]]) -> list[Query]:
     return queries
 
 
-def candidate_queries(url: str) -> list[Query]:
+def candidate_queries(url: str, *, smoke: bool = False) -> list[Query]:
     with psycopg.connect(url) as conn:
         people = {
             str(i): (family, {s.casefold() for s in skills})
             for i, family, skills in conn.execute("SELECT id, role_family, skills FROM candidates")
         }
-    with (HERE / "candidate_queries.csv").open(encoding="utf-8", newline="") as f:
-        specs = list(csv.DictReader(f))
+    specs = query_specs("candidate_queries.csv", smoke)
     queries = []
     for spec, half in zip(specs, split_halves([s["group"] for s in specs]), strict=True):
         families = frozenset(spec["relevant_families"].split())
@@ -620,9 +636,9 @@ def prepare_jobs(ctx: Context, embedder: Any) -> tuple[str, list[dict[str, str]]
 
 
 def evaluate_jobs(
-    url: str, rows: Sequence[dict[str, str]], embedder: Any
+    url: str, rows: Sequence[dict[str, str]], embedder: Any, *, smoke: bool = False
 ) -> tuple[list[Query], list[Outcome]]:
-    queries = job_queries(url, rows)
+    queries = job_queries(url, rows, smoke=smoke)
     product = asyncio.run(product_jobs(url, embedder, queries))
     return queries, outcomes(url, "job_listings", embedder, queries, product)
 
@@ -648,8 +664,10 @@ def prepare_candidates(ctx: Context, embedder: Any) -> str:
     return url
 
 
-def evaluate_candidates(url: str, embedder: Any) -> tuple[list[Query], list[Outcome]]:
-    queries = candidate_queries(url)
+def evaluate_candidates(
+    url: str, embedder: Any, *, smoke: bool = False
+) -> tuple[list[Query], list[Outcome]]:
+    queries = candidate_queries(url, smoke=smoke)
     product = asyncio.run(product_candidates(url, embedder, queries))
     return queries, outcomes(url, "candidates", embedder, queries, product)
 
@@ -725,9 +743,9 @@ def run(ctx: Context) -> list[Record]:
         ctx.results_dir.mkdir(parents=True, exist_ok=True)
         return constrained_records(ctx, cand_url, embedder, candidate_queries(cand_url))
     job_url, job_source = prepare_jobs(ctx, embedder)
-    job_q, job_res = evaluate_jobs(job_url, job_source, embedder)
+    job_q, job_res = evaluate_jobs(job_url, job_source, embedder, smoke=ctx.smoke)
     cand_url = prepare_candidates(ctx, embedder)
-    cand_q, cand_res = evaluate_candidates(cand_url, embedder)
+    cand_q, cand_res = evaluate_candidates(cand_url, embedder, smoke=ctx.smoke)
     rows = per_query_rows("jobs", job_q, job_res) + per_query_rows("candidates", cand_q, cand_res)
     ctx.results_dir.mkdir(parents=True, exist_ok=True)
     with (ctx.results_dir / "relevance-queries.csv").open("w", encoding="utf-8", newline="") as f:

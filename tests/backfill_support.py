@@ -223,13 +223,16 @@ async def get_results(
 async def wait_complete(
     client: httpx.AsyncClient, token: str, search_id: str, within: float = 30.0
 ) -> dict[str, Any]:
-    async def done() -> dict[str, Any] | None:
-        body = await get_results(client, token, search_id, limit=500)
-        return body if body["status"] == "complete" else None
+    """The results of ``search_id`` once it is complete (a final state: the page cannot change
+    after it). Polled with a page of one: a page of 500 is ranks, people, why and an audit
+    entry per person shown, on every poll."""
 
-    body = await wait_for(done, timeout=within, message=f"search {search_id} complete")
-    assert body is not None
-    return body
+    async def done() -> bool:
+        body = await get_results(client, token, search_id, limit=1)
+        return body["status"] == "complete"
+
+    await wait_for(done, timeout=within, message=f"search {search_id} complete")
+    return await get_results(client, token, search_id, limit=500)
 
 
 async def stub_rows(pool: AsyncPool, search_id: str | UUID) -> list[dict[str, Any]]:

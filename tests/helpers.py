@@ -1,13 +1,29 @@
-"""Test helpers: wait on conditions with a deadline instead of sleeping."""
+"""Test helpers: wait on conditions with a deadline instead of sleeping; the environment of a
+process a test starts."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+
+HARNESS_SETTINGS = frozenset({"SHORTLIST_GAZETTEER_CACHE_DIR"})
+"""Settings tests/conftest.py gives every process of a test run (a cache, nothing a test is
+about)."""
+
+
+def environ_without_settings() -> dict[str, str]:
+    """This process's environment without the caller's ``SHORTLIST_*`` settings (a developer's
+    shell must not change what a test starts), except those of :data:`HARNESS_SETTINGS`."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SHORTLIST_") or k in HARNESS_SETTINGS
+    }
 
 
 async def wait_for(

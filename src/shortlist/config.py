@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True
     """Load the bundled sample corpora on the first start of an empty database."""
+    gazetteer_cache_dir: Path | None = None
+    """Where the gazetteer's indexes, once built, are kept for the next process to load
+    (shortlist.places.load). Unset: every process builds them at start-up (~4 s of CPU)."""
 
     # --- embedding --------------------------------------------------------------------------
     embedder: Literal["local", "openai"] = "local"
@@ -203,6 +206,9 @@ class Settings(BaseSettings):
     simulator_port: int | None = Field(None, ge=1, le=65535)
     """Port of the bundled simulator. Unset: ``serve`` takes a free port for its in-process
     one (so two instances can run side by side); ``shortlist simulator`` uses 8001."""
+    simulator_population: int = Field(50_000, ge=1)
+    """People in the bundled simulator's synthetic population, built when it starts (~10 s of
+    CPU at 50,000): fewer start sooner and hold fewer people of each niche occupation."""
 
     # --- e-mail intake (shortlist.listings.mail) -----------------------------------------------
     smtp_host: str = "127.0.0.1"

@@ -4,7 +4,6 @@ environment exactly as an operator would run them, with their output captured to
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers import wait_for_sync
+from tests.helpers import environ_without_settings, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -29,9 +28,10 @@ def free_port() -> int:
 
 
 def base_env(db_url: str, data_dir: Path, **settings: object) -> dict[str, str]:
-    """The process environment: this one, minus any ``SHORTLIST_*`` of the caller, plus
-    ``settings`` as ``SHORTLIST_<NAME>`` variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHORTLIST_")}
+    """The process environment: this one, minus any ``SHORTLIST_*`` of the caller (but the
+    harness's own, ``tests.helpers.HARNESS_SETTINGS``), plus ``settings`` as
+    ``SHORTLIST_<NAME>`` variables."""
+    env = environ_without_settings()
     env |= {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

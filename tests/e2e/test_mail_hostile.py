@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import smtplib
 import socket
 import subprocess
@@ -23,7 +22,7 @@ import pytest
 
 from shortlist.listings.mail.smtp import serve_intake
 from shortlist.runtime import bind_socket
-from tests.helpers import wait_for_sync
+from tests.helpers import environ_without_settings, wait_for_sync
 from tests.live_server import LiveServer
 
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -153,7 +152,7 @@ def test_hostile_mail_through_both_producers_never_stalls_the_server(
 def test_a_taken_smtp_port_ends_the_command_with_one_line(
     command: list[str], tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHORTLIST_")}
+    env = environ_without_settings()
     env |= {"SHORTLIST_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"}
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

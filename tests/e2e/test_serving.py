@@ -4,7 +4,6 @@ never loads PyTorch, it stays small, and a repeated query is a cache hit in ``/m
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -15,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.helpers import wait_for_sync
+from tests.helpers import environ_without_settings, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -40,7 +39,7 @@ def _metric(text: str, name: str) -> float:
 @pytest.mark.slow
 def test_an_api_process_without_workers_loads_no_torch(db_url: str, tmp_path: Path) -> None:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHORTLIST_")}
+    env = environ_without_settings()
     env |= {
         "SHORTLIST_DATABASE_URL": db_url,
         "SHORTLIST_DATA_DIR": str(tmp_path),

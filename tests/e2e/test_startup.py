@@ -19,14 +19,14 @@ import psycopg
 import pytest
 
 from shortlist.db.embedded import EmbeddedServer
-from tests.helpers import wait_for_sync
+from tests.helpers import environ_without_settings, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
 
 
 def _env(data_dir: Path, **settings: object) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHORTLIST_")}
+    env = environ_without_settings()
     env |= {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
@@ -106,7 +106,10 @@ def test_two_serves_with_default_settings_run_side_by_side(tmp_path: Path) -> No
                 procs.append(
                     subprocess.Popen(
                         [SHORTLIST, "serve", "--port", str(port)],
-                        env=_env(tmp_path / f"data-{i}"),
+                        # Default settings, but a small simulator population: its size has
+                        # nothing to do with ports and data dirs (50,000 people: ~10 s of CPU
+                        # each to build).
+                        env=_env(tmp_path / f"data-{i}", simulator_population=500),
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         cwd=ROOT,

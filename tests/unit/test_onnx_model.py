@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,11 +41,39 @@ TEST_SET = [
 ]
 
 
-@pytest.mark.slow
-def test_onnx_vectors_equal_the_pytorch_ones() -> None:
+REFERENCE_PACKAGES = ("sentence-transformers", "transformers", "torch", "tokenizers")
+
+
+def pytorch_vectors(model_path: Path, cache: pytest.Cache | None) -> np.ndarray:
+    """sentence-transformers' vectors of TEST_SET (PyTorch, on the CPU): the reference.
+
+    Kept in pytest's cache under a digest of everything they are a function of — TEST_SET, the
+    model's files (names, sizes, times) and the versions of the packages that compute them — so
+    they are computed again whenever any of those changes (and after ``--cache-clear``).
+    Importing sentence-transformers and PyTorch was most of this test's ~15 s of CPU."""
+    digest = hashlib.sha256(json.dumps(TEST_SET).encode())
+    for file in sorted(f for f in model_path.rglob("*") if f.is_file()):
+        stat = file.stat()
+        digest.update(f"{file.relative_to(model_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for package in REFERENCE_PACKAGES:
+        digest.update(f";{package}=={importlib.metadata.version(package)}".encode())
+    key = f"shortlist/onnx-reference/{digest.hexdigest()[:24]}"
+    if cache is not None and (kept := cache.get(key, None)) is not None:
+        return np.asarray(kept, dtype=np.float32)
     os.environ["HF_HUB_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
 
+    reference = SentenceTransformer(str(model_path), device="cpu")
+    vectors: np.ndarray = reference.encode(
+        TEST_SET, normalize_embeddings=True, convert_to_numpy=True
+    )
+    if cache is not None:
+        cache.set(key, vectors.tolist())
+    return vectors
+
+
+@pytest.mark.slow
+def test_onnx_vectors_equal_the_pytorch_ones(request: pytest.FixtureRequest) -> None:
     model_path = default_model_path()
     # The graph the product runs: exported by `make install` (or here, in a child process,
     # from the packaged weights, if it is missing).
@@ -50,8 +82,7 @@ def test_onnx_vectors_equal_the_pytorch_ones() -> None:
     assert graph.stat().st_size > 50_000_000
     assert max_seq_length(model_path) == 256
 
-    reference = SentenceTransformer(str(model_path), device="cpu")
-    expected = reference.encode(TEST_SET, normalize_embeddings=True, convert_to_numpy=True)
+    expected = pytorch_vectors(model_path, getattr(request.config, "cache", None))
     onnx = OnnxModel(graph, model_path)
     # One batch (padded to the longest text), and each text alone (no padding).
     together = onnx.encode(TEST_SET)

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from shortlist.simulator import (
     ROLE_FAMILIES,
+    Person,
     SimulatorConfig,
     SimulatorServer,
     build_population,
@@ -33,6 +34,13 @@ CALM = SimulatorConfig(
     rate_limit_rate=0.0,
     serp_rate_limit_rate=0.0,
 )
+
+
+def people() -> tuple[Person, ...]:
+    """The default population, as the simulator app builds it: called with the app's arguments,
+    ``build_population``'s cache has it once per process (``build_population()`` would be
+    another cache key, and another ~3 s build)."""
+    return build_population(CALM.seed, CALM.population_size, CALM.no_email_rate)
 
 
 def client_for(app: FastAPI) -> httpx.AsyncClient:
@@ -61,23 +69,23 @@ async def stats(client: httpx.AsyncClient) -> dict[str, Any]:
 
 
 def test_population_is_deterministic_and_about_12_percent_have_no_email() -> None:
-    people = build_population.__wrapped__(42, 3000)  # bypass the cache: really rebuild
-    assert people == build_population(42, 3000)
-    assert people != build_population.__wrapped__(7, 3000)
-    assert len({p.username for p in people}) == 3000
-    no_email = sum(p.email is None for p in people) / len(people)
+    sample = build_population.__wrapped__(42, 3000)  # bypass the cache: really rebuild
+    assert sample == build_population(42, 3000)
+    assert sample != build_population.__wrapped__(7, 3000)
+    assert len({p.username for p in sample}) == 3000
+    no_email = sum(p.email is None for p in sample) / len(sample)
     assert 0.09 <= no_email <= 0.15
-    assert all(0 <= p.years_experience <= 35 for p in people)
-    assert all(p.role_title in ROLE_FAMILIES[p.role_family] for p in people)
-    assert all(p.skills and p.summary and p.headline for p in people)
+    assert all(0 <= p.years_experience <= 35 for p in sample)
+    assert all(p.role_title in ROLE_FAMILIES[p.role_family] for p in sample)
+    assert all(p.skills and p.summary and p.headline for p in sample)
     # Canonical places (PDL's lowercase triple, a proper-case label) across >= 40 countries.
-    assert len({p.city.country_code for p in people if p.city}) >= 40
-    assert all(p.city and p.location == p.city.label for p in people)
-    munich = next(p.city for p in people if p.city and p.city.name == "Munich")
+    assert len({p.city.country_code for p in sample if p.city}) >= 40
+    assert all(p.city and p.location == p.city.label for p in sample)
+    munich = next(p.city for p in sample if p.city and p.city.name == "Munich")
     assert munich.location_name == "munich, bavaria, germany"
     assert len(ROLE_FAMILIES) >= 15
     assert sum(len(ts) for ts in ROLE_FAMILIES.values()) >= 500  # Faker's real occupations
-    titles = {p.role_title for p in build_population(42, 50_000)}
+    titles = {p.role_title for p in people()}
     for niche in ("Rust Embedded Firmware Engineer", "FPGA Verification Engineer",
                   "Quantitative Developer", "Clinical Data Manager", "Hydrogeologist",
                   "Marine Geophysicist", "Avionics Test Engineer", "Actuary"):  # fmt: skip
@@ -85,10 +93,10 @@ def test_population_is_deterministic_and_about_12_percent_have_no_email() -> Non
 
 
 def test_niche_skills_fit_their_occupations() -> None:
-    people = build_population(42, 50_000)
+    everyone = people()
 
     def with_skill(skill: str) -> set[str]:
-        return {p.role_family for p in people if skill in p.skills}
+        return {p.role_family for p in everyone if skill in p.skills}
 
     assert with_skill("Pediatric Oncology") == {"healthcare"}
     assert with_skill("Seismic Interpretation") == {"geoscience"}
@@ -208,7 +216,11 @@ async def test_first_attempt_hang_rate_is_about_41_percent_and_retry_succeeds() 
 
 
 async def test_outcomes_are_reproducible_from_the_seed() -> None:
-    cfg = SimulatorConfig(time_scale=0.0, error_5xx_rate=0.2, rate_limit_rate=0.2)
+    # Outcomes are drawn from the seed and the request alone, never from the people: a small
+    # population (80 searches through 50,000 people took seconds of CPU).
+    cfg = SimulatorConfig(
+        time_scale=0.0, error_5xx_rate=0.2, rate_limit_rate=0.2, population_size=2_000
+    )
 
     async def outcomes() -> list[str]:
         async with client_for(create_simulator_app(cfg)) as client:
@@ -227,7 +239,7 @@ async def test_outcomes_are_reproducible_from_the_seed() -> None:
 async def test_rate_limit_carries_retry_after_and_5xx_happen() -> None:
     cfg = replace(CALM, time_scale=0.001, rate_limit_rate=1.0)
     async with client_for(create_simulator_app(cfg)) as client:
-        for path in ("/v1/people/search", f"/v1/people/{build_population()[0].username}/enrich"):
+        for path in ("/v1/people/search", f"/v1/people/{people()[0].username}/enrich"):
             response = await client.get(path)
             assert response.status_code == 429
             assert response.headers["retry-after"] == "0.002"
@@ -245,9 +257,8 @@ async def test_rate_limit_carries_retry_after_and_5xx_happen() -> None:
 
 
 async def test_enrich_returns_full_profile_null_email_and_404(calm: httpx.AsyncClient) -> None:
-    people = build_population()
-    with_email = next(p for p in people if p.email)
-    without = next(p for p in people if p.email is None)
+    with_email = next(p for p in people() if p.email)
+    without = next(p for p in people() if p.email is None)
     profile = (await calm.get(f"/v1/people/{with_email.username}/enrich")).json()
     assert profile == with_email.to_dict()
     assert set(profile) == {
@@ -302,7 +313,7 @@ async def test_admin_overrides_and_reset(calm: httpx.AsyncClient) -> None:
     assert (await set_behaviour({"force_search": "explode"})).status_code == 400
     assert (await calm.get("/v1/admin/behaviour")).json()["overrides"] == {}
 
-    a, b, c = (p.username for p in build_population()[:3])
+    a, b, c = (p.username for p in people()[:3])
     await set_behaviour({"force_enrich": {a: "5xx", b: "429", c: "no_email"}})
     assert (await calm.get(f"/v1/people/{a}/enrich")).status_code in (500, 502, 503)
     assert (await calm.get(f"/v1/people/{b}/enrich")).status_code == 429
@@ -318,7 +329,7 @@ async def test_admin_overrides_and_reset(calm: httpx.AsyncClient) -> None:
 
 
 async def test_forced_enrich_hang_never_returns_until_released(calm: httpx.AsyncClient) -> None:
-    username = build_population()[5].username
+    username = people()[5].username
     await calm.post("/v1/admin/behaviour", json={"force_enrich": {username: "hang"}})
     pending = asyncio.create_task(calm.get(f"/v1/people/{username}/enrich"))
 
@@ -326,7 +337,7 @@ async def test_forced_enrich_hang_never_returns_until_released(calm: httpx.Async
         return bool((await stats(calm))["in_flight"]["enrich"] == 1)
 
     await wait_for(in_flight, timeout=5, message="enrichment in flight")
-    other = await calm.get(f"/v1/people/{build_population()[6].username}/enrich")
+    other = await calm.get(f"/v1/people/{people()[6].username}/enrich")
     assert other.status_code == 200  # one stuck profile holds back nobody else
     assert not pending.done()
     await calm.post("/v1/admin/reset")
@@ -337,11 +348,11 @@ async def test_forced_enrich_hang_never_returns_until_released(calm: httpx.Async
 async def test_stats_count_calls_by_endpoint_and_outcome() -> None:
     cfg = replace(CALM, discovery_hang_rate=1.0)
     async with client_for(create_simulator_app(cfg)) as client:
-        people = build_population()
+        first = people()[:4]
         await client.get("/v1/people/search", params={"role": "qa"})  # hang
         await client.get("/v1/people/search", params={"role": "qa"})  # ok
-        await asyncio.gather(*(client.get(f"/v1/people/{p.username}/enrich") for p in people[:4]))
-        await client.get(f"/v1/people/{people[0].username}/enrich")
+        await asyncio.gather(*(client.get(f"/v1/people/{p.username}/enrich") for p in first))
+        await client.get(f"/v1/people/{first[0].username}/enrich")
         await client.get("/v1/people/nobody/enrich")
         await client.get("/v1/serp/search", params={"q": "designer"})
         data = await stats(client)
@@ -351,7 +362,7 @@ async def test_stats_count_calls_by_endpoint_and_outcome() -> None:
     assert calls["enrich"]["ok"] == 5 and calls["enrich"]["404"] == 1
     assert calls["serp"]["ok"] == 1
     assert data["distinct_requests"] == {"search": 1, "enrich": 4, "serp": 1}
-    assert data["enrich_by_username"][people[0].username] == 2
+    assert data["enrich_by_username"][first[0].username] == 2
     assert data["in_flight"] == {"search": 0, "enrich": 0, "serp": 0}
     assert 1 <= data["max_in_flight"]["enrich"] <= 4
 

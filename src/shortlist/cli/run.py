@@ -33,8 +33,8 @@ from shortlist.runtime import (
     run_until_stopped,
     supervise_database,
 )
-from shortlist.simulator import SimulatorConfig, SimulatorServer
-from shortlist.sources.factory import with_simulator
+from shortlist.simulator import SimulatorServer
+from shortlist.sources.factory import simulator_config, with_simulator
 
 log = logging.getLogger("shortlist")
 
@@ -179,13 +179,9 @@ async def _serve(
 def _simulator_server(settings: Settings) -> QuietServer:
     import uvicorn
 
-    from shortlist.simulator import SimulatorConfig, create_simulator_app
+    from shortlist.simulator import create_simulator_app
 
-    sim_app = create_simulator_app(
-        SimulatorConfig(
-            time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
-        )
-    )
+    sim_app = create_simulator_app(simulator_config(settings))
     return QuietServer(uvicorn.Config(sim_app, log_level="warning", access_log=False))
 
 
@@ -250,11 +246,7 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
     ):
         # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
         # process, as `serve` does.
-        simulator = SimulatorServer(
-            SimulatorConfig(
-                time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
-            )
-        )
+        simulator = SimulatorServer(simulator_config(settings))
         settings = with_simulator(settings, simulator.start())
         log.info(
             "no provider URL set: the backfill uses the bundled simulator at %s", simulator.base_url

@@ -160,7 +160,7 @@ async def _cli_principal(services: Services) -> Principal:
 async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
-    from shortlist.sources.factory import with_simulator
+    from shortlist.sources.factory import simulator_config, with_simulator
     from shortlist.talent.service import parse_search_create, results_page, start_search
 
     search = parse_search_create(payload)
@@ -168,13 +168,9 @@ async def _search_candidates(
     install_stop_signals(stop)
     simulator = None
     if workers and (settings.talent_api_url is None or settings.serp_api_url is None):
-        from shortlist.simulator import SimulatorConfig, SimulatorServer
+        from shortlist.simulator import SimulatorServer
 
-        simulator = SimulatorServer(
-            SimulatorConfig(
-                time_scale=settings.simulator_time_scale, api_key=settings.simulator_api_key
-            )
-        )
+        simulator = SimulatorServer(simulator_config(settings))
         settings = with_simulator(settings, simulator.start())
     try:
         async with open_services(settings, url, with_sources=workers) as services:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -16,6 +17,10 @@ from shortlist.sources.serp import HttpSerpAPI
 from shortlist.sources.serpapi import GATE as SERPAPI_GATE
 from shortlist.sources.serpapi import SerpApiSearch
 from shortlist.sources.talent_api import HttpTalentAPI
+
+if TYPE_CHECKING:
+    # Imported where used: the simulator package (FastAPI, its world) is not every process's.
+    from shortlist.simulator import SimulatorConfig
 
 
 class SourcesNotConfigured(ConfigError):
@@ -93,6 +98,18 @@ def rate_limits(settings: Settings) -> dict[str, GateLimit]:
         ENRICH_GATE: GateLimit(settings.pdl_enrich_rate_limit, pdl_window),
         SERPAPI_GATE: GateLimit(settings.serpapi_rate_limit, settings.serpapi_window_seconds),
     }
+
+
+def simulator_config(settings: Settings) -> SimulatorConfig:
+    """The bundled simulator as the settings describe it (``serve``, ``worker``, ``search``
+    and ``simulator`` start it)."""
+    from shortlist.simulator import SimulatorConfig
+
+    return SimulatorConfig(
+        time_scale=settings.simulator_time_scale,
+        api_key=settings.simulator_api_key,
+        population_size=settings.simulator_population,
+    )
 
 
 def with_simulator(settings: Settings, sim_url: str) -> Settings:
