@@ -54,11 +54,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Three test processes on two cores: most tests wait on servers, processes and clocks, not CPU.
-# Each process has its own embedded PostgreSQL (tests/conftest.py). Work stealing: a process
-# that runs out of tests takes some of another's queue, so a few long end-to-end tests drawn
-# into one process's first share do not leave the other two idle for minutes.
-PYTEST_WORKERS ?= 3
+# Four test processes on two cores: most tests wait on servers, processes, leases and clocks,
+# not CPU (three left a core idle a third of the time). Each process has its own embedded
+# PostgreSQL (tests/conftest.py). Work stealing: a process that runs out of tests takes some of
+# another's queue, so a few long end-to-end tests drawn into one process's first share do not
+# leave the others idle for minutes.
+PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
 pytest: $(STAMP) browser axe

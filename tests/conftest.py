@@ -8,15 +8,17 @@ when there is one with room: a clone creates about a thousand files, and creatin
 disk of the 2-core machine costs ~1 ms of kernel time (a clone ~0.35 s; on tmpfs ~0.02 s).
 An explicit ``TMPDIR`` is kept.
 
-The gazetteer (``shortlist.places``, ~4 s of CPU to build) is built once per test run: every
-process of the run — pytest's, its xdist workers, the ``shortlist`` processes tests start —
-shares one ``SHORTLIST_GAZETTEER_CACHE_DIR``, made by pytest's main process and removed when it
-ends."""
+Indexes built from packaged data — the gazetteer (``shortlist.places``, ~4 s of CPU) and the
+simulator's population (~20 s) — are built once per test run (shortlist.derived): every process
+of the run (pytest's, its xdist workers, the ``shortlist`` processes tests start) shares one
+``SHORTLIST_CACHE_DIR``, made by pytest's main process and removed when it ends."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -42,31 +44,73 @@ MEMORY_TMP_MIN_FREE = 4 << 30
 """Room a test run needs there (each process's server, the databases of its running test)."""
 
 
-def _use_memory_tmp() -> None:
+def _use_memory_tmp() -> bool:
     """Scratch files in memory (module docstring). Runs at import, in pytest's main process and
     in each xdist worker, before ``tmp_path`` or any server is made; subprocesses inherit
-    ``TMPDIR``."""
-    if "TMPDIR" in os.environ or not MEMORY_TMP.is_dir() or not os.access(MEMORY_TMP, os.W_OK):
-        return
+    ``TMPDIR``. True: this process's scratch files are in memory."""
+    if "TMPDIR" in os.environ:
+        return Path(os.environ["TMPDIR"]).resolve() == MEMORY_TMP
+    if not MEMORY_TMP.is_dir() or not os.access(MEMORY_TMP, os.W_OK):
+        return False
     stat = os.statvfs(MEMORY_TMP)
     if stat.f_bavail * stat.f_frsize < MEMORY_TMP_MIN_FREE:
-        return
+        return False
     os.environ["TMPDIR"] = str(MEMORY_TMP)
     tempfile.tempdir = str(MEMORY_TMP)
+    return True
 
 
-_use_memory_tmp()
+IN_MEMORY = _use_memory_tmp()
+CLONE_STRATEGY = "FILE_COPY" if IN_MEMORY else "WAL_LOG"
+"""How a test's database is cloned from the template. In memory, FILE_COPY: the template's
+files are copied, not written page by page into the WAL (WAL_LOG, the default; ~9 MB of WAL per
+test, which in memory would pile up to max_wal_size per process), and the checkpoint FILE_COPY
+takes costs nothing on tmpfs. On disk that checkpoint per test would cost more than it saves."""
+
+TEST_SERVER_SETTINGS = {"fsync": "off", "full_page_writes": "off"}
+"""The test server's durability traded for speed, against an operating-system crash only: a
+killed PostgreSQL still recovers everything it committed from the WAL in the page cache (tests
+that kill it rely on that; ``synchronous_commit`` stays on so they can)."""
 
 _OWN_CACHE: Path | None = None
-"""The gazetteer cache of this run, when this process made it (xdist workers inherit it)."""
-if "SHORTLIST_GAZETTEER_CACHE_DIR" not in os.environ:
+"""The derived-data cache of this run, when this process made it (xdist workers inherit it)."""
+if "SHORTLIST_CACHE_DIR" not in os.environ:
     _OWN_CACHE = Path(tempfile.mkdtemp(prefix="shortlist-tests-cache-"))
-    os.environ["SHORTLIST_GAZETTEER_CACHE_DIR"] = str(_OWN_CACHE)
+    os.environ["SHORTLIST_CACHE_DIR"] = str(_OWN_CACHE)
+
+
+_warming: subprocess.Popen[bytes] | None = None
+_own_basetemp: Path | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """In the process that made the cache, when it runs workers (``-n``), fill it
+    (tests/warm_cache.py) beside their start-up: the simulator's population first, which most
+    integration tests' first simulator waits for."""
+    global _warming, _own_basetemp
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        # tmp_path under a directory of this run's own: pytest's default root,
+        # $TMPDIR/pytest-of-<user>, is set back to 0700 by every process that starts, so a
+        # test's embedded PostgreSQL (run as its own user, which the wheel let through at its
+        # start) could no longer reach its data dir when the test restarted it.
+        _own_basetemp = Path(tempfile.mkdtemp(prefix="shortlist-pytest-"))
+        config.option.basetemp = str(_own_basetemp / "t")
+    workers = getattr(config.option, "numprocesses", None)
+    if _OWN_CACHE is not None and workers and not hasattr(config, "workerinput"):
+        _warming = subprocess.Popen(
+            [sys.executable, "-m", "tests.warm_cache"], cwd=Path(__file__).resolve().parent.parent
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _warming is not None:
+        _warming.kill()
+        _warming.wait()
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+    if _own_basetemp is not None:
+        shutil.rmtree(_own_basetemp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +118,10 @@ def pg_server() -> Iterator[Any]:
     root = Path(tempfile.mkdtemp(prefix="shortlist-test-pg-"))
     os.chmod(root, 0o755)
     server = EmbeddedServer(root, delete_on_close=True)
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        for name, value in TEST_SERVER_SETTINGS.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        conn.execute("SELECT pg_reload_conf()")
     try:
         yield server
     finally:
@@ -98,10 +146,7 @@ def db_url(pg_server: Any, template_url: str) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     admin = pg_server.url()
     with psycopg.connect(admin, autocommit=True) as conn:
-        # FILE_COPY: the template's files are copied, not written page by page into the WAL
-        # (WAL_LOG, the default) — ~9 MB of WAL per test, which in memory would pile up to
-        # max_wal_size per process; the checkpoint FILE_COPY takes costs nothing on tmpfs.
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB} STRATEGY FILE_COPY")
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB} STRATEGY {CLONE_STRATEGY}")
     try:
         yield pg_server.url(name)
     finally:

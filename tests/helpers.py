@@ -11,7 +11,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-HARNESS_SETTINGS = frozenset({"SHORTLIST_GAZETTEER_CACHE_DIR"})
+HARNESS_SETTINGS = frozenset({"SHORTLIST_CACHE_DIR"})
 """Settings tests/conftest.py gives every process of a test run (a cache, nothing a test is
 about)."""
 

@@ -196,7 +196,7 @@ async def open_services(
     # The gazetteer takes a few seconds to index: built off the event loop, beside the model,
     # so no request's brief waits for it.
     gazetteer = asyncio.create_task(
-        asyncio.to_thread(places.load, settings.gazetteer_cache_dir), name="shortlist-gazetteer"
+        asyncio.to_thread(places.load, settings.cache_dir), name="shortlist-gazetteer"
     )
     try:
         await spaces.adopt(*configured_model(settings))

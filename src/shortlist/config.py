@@ -92,9 +92,10 @@ class Settings(BaseSettings):
     """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True
     """Load the bundled sample corpora on the first start of an empty database."""
-    gazetteer_cache_dir: Path | None = None
-    """Where the gazetteer's indexes, once built, are kept for the next process to load
-    (shortlist.places.load). Unset: every process builds them at start-up (~4 s of CPU)."""
+    cache_dir: Path | None = None
+    """Where indexes a process builds from packaged data (the gazetteer, the bundled simulator's
+    population) are kept for the next process to load (shortlist.derived). Unset: every
+    process builds its own at start-up (~4 s of CPU; the simulator ~20 s more)."""
 
     # --- embedding --------------------------------------------------------------------------
     embedder: Literal["local", "openai"] = "local"

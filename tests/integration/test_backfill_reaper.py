@@ -76,7 +76,7 @@ async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_
     # Enrichment takes ~100 s (scaled): the worker process is surely inside one when killed.
     await set_behaviour(simulator, enrich_mean_s=10_000, enrich_max_s=100_000, enrich_tail_rate=0)
     search_id = await start(client, recruiter)
-    lease = 1.0
+    lease = 2.0  # heartbeats every 0.5 s: a loaded machine does not miss a whole lease
     env = {
         **os.environ,
         "SHORTLIST_DATABASE_URL": db_url,
@@ -86,7 +86,7 @@ async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_
         "SHORTLIST_SERP_API": "generic",
         "SHORTLIST_LEASE_SECONDS": str(lease),
         "SHORTLIST_HEARTBEAT_INTERVAL": str(lease / 4),
-        "SHORTLIST_DISCOVERY_TIMEOUT": "0.3",
+        "SHORTLIST_DISCOVERY_TIMEOUT": "0.8",
         "SHORTLIST_RETRY_DELAY": "0.05",
         "SHORTLIST_ENRICHMENT_TIMEOUT": "600",
         "SHORTLIST_LOG_LEVEL": "WARNING",

@@ -42,24 +42,24 @@ TEST_SET = [
 
 
 REFERENCE_PACKAGES = ("sentence-transformers", "transformers", "torch", "tokenizers")
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "onnx_reference.json"
+"""sentence-transformers' vectors of TEST_SET, computed with PyTorch on the CPU, with the key of
+everything they are a function of. Rewritten by ``python -m tests.unit.test_onnx_model``."""
 
 
-def pytorch_vectors(model_path: Path, cache: pytest.Cache | None) -> np.ndarray:
-    """sentence-transformers' vectors of TEST_SET (PyTorch, on the CPU): the reference.
-
-    Kept in pytest's cache under a digest of everything they are a function of — TEST_SET, the
-    model's files (names, sizes, times) and the versions of the packages that compute them — so
-    they are computed again whenever any of those changes (and after ``--cache-clear``).
-    Importing sentence-transformers and PyTorch was most of this test's ~15 s of CPU."""
+def reference_key(model_path: Path) -> str:
+    """A digest of TEST_SET, the model's files (their bytes) and the versions of the packages
+    that compute the reference vectors."""
     digest = hashlib.sha256(json.dumps(TEST_SET).encode())
     for file in sorted(f for f in model_path.rglob("*") if f.is_file()):
-        stat = file.stat()
-        digest.update(f"{file.relative_to(model_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        digest.update(str(file.relative_to(model_path)).encode())
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
     for package in REFERENCE_PACKAGES:
         digest.update(f";{package}=={importlib.metadata.version(package)}".encode())
-    key = f"shortlist/onnx-reference/{digest.hexdigest()[:24]}"
-    if cache is not None and (kept := cache.get(key, None)) is not None:
-        return np.asarray(kept, dtype=np.float32)
+    return digest.hexdigest()
+
+
+def compute_pytorch_vectors(model_path: Path) -> np.ndarray:
     os.environ["HF_HUB_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
 
@@ -67,13 +67,21 @@ def pytorch_vectors(model_path: Path, cache: pytest.Cache | None) -> np.ndarray:
     vectors: np.ndarray = reference.encode(
         TEST_SET, normalize_embeddings=True, convert_to_numpy=True
     )
-    if cache is not None:
-        cache.set(key, vectors.tolist())
     return vectors
 
 
+def pytorch_vectors(model_path: Path) -> np.ndarray:
+    """The reference: the kept vectors when their key is this model's, these packages' and
+    this test set's; otherwise computed now (importing PyTorch and sentence-transformers was
+    most of this test's time)."""
+    kept = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else {}
+    if kept.get("key") == reference_key(model_path):
+        return np.asarray(kept["vectors"], dtype=np.float32)
+    return compute_pytorch_vectors(model_path)
+
+
 @pytest.mark.slow
-def test_onnx_vectors_equal_the_pytorch_ones(request: pytest.FixtureRequest) -> None:
+def test_onnx_vectors_equal_the_pytorch_ones() -> None:
     model_path = default_model_path()
     # The graph the product runs: exported by `make install` (or here, in a child process,
     # from the packaged weights, if it is missing).
@@ -82,7 +90,7 @@ def test_onnx_vectors_equal_the_pytorch_ones(request: pytest.FixtureRequest) -> 
     assert graph.stat().st_size > 50_000_000
     assert max_seq_length(model_path) == 256
 
-    expected = pytorch_vectors(model_path, getattr(request.config, "cache", None))
+    expected = pytorch_vectors(model_path)
     onnx = OnnxModel(graph, model_path)
     # One batch (padded to the longest text), and each text alone (no padding).
     together = onnx.encode(TEST_SET)
@@ -104,3 +112,27 @@ async def test_local_embedder_small_and_bulk_calls_agree() -> None:
     for i, text in enumerate(TEST_SET):
         [small] = await embedder.embed([text])
         assert float(np.dot(small, bulk[i])) > 1 - 1e-5, text
+
+
+def test_the_kept_reference_is_of_pytorch_vectors_of_the_test_set() -> None:
+    """The kept file holds what its writer below wrote: a vector of unit length per text of
+    TEST_SET (a stale key is not an error: the comparison above computes the reference)."""
+    kept = json.loads(REFERENCE.read_text())
+    vectors = np.asarray(kept["vectors"], dtype=np.float32)
+    assert vectors.shape == (len(TEST_SET), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+if __name__ == "__main__":
+    path = default_model_path()
+    vectors = compute_pytorch_vectors(path)
+    REFERENCE.write_text(
+        json.dumps(
+            {
+                "key": reference_key(path),
+                "vectors": [[round(float(x), 8) for x in v] for v in vectors],
+            }
+        )
+        + "\n"
+    )
+    print(f"wrote {REFERENCE}")

@@ -176,7 +176,7 @@ async def _post_email(
     )
     try:
         reading = await parser.read(raw)
-        await asyncio.to_thread(places.load, settings.gazetteer_cache_dir)
+        await asyncio.to_thread(places.load, settings.cache_dir)
         data = to_listing(reading, company)
     except BadInput as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")

@@ -84,7 +84,7 @@ def export(model_path: Path, out: Path) -> None:
     # Eager attention: the exporter traces it into plain MatMul/Softmax nodes.
     bert = AutoModel.from_pretrained(str(model_path), attn_implementation="eager").eval()
 
-    class Pooled(torch.nn.Module):
+    class Pooled(torch.nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject)
         """sentence-transformers' Pooling (mean over the mask) and Normalize, as in its
         models/Pooling.py and models/Normalize.py."""
 

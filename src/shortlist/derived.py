@@ -1,0 +1,143 @@
+"""Derived data kept between processes: indexes a process builds at start-up from packaged data
+and code alone (the gazetteer, shortlist.places; the bundled simulator's population,
+shortlist.simulator), pickled into ``SHORTLIST_CACHE_DIR`` so the next process loads them
+instead of building them again.
+
+A file's name is a digest of everything its contents are a function of: the source files of
+the modules that build it, the versions of the packages whose data it reads, the build's own
+arguments, Python's version and the pickle protocol. Another version of any of them reads and
+writes another file, so no process ever loads what different code built. Files are written
+whole and renamed into place (a concurrent reader sees all of one or none) and only ever read by
+this code: the directory must be writable by shortlist's user alone, like its data dir. Of
+several processes starting at once, one builds a missing file (under a lock beside it) and the
+others wait for it and load it.
+
+The cache only saves time: a missing, unreadable or unwritable file means building, and a
+warning. Unset (the default), every process builds its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import hashlib
+import importlib.metadata
+import logging
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ENV = "SHORTLIST_CACHE_DIR"
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+def default_dir() -> Path | None:
+    """``SHORTLIST_CACHE_DIR`` (``Settings.cache_dir`` reads the same variable), None: unset."""
+    configured = os.environ.get(ENV)
+    return Path(configured) if configured else None
+
+
+def file_name(kind: str, sources: Iterable[str], packages: Iterable[str], *args: object) -> str:
+    """The cache file of ``kind`` built by the modules at ``sources`` (their files' bytes) from
+    the data of ``packages`` (their installed versions) with ``args``."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(Path(source).read_bytes())
+    for package in packages:
+        digest.update(f"{package}=={importlib.metadata.version(package)};".encode())
+    digest.update(f"{args!r};{sys.version_info[:2]};{PROTOCOL}".encode())
+    return f"{kind}-{digest.hexdigest()[:20]}.pickle"
+
+
+def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
+    """The object kept in ``folder/name``, if there is one of type ``kind``."""
+    if folder is None:
+        return None
+    path = folder / name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cache file %s unreadable (%s); building", path, exc)
+        return None
+    # Tens of thousands of small objects: the cyclic collector would walk them all, repeatedly,
+    # while they are made (it made loading the simulator's population ~3x slower).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        kept = pickle.loads(data)  # written by write() below, named after this code
+    except Exception as exc:  # a torn or foreign file: build again (and replace it)
+        log.warning("cache file %s unreadable (%r); building", path, exc)
+        return None
+    finally:
+        if was_enabled:
+            gc.enable()
+    return kept if isinstance(kept, kind) else None
+
+
+def write(folder: Path | None, name: str, data: bytes) -> None:
+    """Keep pickled ``data`` as ``folder/name``: a file of its own first, then renamed."""
+    if folder is None:
+        return
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        log.warning("cache file not written to %s (%s)", folder, exc)
+
+
+def dumps(obj: object) -> bytes:
+    return pickle.dumps(obj, protocol=PROTOCOL)
+
+
+@contextlib.contextmanager
+def _building(folder: Path, name: str) -> Iterator[None]:
+    """Held while ``name`` is built: an exclusive lock on a file beside it (released by the
+    kernel if the builder dies). No lock (an unwritable folder): build without one."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(folder / f".{name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def load_or_build(
+    folder: Path | None, name: str, kind: type[T], build: Callable[[], tuple[T, bytes]]
+) -> T:
+    """The ``kind`` kept as ``folder/name``; else ``build()`` (the object and its pickle),
+    kept there for the next process. One process builds; others starting meanwhile wait."""
+    if folder is None:
+        return build()[0]
+    kept = read(folder, name, kind)
+    if kept is not None:
+        return kept
+    with _building(folder, name):
+        kept = read(folder, name, kind)  # built by another process while this one waited
+        if kept is not None:
+            return kept
+        built, data = build()
+        write(folder, name, data)
+        return built

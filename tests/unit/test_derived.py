@@ -1,0 +1,117 @@
+"""The derived-data cache (shortlist.derived): kept objects are loaded, not rebuilt; another
+version of the code or arguments is another file; a torn file is rebuilt; of processes starting
+at once, one builds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from shortlist import derived
+
+
+class Index:
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+
+
+def _builder(calls: list[int], words: list[str]) -> Callable[[], tuple[Index, bytes]]:
+    def build() -> tuple[Index, bytes]:
+        calls.append(1)
+        index = Index(words)
+        return index, derived.dumps(index)
+
+    return build
+
+
+def test_a_kept_object_is_loaded_not_built_again(tmp_path: Path) -> None:
+    name = derived.file_name("index", [__file__], ["psycopg"], 1, "a")
+    calls: list[int] = []
+    first = derived.load_or_build(tmp_path, name, Index, _builder(calls, ["x", "y"]))
+    second = derived.load_or_build(tmp_path, name, Index, _builder(calls, ["other"]))
+    assert calls == [1]
+    assert first.words == second.words == ["x", "y"]
+    assert second is not first
+
+
+def test_no_folder_builds_every_time(tmp_path: Path) -> None:
+    name = derived.file_name("index", [__file__], [], 1)
+    calls: list[int] = []
+    derived.load_or_build(None, name, Index, _builder(calls, []))
+    derived.load_or_build(None, name, Index, _builder(calls, []))
+    assert calls == [1, 1]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_another_source_argument_or_package_is_another_file(tmp_path: Path) -> None:
+    source = tmp_path / "builder.py"
+    source.write_text("A = 1\n")
+    names = {
+        derived.file_name("index", [str(source)], ["psycopg"], 1),
+        derived.file_name("index", [str(source)], ["psycopg"], 2),
+        derived.file_name("index", [str(source)], ["httpx"], 1),
+        derived.file_name("other", [str(source)], ["psycopg"], 1),
+    }
+    before = derived.file_name("index", [str(source)], ["psycopg"], 1)
+    source.write_text("A = 2\n")
+    names.add(derived.file_name("index", [str(source)], ["psycopg"], 1))
+    assert len(names) == 5
+    assert before in names
+
+
+def test_a_torn_or_foreign_file_is_rebuilt_and_replaced(tmp_path: Path) -> None:
+    name = derived.file_name("index", [__file__], [], "torn")
+    (tmp_path / name).write_bytes(derived.dumps(Index(["whole"]))[:-7])
+    calls: list[int] = []
+    assert derived.load_or_build(tmp_path, name, Index, _builder(calls, ["new"])).words == ["new"]
+    (tmp_path / name).write_bytes(derived.dumps({"not": "an index"}))
+    assert derived.load_or_build(tmp_path, name, Index, _builder(calls, ["newer"])).words == [
+        "newer"
+    ]
+    assert calls == [1, 1]
+    assert derived.read(tmp_path, name, Index) is not None
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_unwritable_folder_still_builds(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    calls: list[int] = []
+    index = derived.load_or_build(blocker / "cache", "x.pickle", Index, _builder(calls, ["k"]))
+    assert index.words == ["k"] and calls == [1]
+
+
+CHILD = """
+import sys, time
+from collections.abc import Callable
+from pathlib import Path
+from shortlist import derived
+from tests.unit.test_derived import Index
+folder, marks = Path(sys.argv[1]), Path(sys.argv[2])
+def build():
+    with marks.open("a") as f:
+        f.write("built\\n")
+    time.sleep(1.0)  # long enough that the other process asks while this one builds
+    index = Index(["shared"])
+    return index, derived.dumps(index)
+print(derived.load_or_build(folder, "shared.pickle", Index, build).words[0])
+"""
+
+
+def test_of_processes_starting_at_once_one_builds_and_the_others_load(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    root = Path(__file__).resolve().parents[2]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(tmp_path / "cache"), str(marks)],
+            stdout=subprocess.PIPE,
+            cwd=root,
+        )
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=120)[0].decode().strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert outputs == ["shared"] * 3
+    assert marks.read_text() == "built\n"
