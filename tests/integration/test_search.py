@@ -641,3 +641,50 @@ async def test_quotes_backslashes_and_operators_in_a_query_are_words(
     assert words["narrow"] is not None and "'fpga'" in words["narrow"]
     result = await search_jobs(pool, embedder, "o'neil's c:\\tools & | !go 'fpga'", size=5)
     assert [h.listing.job_title for h in result.hits] == ["O'Neil's FPGA Engineer"]
+
+
+async def test_a_place_in_the_query_is_no_match_of_every_listing_there(
+    pool: AsyncPool, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 Toronto listings of other work and three nurses, one in Toronto. The Toronto
+    accountants are no match of "registered nurse in Toronto": the hits and the facets are the
+    nurses (and the vector list's nearest), not every job in the city. A query of only a place,
+    or of a place and broad words, matches the place's listings."""
+    items = [
+        listing(f"Accountant {i}", "Ledger & Co", "Toronto, ON", "Bookkeeping.", work_mode="onsite")
+        for i in range(40)
+    ] + [
+        listing(
+            "Registered Nurse", "Lakeside Health", "Toronto, ON", "Ward care.", work_mode="remote"
+        ),
+        listing(
+            "Registered Nurse", "Harbor Health", "Boston, MA", "Ward care.", work_mode="remote"
+        ),
+        listing(
+            "Nurse Practitioner", "Prairie Clinic", "Denver, CO", "Clinic.", work_mode="remote"
+        ),
+    ]
+    await insert(pool, items)  # pending: every hit comes from the text list
+
+    def facet(result: Any) -> dict[str, int]:
+        return {f.value: f.count for f in result.facets.work_mode}
+
+    nurses = await search_jobs(pool, embedder, "registered nurse in Toronto", size=10)
+    assert {h.listing.company_name for h in nurses.hits} == {
+        "Lakeside Health",
+        "Harbor Health",
+        "Prairie Clinic",
+    }
+    assert facet(nurses) == {"remote": 3}
+
+    city = await search_jobs(pool, embedder, "Toronto", size=50)
+    assert len(city.hits) == 41 and facet(city) == {"onsite": 40, "remote": 1}
+
+    # Without the place only broad words are left ("account", in 40 listings, is broad once
+    # more than 2 have it): the place's listings are matched, the Toronto nurse among them.
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE job_listings")
+        await conn.commit()
+    monkeypatch.setattr("shortlist.listings.search.BROAD_MATCHES", 2)
+    accountants = await search_jobs(pool, embedder, "accountant in Toronto", size=10)
+    assert facet(accountants) == {"onsite": 40, "remote": 1}

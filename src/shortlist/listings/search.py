@@ -62,7 +62,7 @@ from cachetools import TTLCache
 from psycopg import sql
 from pydantic import BaseModel, PrivateAttr
 
-from shortlist import metrics
+from shortlist import metrics, places
 from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
@@ -144,6 +144,23 @@ async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
         words = {"narrow": row["narrow"], "broad": row["broad"]}
     _words[key] = words
     return words
+
+
+def match_terms(normalised: str, terms: str) -> str:
+    """The words whose listings the text list ranks: ``terms`` (text_terms of ``normalised``)
+    without a place the query names ("nurse in Toronto": nurse; shortlist.places.locate_place).
+    The place still counts in the text list's ranking, which reads every word of ``terms`` (a
+    Toronto nurse before a Lisbon one), and in the query's vector; but a listing that shares only the place
+    with the query is no match of it: a city is in a few percent of all listings, so ranking
+    each of them (all ranked near the bottom) made most of such a search's cost, and its facets
+    counted every job in that city. A query that is only a place is matched on it (and one
+    whose other words are all broad, in search_jobs)."""
+    rest = text_terms(places.without_place(normalised))
+    return rest if rest != terms and _has_word(rest) else terms
+
+
+def _has_word(terms: str) -> bool:
+    return any(ch.isalnum() for ch in terms)
 
 
 BROAD_MATCHES = 20_000
@@ -396,7 +413,13 @@ async def search_jobs(
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
         # the exact scan for a selective location and the HNSW graph for a broad one.
-        params.update(await query_words(conn, params["terms"]))
+        matched = match_terms(normalised, params["terms"])
+        words = await query_words(conn, matched)
+        if matched != params["terms"] and words["narrow"] is None:
+            # Without the place only broad words are left ("jobs in Berlin"): the place is
+            # what the query asks for, so its listings are matched after all.
+            words = await query_words(conn, params["terms"])
+        params.update(words)
         statement = candidates_statement(space, with_facets=with_facets)
         cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()

@@ -70,7 +70,10 @@ l.status = 'open'
 --           failed, search degrades to full text)
 --   text    the k best full-text matches of any of the query's words (%(terms)s), the title
 --           weighted far above agency, place and description; also finds listings still
---           pending their first embedding. Only the order of ts_rank is used. Every match
+--           pending their first embedding. Only the order of ts_rank is used. The words
+--           matched are %(narrow)s and %(broad)s; a place the query names is ranked but not
+--           matched (shortlist.listings.search.match_terms: "nurse in Toronto" ranks the
+--           Toronto nurses first but is no match of every Toronto listing). Every match
 --           of a *narrow* word (%(narrow)s, from query_words) is ranked; of a *broad* word
 --           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
 --           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,

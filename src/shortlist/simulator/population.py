@@ -380,8 +380,19 @@ class PopulationIndex:
         return f"PopulationIndex({len(self.people)} people, seed={self.seed})"
 
     def warm(self) -> None:
-        """Build the free-text structures now rather than on the first search."""
-        _ = self._postings
+        """Build the free-text and role structures now rather than on the first search."""
+        _ = self._postings, self._by_role_word
+
+    @cached_property
+    def _by_role_word(self) -> dict[str, list[int]]:
+        """Role word → the entries whose title or family has it (in entry order). A role search
+        reads only the people who answer to one of its words (a person who answers to none
+        scores 0, role_match_score): scanning all 50,000 cost ~90 ms of CPU a search."""
+        postings: dict[str, list[int]] = {}
+        for i, e in enumerate(self._entries):
+            for word in e.role_words:
+                postings.setdefault(word, []).append(i)
+        return postings
 
     @cached_property
     def _idf(self) -> dict[str, float]:
@@ -475,7 +486,15 @@ class PopulationIndex:
         role = role.strip() if role and role.strip() else None
         wanted = role_query_words(role) if role else frozenset()
         hits: list[tuple[float, float, str, Person]] = []
-        for e in self._entries:
+        entries = self._entries
+        if wanted:
+            # Only people who answer to a word of the role can match it; the order of hits is
+            # the sort's below (username breaks every tie), not this one.
+            found = sorted({i for w in wanted for i in self._by_role_word.get(w, ())})
+            candidates = [entries[i] for i in found]
+        else:
+            candidates = entries
+        for e in candidates:
             p = e.person
             if min_years is not None and p.years_experience < min_years:
                 continue

@@ -8,6 +8,8 @@ ones (rare titles appear only a handful of times here) need the backfill.
 
 from __future__ import annotations
 
+import asyncio
+
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 
@@ -26,7 +28,10 @@ async def load_sample_candidates(conn: AsyncConn) -> int:
         row = await cur.fetchone()
         if row is not None and row["present"]:
             return 0
-        people = build_population(seed=SAMPLE_SEED, size=SAMPLE_SIZE)
+        # ~2 s of CPU on a first call (GeoNames' places are read too): off the event loop, which
+        # every other request of the process shares (a raced second load timed out waiting
+        # for a pool connection while this one held the loop).
+        people = await asyncio.to_thread(build_population, seed=SAMPLE_SEED, size=SAMPLE_SIZE)
         async with conn.cursor() as ins:
             await ins.executemany(
                 QUERIES["insert_sample_candidate"],
