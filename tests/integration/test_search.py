@@ -46,8 +46,9 @@ from shortlist.queue.notify import Notifier
 from shortlist.relevance import JOB_SCORE
 from tests.fakes import FakeEmbedder
 
-# The statement in the first model space, the one these tests' vectors are in.
-CANDIDATES = candidates_statement(first_space(384))
+# The statement in the first model space, the one these tests' vectors are in, with a location
+# filter (candidate_params').
+CANDIDATES = candidates_statement(first_space(384), filters=["location"])
 
 EmbedPending = Callable[[], Awaitable[int]]
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, LiteralString
@@ -107,16 +107,37 @@ CANDIDATES_WITH_FACETS = _compact(
     + _ORDER
 )
 
-# ... composed for each embedding model space.
-_IN_SPACE = SpaceStatements(
-    {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},
-    listing_filters=sql.SQL(_compact(QUERIES["listing_filters"])),
-)
+FILTERS = ("location", "salary_min", "work_mode", "posted_within_days")
+"""The search filters, in the order their conditions (search.sql, ``filter_<name>``) are added
+to ``listing_filters`` when a request sets them."""
+
+# ... composed for each embedding model space and each set of filters a request sets.
+_IN_SPACE: dict[frozenset[str], SpaceStatements] = {}
 
 
-def candidates_statement(space: ModelSpace, *, with_facets: bool = False) -> sql.Composed:
-    """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it."""
-    return _IN_SPACE.get("candidates_with_facets" if with_facets else "candidates", space)
+def _filtered(filters: frozenset[str]) -> SpaceStatements:
+    statements = _IN_SPACE.get(filters)
+    if statements is None:
+        conditions = [QUERIES["listing_filters"]] + [
+            QUERIES[f"filter_{name}"] for name in FILTERS if name in filters
+        ]
+        statements = _IN_SPACE[filters] = SpaceStatements(
+            {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},
+            listing_filters=sql.SQL(_compact("\nAND ".join(conditions))),
+        )
+    return statements
+
+
+def candidates_statement(
+    space: ModelSpace, *, with_facets: bool = False, filters: Iterable[str] = ()
+) -> sql.Composed:
+    """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it, with
+    the conditions of ``filters`` (names of :data:`FILTERS`: those the request sets)."""
+    wanted = frozenset(filters)
+    if not wanted <= set(FILTERS):
+        raise ValueError(f"unknown filters: {sorted(wanted - set(FILTERS))}")
+    name = "candidates_with_facets" if with_facets else "candidates"
+    return _filtered(wanted).get(name, space)
 
 
 WORDS_TTL = 60.0
@@ -150,11 +171,11 @@ def match_terms(normalised: str, terms: str) -> str:
     """The words whose listings the text list ranks: ``terms`` (text_terms of ``normalised``)
     without a place the query names ("nurse in Toronto": nurse; shortlist.places.locate_place).
     The place still counts in the text list's ranking, which reads every word of ``terms`` (a
-    Toronto nurse before a Lisbon one), and in the query's vector; but a listing that shares only the place
-    with the query is no match of it: a city is in a few percent of all listings, so ranking
-    each of them (all ranked near the bottom) made most of such a search's cost, and its facets
-    counted every job in that city. A query that is only a place is matched on it (and one
-    whose other words are all broad, in search_jobs)."""
+    Toronto nurse before a Lisbon one), and in the query's vector; but a listing that shares
+    only the place with the query is no match of it: a city is in a few percent of all
+    listings, so ranking each of them (all ranked near the bottom) made most of such a search's
+    cost, and its facets counted every job in that city. A query that is only a place is
+    matched on it (and one whose other words are all broad, in search_jobs)."""
     rest = text_terms(places.without_place(normalised))
     return rest if rest != terms and _has_word(rest) else terms
 
@@ -420,7 +441,11 @@ async def search_jobs(
             # what the query asks for, so its listings are matched after all.
             words = await query_words(conn, params["terms"])
         params.update(words)
-        statement = candidates_statement(space, with_facets=with_facets)
+        statement = candidates_statement(
+            space,
+            with_facets=with_facets,
+            filters=[name for name in FILTERS if params[name] is not None],
+        )
         cur = await conn.execute(statement, params, prepare=False)
         rows = await cur.fetchall()
         vector_rows = [r for r in rows if r["list"] == "vector"]

@@ -1,6 +1,6 @@
 -- Job search (shortlist.listings.search): two candidate lists, fused in Python.
--- Both apply the same filters (listing_filters), written so that NULL means "no filter",
--- and only ever see open listings that repeat no other (a closed one, or a near-duplicate linked
+-- Both apply the same filters (listing_filters, with each filter_* the request sets), and
+-- only ever see open listings that repeat no other (a closed one, or a near-duplicate linked
 -- to its original by the indexer, keeps its page, not its place in search):
 --   location   case-insensitive substring of city_location: an ILIKE pattern '%…%' built by
 --              search.py with %, _ and \ escaped, so they match literally. ILIKE (not
@@ -44,18 +44,24 @@ SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
   FROM words
 
 -- name: listing_filters
--- The request's filters as listing l must pass them, spliced ({listing_filters}) into each
--- scan of candidate_ctes: both lists and the facets obey the same ones. A parameter is typed
--- by its first cast (psycopg sends each name as one $n), so later uses go without: the
--- statement stays under psycopg's cache limit (tests/unit/test_search_statements.py).
-l.status = 'open'
-       AND l.duplicate_of IS NULL
-       AND (%(location)s::text IS NULL OR l.city_location ILIKE %(location)s)
-       AND (%(salary_min)s::int IS NULL
-            OR coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int)
-       AND (%(work_mode)s::text IS NULL OR l.work_mode = %(work_mode)s)
-       AND (%(posted_within_days)s::int IS NULL
-            OR l.created_at >= now() - make_interval(days => %(posted_within_days)s::int))
+-- What listing l must be, spliced ({listing_filters}) into each scan of candidate_ctes, so both
+-- lists and the facets obey the same conditions: open, repeating no other, and each filter
+-- the request sets (filter_* below, joined by AND in shortlist.listings.search; a filter not
+-- set is not in the statement at all, which keeps it under psycopg's cache limit,
+-- tests/unit/test_search_statements.py).
+l.status = 'open' AND l.duplicate_of IS NULL
+
+-- name: filter_location
+l.city_location ILIKE %(location)s
+
+-- name: filter_salary_min
+coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int
+
+-- name: filter_work_mode
+l.work_mode = %(work_mode)s
+
+-- name: filter_posted_within_days
+l.created_at >= now() - make_interval(days => %(posted_within_days)s::int)
 
 -- name: candidate_ctes
 -- {embedding} and {halfvec}: the active model space's column and index type
@@ -103,26 +109,28 @@ nearest AS MATERIALIZED (
      LIMIT %(k)s
 ),
 all_matching AS (
-    -- One scan of the matches: a narrow word's through the full-text index, a broad word's
-    -- newest through their ids (BitmapOr); joining a list of ids back to the table instead
-    -- made PostgreSQL read the whole table once a query matched a few thousand listings.
-    -- The words are constants (query_words), not the query CTE's columns: the planner then
-    -- knows how many listings a word matches and reads a broad word's newest matches
-    -- through the created_at index instead of all of them.
-    SELECT l.id, l.created_at,
-           ts_rank('{0.01, 0.05, 0.05, 1.0}', l.search_tsv, query.any_word, 32) AS text_rank,
-           l.work_mode, l.city_location, l.currency_code,
-           coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
-      FROM job_listings AS l
+    -- Every match of a narrow word through the full-text index, and of the rest the newest
+    -- matches of a broad word through the created_at index, each with the columns read here
+    -- (not their ids looked up again: 2,000 primary-key probes were a quarter of such a
+    -- search). The words are constants (query_words), not the query CTE's columns: the
+    -- planner then knows how many listings a word matches.
+    SELECT m.id, m.created_at,
+           ts_rank('{0.01, 0.05, 0.05, 1.0}', m.search_tsv, query.any_word, 32) AS text_rank,
+           m.work_mode, m.city_location, m.currency_code, m.top_ks
+      FROM (SELECT l.id, l.created_at, l.search_tsv, l.work_mode, l.city_location,
+                   l.currency_code, coalesce(l.salary_max_ks, l.salary_min_ks) AS top_ks
+              FROM job_listings AS l
+             WHERE l.search_tsv @@ %(narrow)s::tsquery AND {listing_filters}
+            UNION ALL
+            (SELECT l.id, l.created_at, l.search_tsv, l.work_mode, l.city_location,
+                    l.currency_code, coalesce(l.salary_max_ks, l.salary_min_ks)
+               FROM job_listings AS l
+              WHERE l.search_tsv @@ %(broad)s::tsquery
+                AND NOT coalesce(l.search_tsv @@ %(narrow)s, false)
+                AND {listing_filters}
+              ORDER BY l.created_at DESC
+              LIMIT %(broad_window)s)) AS m
      CROSS JOIN query
-     WHERE (l.search_tsv @@ %(narrow)s::tsquery
-            OR l.id = ANY (ARRAY(SELECT l.id
-                                   FROM job_listings AS l
-                                  WHERE l.search_tsv @@ %(broad)s::tsquery
-                                    AND {listing_filters}
-                                  ORDER BY l.created_at DESC
-                                  LIMIT %(broad_window)s)))
-       AND {listing_filters}
 ),
 matching AS (
     SELECT id, created_at, text_rank
