@@ -905,6 +905,11 @@ def provider_chaos(profile: Profile, db_url: str) -> dict[str, Any]:
 # --- 4. graceful stop under load ------------------------------------------------------------------
 
 
+TEARDOWN_SLACK = 4.0
+"""Seconds a stopped process may take past its grace to exit (graceful_stop,
+stop_with_hung_call): closing its pool and clients and the interpreter's exit."""
+
+
 def graceful_stop(profile: Profile, db_url: str, *, command: str = "worker") -> dict[str, Any]:
     """SIGTERM to a busy ``shortlist worker`` (or ``shortlist serve`` with its in-process
     workers): the batch and candidates in flight commit, nothing stays claimed, and the
@@ -969,8 +974,9 @@ def graceful_stop(profile: Profile, db_url: str, *, command: str = "worker") -> 
             cluster.stop_all()
         log = proc.log()
         assert code == 0, log[-4000:]
-        # Grace for the work, plus a second for closing the pool and the interpreter's exit.
-        assert took <= grace + 1.5, f"took {took:.1f}s with a {grace}s grace:\n{log[-3000:]}"
+        # Grace for the work, then closing the pool and clients and the interpreter's exit:
+        # ~0.1 s on a quiet machine, up to 3 s at the end of a four-process test run on two cores.
+        assert took <= grace + TEARDOWN_SLACK, f"took {took:.1f}s, grace {grace}s:\n{log[-3000:]}"
         left = checks.held_by_pid(db_url, proc.pid)
         assert left == {"listings": 0, "candidates": 0, "tiers": 0}, left
         committed = checks.scalar(
@@ -1055,6 +1061,9 @@ def stop_with_hung_call(db_url: str) -> dict[str, Any]:
         log = proc.log()
     left = checks.held_by_pid(db_url, proc.pid)
     assert code == 0, log[-3000:]
-    assert took <= grace + 1.5, f"took {took:.1f}s with a {grace}s grace:\n{log[-3000:]}"
+    # The grace bounds the work in flight (the log shows it cancelled at the grace); closing the
+    # pool and clients and the interpreter's exit come after it, ~0.1 s on a quiet machine and
+    # up to 3 s at the end of a four-process test run on two cores.
+    assert took <= grace + TEARDOWN_SLACK, f"took {took:.1f}s, grace {grace}s:\n{log[-3000:]}"
     assert left == {"listings": 0, "candidates": 0, "tiers": 0}, left
     return {"grace_s": grace, "exit_code": code, "exit_after_s": round(took, 2), "left": left}

@@ -78,7 +78,7 @@ def test_sigterm_under_load_commits_in_flight_work_within_the_grace(db_url: str)
     figures = scenarios.graceful_stop(REDUCED, db_url, command="worker")
     scenarios.record("graceful stop (worker)", COMMAND, figures)
     assert figures["exit_code"] == 0
-    assert figures["exit_after_s"] <= figures["grace_s"] + 1.5
+    assert figures["exit_after_s"] <= figures["grace_s"] + scenarios.TEARDOWN_SLACK
     assert figures["listings_in_flight_committed"] == figures["listings_in_flight"]
 
 
@@ -86,7 +86,7 @@ def test_sigterm_with_a_hung_provider_call_still_exits_within_the_grace(db_url: 
     figures = scenarios.stop_with_hung_call(db_url)
     scenarios.record("graceful stop (hung call)", COMMAND, figures)
     assert figures["exit_code"] == 0
-    assert figures["exit_after_s"] <= figures["grace_s"] + 1.5
+    assert figures["exit_after_s"] <= figures["grace_s"] + scenarios.TEARDOWN_SLACK
     assert figures["left"] == {"listings": 0, "candidates": 0, "tiers": 0}
 
 
