@@ -8,7 +8,7 @@ the modules that build it, the versions of the packages whose data it reads, the
 arguments, Python's version and the pickle protocol. Another version of any of them reads and
 writes another file, so no process ever loads what different code built. Files are written
 whole and renamed into place (a concurrent reader sees all of one or none) and only ever read by
-this code: the directory must be writable by shortlist's user alone, like its data dir. Of
+this code, and only from a folder and file owned by this user and writable by nobody else. Of
 several processes starting at once, one builds a missing file (under a lock beside it) and the
 others wait for it and load it.
 
@@ -64,7 +64,15 @@ def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
         return None
     path = folder / name
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            if not _trusted(folder.stat()) or not _trusted(os.fstat(f.fileno())):
+                log.warning(
+                    "cache file %s or its folder is not this user's alone (owner, or writable by "
+                    "others); building instead of loading it",
+                    path,
+                )
+                return None
+            data = f.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -83,6 +91,12 @@ def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
         if was_enabled:
             gc.enable()
     return kept if isinstance(kept, kind) else None
+
+
+def _trusted(stat: os.stat_result) -> bool:
+    """Owned by this process's user and writable by nobody else: only then is a pickle loaded
+    (loading one runs whatever its writer put in it)."""
+    return stat.st_uid == os.getuid() and not stat.st_mode & 0o022
 
 
 def write(folder: Path | None, name: str, data: bytes) -> None:

@@ -75,6 +75,23 @@ def test_a_torn_or_foreign_file_is_rebuilt_and_replaced(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_file_others_may_write_is_never_loaded(tmp_path: Path) -> None:
+    name = derived.file_name("index", [__file__], [], "trust")
+    calls: list[int] = []
+    derived.load_or_build(tmp_path, name, Index, _builder(calls, ["mine"]))
+    assert derived.read(tmp_path, name, Index) is not None
+    (tmp_path / name).chmod(0o666)
+    assert derived.read(tmp_path, name, Index) is None
+    (tmp_path / name).chmod(0o600)
+    tmp_path.chmod(0o777)
+    try:
+        assert derived.read(tmp_path, name, Index) is None
+        assert derived.load_or_build(tmp_path, name, Index, _builder(calls, ["rebuilt"])).words
+    finally:
+        tmp_path.chmod(0o700)
+    assert calls == [1, 1]
+
+
 def test_an_unwritable_folder_still_builds(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
