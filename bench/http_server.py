@@ -89,7 +89,7 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
 
 
 def main() -> None:
-    from shortlist.runtime import cap_malloc_arenas
+    from shortlist.heap import cap_malloc_arenas
 
     cap_malloc_arenas()  # as the shortlist command does
     parser = argparse.ArgumentParser()

@@ -24,6 +24,7 @@ from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
 from shortlist.embedding.spaces import EmbedderFactory, ModelInUse, Spaces
+from shortlist.heap import trim_heap_periodically
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
@@ -187,6 +188,7 @@ async def open_services(
     services = Services(settings, database_url, pool, notifier, spaces, sources)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None
+    trimmer: asyncio.Task[None] | None = None
     cache_watcher = asyncio.create_task(
         services.search_cache.watch(
             notifier.subscribe(channels.LISTINGS), notifier.connected, notifier.disconnected
@@ -212,8 +214,15 @@ async def open_services(
             min_size=1,
             max_size=max_size,
         )
+        # Start-up (the gazetteer, the model) freed more than it kept: hand it back now, and
+        # what serving frees from time to time.
+        trimmer = asyncio.create_task(trim_heap_periodically(), name="shortlist-heap-trim")
         yield services
     finally:
+        if trimmer is not None:
+            trimmer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await trimmer
         stop_watching.set()
         cache_watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
-import os
 import signal
 import socket
 from collections.abc import Iterator
@@ -34,33 +31,6 @@ from shortlist.errors import StartupError
 from shortlist.queue.worker import RELEASE_TIMEOUT
 
 log = logging.getLogger(__name__)
-
-MALLOC_ARENAS = 2
-_M_ARENA_MAX = -8  # malloc.h
-
-
-def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """At most ``arenas`` glibc malloc arenas in this process, unless ``MALLOC_ARENA_MAX`` is
-    set (it wins); returns whether the cap was set. Called first thing, before any thread.
-
-    glibc gives threads that allocate at the same time arenas of their own (up to 8 per core),
-    and an arena keeps the memory freed into it: the model's intra-op threads and the thread
-    pool left an API process 16 MB larger (the search-http server after 1,000 searches: 305 MB,
-    289 MB with two arenas), for no speed a process that waits on PostgreSQL would notice.
-    The documented knob is ``MALLOC_ARENA_MAX`` (mallopt(3), ``M_ARENA_MAX``), read from the
-    environment when a process starts; ``mallopt`` sets the same from inside. No-op where the
-    C library has no ``mallopt`` (musl)."""
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, arenas))
-
 
 EMBEDDED_DATABASE = "shortlist"
 

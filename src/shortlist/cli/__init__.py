@@ -50,7 +50,7 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    from shortlist.runtime import cap_malloc_arenas
+    from shortlist.heap import cap_malloc_arenas
 
     cap_malloc_arenas()  # before any thread allocates
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,4 +1,5 @@
-"""shortlist.runtime.cap_malloc_arenas: threads that allocate at once share two glibc arenas."""
+"""shortlist.heap: threads that allocate at once share two glibc arenas once capped; a trim
+hands the free pages inside the heap back to the operating system."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 CHILD = r"""
 import ctypes, ctypes.util, os, re, sys, tempfile, threading
 if sys.argv[1] == "capped":
-    from shortlist.runtime import cap_malloc_arenas
+    from shortlist.heap import cap_malloc_arenas
     assert cap_malloc_arenas()
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 barrier = threading.Barrier(8)
@@ -52,7 +53,33 @@ def test_threads_allocating_at_once_share_two_arenas_once_capped() -> None:
 
 
 def test_an_operators_malloc_arena_max_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shortlist.runtime import cap_malloc_arenas
+    from shortlist.heap import cap_malloc_arenas
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert cap_malloc_arenas() is False
+
+
+# A child process: 200 MB of 4 kB blocks on the heap, one more block after them (so the freed
+# ones are not at the heap's top, which glibc gives back by itself), all but that one freed;
+# then the resident size before and after a trim.
+TRIM_CHILD = r"""
+import psutil
+from shortlist.heap import trim_heap
+me = psutil.Process()
+blocks = [bytearray(4096) for _ in range(50_000)]
+pin = bytearray(4096)
+del blocks
+before = me.memory_info().rss
+trimmed = trim_heap()
+print(trimmed, (before - me.memory_info().rss) // 2**20)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_a_trim_hands_freed_heap_memory_back() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", TRIM_CHILD], capture_output=True, text=True, check=True
+    )
+    trimmed, released_mb = done.stdout.split()
+    assert trimmed == "True"
+    assert int(released_mb) > 100, done.stdout
