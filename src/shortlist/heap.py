@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import functools
 import os
 
 MALLOC_ARENAS = 2
@@ -40,7 +41,9 @@ HEAP_TRIM_EVERY = 30.0
 """Seconds between two :func:`trim_heap` calls of a process's services (shortlist.bootstrap)."""
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library, looked up once (find_library runs ``ldconfig -p`` in a subprocess)."""
     try:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
@@ -51,9 +54,9 @@ def trim_heap() -> bool:
     """Hand the free pages inside glibc's heap back to the operating system (malloc_trim(3));
     returns whether any were. Freed memory otherwise stays the process's: building the
     gazetteer and loading the model leave ~25 MB of it in an API process, and serving adds
-    more (the search-http server after 1,000 searches: 298 MB, 278 MB trimmed every second;
-    290 → 265 MB at start). It takes the heap's lock for a few milliseconds. No-op where the C
-    library has no ``malloc_trim`` (musl)."""
+    more (the search-http server after 1,000 searches: 298 MB, 279 MB trimmed after start-up
+    and every :data:`HEAP_TRIM_EVERY` seconds; 290 → 260 MB at start). It takes the heap's
+    lock for a few milliseconds. No-op where the C library has no ``malloc_trim`` (musl)."""
     libc = _libc()
     trim = getattr(libc, "malloc_trim", None) if libc is not None else None
     if trim is None:

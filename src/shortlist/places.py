@@ -21,7 +21,6 @@ brief's city, in the same country, is in its metro area (Garching bei München f
 from __future__ import annotations
 
 import csv
-import importlib.metadata
 import importlib.util
 import logging
 import math

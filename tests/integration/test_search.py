@@ -650,7 +650,8 @@ async def test_a_place_in_the_query_is_no_match_of_every_listing_there(
     """40 Toronto listings of other work and three nurses, one in Toronto. The Toronto
     accountants are no match of "registered nurse in Toronto": the hits and the facets are the
     nurses (and the vector list's nearest), not every job in the city. A query of only a place,
-    or of a place and broad words, matches the place's listings."""
+    of a place and words that name no work, or of a place and broad words, matches the place's
+    listings."""
     items = [
         listing(f"Accountant {i}", "Ledger & Co", "Toronto, ON", "Bookkeeping.", work_mode="onsite")
         for i in range(40)
@@ -680,6 +681,9 @@ async def test_a_place_in_the_query_is_no_match_of_every_listing_there(
 
     city = await search_jobs(pool, embedder, "Toronto", size=50)
     assert len(city.hits) == 41 and facet(city) == {"onsite": 40, "remote": 1}
+    # Words that name no work: the place is what is asked for.
+    jobs = await search_jobs(pool, embedder, "jobs in Toronto", size=50)
+    assert len(jobs.hits) == 41 and facet(jobs) == {"onsite": 40, "remote": 1}
 
     # Without the place only broad words are left ("account", in 40 listings, is broad once
     # more than 2 have it): the place's listings are matched, the Toronto nurse among them.

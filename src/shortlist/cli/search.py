@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from shortlist import places
 from shortlist.auth import Principal, Role
 from shortlist.bootstrap import Services, build_workers, open_services
 from shortlist.cli.common import load_settings
@@ -71,8 +72,12 @@ async def _search(
 
     pool = await open_async_pool(url, min_size=1, max_size=2, name="shortlist-cli")
     spaces = Spaces(pool, lambda space: make_space_embedder(space, settings), url)
+    # The gazetteer (a place the query names, search.match_terms) beside the model, as a
+    # server loads it at start-up: in a child process, not in the search's own time.
+    gazetteer = asyncio.create_task(asyncio.to_thread(places.load, settings.cache_dir))
     try:
         await spaces.refresh()
+        await gazetteer
         model = spaces.active()
         return await search_jobs(
             pool,
@@ -84,6 +89,8 @@ async def _search(
             space=model.space,
         )
     finally:
+        if not gazetteer.done():
+            await asyncio.wait([gazetteer])  # a thread cannot be cancelled: let it finish
         await spaces.aclose()
         await pool.close()
 

@@ -50,6 +50,7 @@ offline rerank evaluation.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -174,14 +175,23 @@ def match_terms(normalised: str, terms: str) -> str:
     Toronto nurse before a Lisbon one), and in the query's vector; but a listing that shares
     only the place with the query is no match of it: a city is in a few percent of all
     listings, so ranking each of them (all ranked near the bottom) made most of such a search's
-    cost, and its facets counted every job in that city. A query that is only a place is
-    matched on it (and one whose other words are all broad, in search_jobs)."""
+    cost, and its facets counted every job in that city. A query that is only a place, or a
+    place and words that name no work (:data:`NO_WORK_WORDS`: "jobs in London"), is matched on
+    the place (and one whose other words are all broad, in search_jobs)."""
     rest = text_terms(places.without_place(normalised))
-    return rest if rest != terms and _has_word(rest) else terms
+    if rest == terms or not any(w.lower() not in NO_WORK_WORDS for w in _WORD.findall(rest)):
+        return terms
+    return rest
 
 
-def _has_word(terms: str) -> bool:
-    return any(ch.isalnum() for ch in terms)
+NO_WORK_WORDS = frozenset({
+    "job", "jobs", "work", "works", "position", "positions", "vacancy", "vacancies", "opening",
+    "openings", "role", "roles", "career", "careers", "opportunity", "opportunities",
+    "employment", "hiring",
+})  # fmt: skip
+"""Words of a job search that say it is one, not which work: with only these beside a place,
+the place is what the query asks for."""
+_WORD = re.compile(r"\w+")
 
 
 BROAD_MATCHES = 20_000
