@@ -111,8 +111,11 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[tuple[str, int]]:
-    """The API on a free port; yields its base URL and process id."""
+async def api_server(
+    url: str, embedder: str, queries: Path, profile: Path | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """The API on a free port; yields its base URL and process id. With ``profile``, the server
+    samples itself with pyinstrument and writes the report there when it stops."""
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -126,6 +129,7 @@ async def api_server(url: str, embedder: str, queries: Path) -> AsyncIterator[tu
         embedder,
         "--queries",
         str(queries),
+        *(["--profile", str(profile)] if profile else []),
         cwd=str(REPO_ROOT),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,

@@ -6,13 +6,19 @@ text → its vector, computed beforehand by the model, from a ``.npz`` of ``text
 ``shortlist serve --no-workers`` builds::
 
     python -m bench.http_server --url URL --port P --embedder lookup --queries FILE.npy
+
+``--profile FILE`` samples the whole process with pyinstrument until it stops (SIGTERM) and
+writes the text report there: where a search's time goes in the API process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
+import sys
 from typing import Any
 
 
@@ -97,9 +103,26 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--embedder", choices=("local", "lookup", "precomputed"), default="local")
     parser.add_argument("--queries", default=None)
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="sample the server with pyinstrument until it stops; write the text report here",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(serve(args.url, args.port, args.embedder, args.queries))
+    if args.profile is None:
+        asyncio.run(serve(args.url, args.port, args.embedder, args.queries))
+        return
+    from pyinstrument import Profiler
+
+    # uvicorn raises the SIGTERM it caught again once it has shut down; the default action
+    # would end the process before the report is written.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    profiler = Profiler(interval=0.001, async_mode="disabled")
+    with profiler, contextlib.suppress(SystemExit):
+        asyncio.run(serve(args.url, args.port, args.embedder, args.queries))
+    with open(args.profile, "w") as out:
+        out.write(profiler.output_text(unicode=True, show_all=False))
 
 
 if __name__ == "__main__":
