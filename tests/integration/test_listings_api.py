@@ -3,6 +3,7 @@ salary ranges."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -471,6 +472,46 @@ async def test_email_post_creates_a_listing(
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT source FROM job_listings WHERE id = %s", (body["id"],))
         assert await cur.fetchone() == {"source": "email"}
+
+
+async def test_the_same_message_posted_again_is_the_same_listing(
+    client: httpx.AsyncClient, pool: AsyncPool, tokens: dict[str, str]
+) -> None:
+    async def post(raw: bytes, token: str = tokens["acme"]) -> httpx.Response:
+        headers = {**bearer(token), "Content-Type": "message/rfc822"}
+        return await client.post("/api/jobs/email", content=raw, headers=headers)
+
+    async def listings() -> int:
+        async with pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) AS n FROM job_listings")
+            row = await cur.fetchone()
+        assert row is not None
+        return int(row["n"])
+
+    first = await post(EMAIL)
+    assert first.status_code == 201, first.text
+    again = await post(EMAIL)  # the same bytes, no Message-ID
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    assert await listings() == 1
+    # A Message-ID names the message whatever else a resend changed (a Received line, a Date).
+    with_id = b"Message-ID: <post-42@acme-robotics.io>\r\n" + EMAIL
+    resent = b"Received: from relay.example by mx.example; Tue, 1 Dec 2026 10:00:00 +0000\r\n"
+    answers = await asyncio.gather(post(with_id), post(with_id), post(resent + with_id))
+    assert sorted(r.status_code for r in answers) == [200, 200, 201], [r.text for r in answers]
+    assert len({r.json()["id"] for r in answers}) == 1
+    assert first.json()["id"] not in {r.json()["id"] for r in answers}
+    assert await listings() == 2
+    # Another company posting the same message gets a listing of its own, never Acme's.
+    globex = await post(EMAIL, tokens["globex"])
+    assert globex.status_code == 201, globex.text
+    assert globex.json()["company_name"] == "Globex"
+    assert await listings() == 3
+    # A changed message is a new post.
+    changed = await post(EMAIL.replace(b"warehouse robots", b"delivery robots"))
+    assert changed.status_code == 201, changed.text
+    assert await listings() == 4
 
 
 async def test_email_post_refusals(

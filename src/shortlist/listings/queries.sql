@@ -17,6 +17,35 @@ RETURNING id, company_name, job_title, city_location, description,
           embedded_at, embedding_error, source, source_url, status, valid_through,
           last_seen_at, duplicate_of
 
+-- name: insert_listing_once
+-- A producer that can send the same posting twice (a company re-posting an e-mail over HTTP)
+-- names it with external_id: the second insert writes nothing and returns no row, and the
+-- caller reads the first one (get_listing_by_external_id). Unique on (source, external_id)
+-- (migration 0020).
+INSERT INTO job_listings (
+    id, company_name, job_title, city_location, description,
+    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
+    owner_token_id, external_id)
+VALUES (
+    %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
+    %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(work_mode)s, %(detail_page_slug)s,
+    %(source)s, %(owner_token_id)s, %(external_id)s)
+ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING
+RETURNING id, company_name, job_title, city_location, description,
+          salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
+          created_at, updated_at, embedding_status::text AS embedding_status,
+          embedded_at, embedding_error, source, source_url, status, valid_through,
+          last_seen_at, duplicate_of
+
+-- name: get_listing_by_external_id
+SELECT id, company_name, job_title, city_location, description,
+       salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
+       created_at, updated_at, embedding_status::text AS embedding_status,
+       embedded_at, embedding_error, source, source_url, status, valid_through,
+       last_seen_at, duplicate_of
+  FROM job_listings
+ WHERE source = %(source)s AND external_id = %(external_id)s
+
 -- name: copy_listings
 -- Bulk producers (file, sample). Rows are validated in Python before they get here.
 -- claim_seq: the row's place in its batch, so the indexer interleaves concurrent bulk batches

@@ -43,6 +43,33 @@ async def insert_listing(
     return ListingOut.from_row(created)
 
 
+async def insert_listing_once(
+    conn: AsyncConn,
+    data: ListingCreate,
+    *,
+    source: Source,
+    owner_token_id: int | None,
+    external_id: str,
+) -> tuple[ListingOut, bool]:
+    """The listing ``source`` knows as ``external_id``: inserted, or the one inserted before
+    (a concurrent insert of the same one waits for the first to commit); and whether it is new."""
+    while True:
+        row = {**_new_row(data, source), "owner_token_id": owner_token_id}
+        cur = await conn.execute(
+            QUERIES["insert_listing_once"], {**row, "external_id": external_id}
+        )
+        created = await cur.fetchone()
+        if created is not None:
+            return ListingOut.from_row(created), True
+        cur = await conn.execute(
+            QUERIES["get_listing_by_external_id"], {"source": source, "external_id": external_id}
+        )
+        existing = await cur.fetchone()
+        if existing is not None:
+            return ListingOut.from_row(existing), False
+        # The first one was deleted between the two statements: insert it after all.
+
+
 async def get_listing(conn: AsyncConn, listing_id: UUID) -> ListingOut:
     cur = await conn.execute(QUERIES["get_listing"], {"id": listing_id})
     row = await cur.fetchone()

@@ -89,6 +89,22 @@ async def create_listing(
         return await repo.insert_listing(conn, data, source=source, owner_token_id=owner_token_id)
 
 
+async def create_listing_once(
+    conn: AsyncConn,
+    data: ListingCreate,
+    *,
+    source: Source,
+    owner_token_id: int | None,
+    external_id: str,
+) -> tuple[ListingOut, bool]:
+    """As :func:`create_listing`, for a posting its producer may send again: the second time
+    it returns the first listing, unchanged, and ``False``."""
+    async with conn.transaction():
+        return await repo.insert_listing_once(
+            conn, data, source=source, owner_token_id=owner_token_id, external_id=external_id
+        )
+
+
 async def find_listing(conn: AsyncConn, id_or_slug: str) -> ListingOut:
     """By id or by any slug ending in the id (so a renamed listing's old links still work)."""
     listing_id = parse_listing_ref(id_or_slug)

@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
 from shortlist.listings import service
 from shortlist.listings.mail.parse import to_listing
+from shortlist.listings.mail.store import posted_message_key
 from shortlist.listings.models import (
     MAX_SALARY_KS,
     ListingCreate,
@@ -102,6 +103,9 @@ async def create(
 @router.post(
     "/email",
     status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": ListingOut, "description": "posted before: the listing it made then"}
+    },
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -118,18 +122,29 @@ async def create_from_email(
 ) -> ListingOut:
     """A job post as a raw e-mail message (the body is the message, ``message/rfc822``),
     written as employers write (no template), read in a parser process with a time limit. A
-    company token's listing carries its company, whatever the message says."""
+    company token's listing carries its company, whatever the message says. The same message
+    posted again (same Message-ID, or the same bytes without one) answers ``200`` with the
+    listing it made the first time, unchanged."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != EMAIL_MEDIA_TYPE:
         raise HTTPException(
             status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
             f"send the raw e-mail message with Content-Type: {EMAIL_MEDIA_TYPE}",
         )
-    reading = await services.mail_parser.read(await request.body())
+    raw = await request.body()
+    reading = await services.mail_parser.read(raw)
     data = to_listing(reading, principal.company)
-    listing = await service.create_listing(
-        conn, data, source="email", owner_token_id=principal.token_id
+    # The same message posted again (a client's retry, a resend) is the same listing, as a
+    # redelivery is on the SMTP intake: 200 with the listing the first post made.
+    listing, created = await service.create_listing_once(
+        conn,
+        data,
+        source="email",
+        owner_token_id=principal.token_id,
+        external_id=posted_message_key(data.company_name, reading.message_id, raw),
     )
+    if not created:
+        response.status_code = status.HTTP_200_OK
     return _created(response, listing)
 
 

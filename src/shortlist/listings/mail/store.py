@@ -91,6 +91,14 @@ def dedup_key(message_id: str | None, raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
+def posted_message_key(company: str, message_id: str | None, raw: bytes) -> str:
+    """The ``external_id`` of a listing posted as a message over HTTP: the company's own
+    :func:`dedup_key` of it, hashed (a Message-ID is no business of the listings table, and
+    another company posting the same message gets a listing of its own)."""
+    scoped = f"{company}\n{dedup_key(message_id, raw)}".encode()
+    return "message:" + hashlib.sha256(scoped).hexdigest()
+
+
 async def receive(
     conn: AsyncConn,
     intake: Intake,
