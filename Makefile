@@ -13,10 +13,11 @@ $(BIN)/python:
 # pip byte-compiles every installed module one file at a time (90 of a fresh install's 150 s
 # here); compileall does the same on every core. They are compiled at install either way: with
 # PYTHONDONTWRITEBYTECODE set (as on this machine) nothing would ever write them later, and every
-# process would compile torch again on import.
+# process would compile torch again on import. A file that is not Python 3.11 fails, as it does
+# under pip, which ignores it too (torch ships one, torch/testing/_internal/py312_intrinsics.py).
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-compile -e '.[dev,bench]'
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null
+	-$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib >/dev/null 2>&1
 	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded).
 	$(BIN)/python -m shortlist.embedding.onnx_model >/dev/null
 	@rm -f $(VENV)/.installed-*

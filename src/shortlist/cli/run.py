@@ -7,7 +7,7 @@ import contextlib
 import logging
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,8 +33,12 @@ from shortlist.runtime import (
     run_until_stopped,
     supervise_database,
 )
-from shortlist.simulator import SimulatorServer
 from shortlist.sources.factory import simulator_config, with_simulator
+
+if TYPE_CHECKING:
+    # Imported where the bundled simulator runs: it brings FastAPI, Faker and the population's
+    # tables (~0.5 s), which a worker against real vendors never needs.
+    from shortlist.simulator import SimulatorServer
 
 log = logging.getLogger("shortlist")
 
@@ -246,6 +250,8 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
     ):
         # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
         # process, as `serve` does.
+        from shortlist.simulator import SimulatorServer
+
         simulator = SimulatorServer(simulator_config(settings))
         settings = with_simulator(settings, simulator.start())
         log.info(
