@@ -44,7 +44,6 @@ from pgvector.psycopg import register_vector, register_vector_async
 from bench.common import Context, Record, Stat, percentile, profile_async, report
 from bench.corpus import SELECTIVE_1, SELECTIVE_10, VectorCorpus, exact_top_k, vector_corpus
 from shortlist.db.vector_index import BuildReport
-from shortlist.db.vector_search import EF_SEARCH
 
 NAME = "search"
 K = 10
@@ -277,12 +276,13 @@ class CaseResult:
     """The machine's 1-minute load average after the case's timed repetitions."""
 
 
-def search_settings(method: str) -> str:
-    from shortlist.db.vector_search import IVFFLAT_PROBES
+def search_settings(method: str, rows: int) -> str:
+    """The product's search setting for a table of ``rows`` under ``method``."""
+    from shortlist.db.vector_search import IVFFLAT_PROBES, ef_search_for
 
     if method == "ivfflat":
         return f"ivfflat.probes {IVFFLAT_PROBES}"
-    return f"hnsw.ef_search {EF_SEARCH}"
+    return f"hnsw.ef_search {ef_search_for(rows)}"
 
 
 def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) -> float:
@@ -291,7 +291,7 @@ def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) ->
 
 
 async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
-    from shortlist.db.pool import SESSION_SETTINGS, session_values
+    from shortlist.db.pool import HNSW_TABLE_ROWS, SESSION_SETTINGS, session_values
 
     # prepare_threshold=None: custom plans, as the product's queries (prepare=False). The
     # product's own search settings (HNSW candidate list, IVFFlat probes, iterative scans):
@@ -299,7 +299,8 @@ async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
     # so the ratio is the cost of everything around the vector scan.
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None)
     await register_vector_async(conn)
-    await conn.execute(SESSION_SETTINGS, session_values())
+    row = await (await conn.execute(HNSW_TABLE_ROWS)).fetchone()
+    await conn.execute(SESSION_SETTINGS, session_values(float(row[0]) if row else 0.0))
     return conn
 
 
@@ -435,7 +436,7 @@ def run(ctx: Context) -> list[Record]:
                 target=0.98,
                 unit="%",
                 baseline_name="exact",
-                note=f"{note}; {search_settings(fixture.build.plan.method)};"
+                note=f"{note}; {search_settings(fixture.build.plan.method, fixture.rows)};"
                 f" bare SQL {res.bare_recall:.2%}",
             )
         )

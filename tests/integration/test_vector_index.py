@@ -16,9 +16,10 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from shortlist.db import vector_search
 from shortlist.db.migrate import _ADVISORY_LOCK_KEY as MIGRATE_LOCK
 from shortlist.db.migrate import retune_indexes
-from shortlist.db.pool import SESSION_SETTINGS, session_values
+from shortlist.db.pool import SESSION_SETTINGS, open_async_pool, session_values
 from shortlist.db.vector_index import (
     EF_CONSTRUCTION_LARGE,
     EF_CONSTRUCTION_SMALL,
@@ -351,3 +352,29 @@ async def test_an_indexer_rebuilds_a_misfit_in_the_background_one_process_at_a_t
         await keeper
     # Once they fit, a round has nothing to do.
     assert retune_indexes(db_url, IVFFLAT_4) == []
+
+
+async def test_the_hnsw_candidate_list_follows_the_largest_hnsw_table(db_url: str) -> None:
+    assert vector_search.ef_search_for(0) == vector_search.SMALL_GRAPH_EF_SEARCH
+    assert vector_search.ef_search_for(100_000) == vector_search.SMALL_GRAPH_EF_SEARCH
+    assert vector_search.ef_search_for(100_001) == vector_search.EF_SEARCH
+    assert vector_search.ef_search_for(10, large=100) == 100  # never longer than asked for
+
+    async def session_ef() -> str:
+        pool = await open_async_pool(db_url, min_size=1, max_size=1)
+        try:
+            async with pool.connection() as conn:
+                cur = await conn.execute("SELECT current_setting('hnsw.ef_search') AS ef")
+                row = await cur.fetchone()
+        finally:
+            await pool.close()
+        assert row is not None
+        return str(row["ef"])
+
+    # A fresh database: every HNSW-indexed table is empty.
+    assert await session_ef() == str(vector_search.SMALL_GRAPH_EF_SEARCH)
+    # The planner's statistics say the listings grew past the small graphs (as ANALYZE would
+    # write them): new connections scan with the longest list.
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("UPDATE pg_class SET reltuples = 250000 WHERE oid = 'job_listings'::regclass")
+    assert await session_ef() == str(vector_search.EF_SEARCH)

@@ -56,11 +56,12 @@ async def _check_if_idle(conn: AsyncConn) -> None:
 
 
 # Session defaults of every pooled connection, set once when it opens (no round trip per
-# query): the HNSW candidate list, the IVFFlat probes and the iterative scans of
-# shortlist.db.vector_search, so a
-# filtered query still fills its LIMIT instead of filtering one candidate list and coming back
-# short. A query that needs a longer list raises hnsw.ef_search with SET LOCAL. Session
-# settings, like LISTEN, need session pooling if a pooler sits in front of PostgreSQL.
+# query): the HNSW candidate list (by the size of the largest HNSW-indexed table then; a pooled
+# connection lives at most psycopg_pool's max_lifetime, an hour), the IVFFlat probes and the
+# iterative scans of shortlist.db.vector_search, so a filtered query still fills its LIMIT
+# instead of filtering one candidate list and coming back short. A query that needs a longer
+# list raises hnsw.ef_search with SET LOCAL. Session settings, like LISTEN, need session pooling
+# if a pooler sits in front of PostgreSQL.
 HNSW_EF_SEARCH = vector_search.EF_SEARCH
 IVFFLAT_PROBES = vector_search.IVFFLAT_PROBES
 IVFFLAT_MAX_PROBES = vector_search.IVFFLAT_MAX_PROBES
@@ -73,10 +74,24 @@ SESSION_SETTINGS = (
 )
 
 
-def session_values() -> tuple[str, ...]:
-    """The values of :data:`SESSION_SETTINGS` (read when a connection opens)."""
+# The rows of the largest table with an HNSW index (the statistics' count, or the live rows
+# the activity counters have when a bulk load was not analysed yet): a table of the product's
+# or of a model space's migration, the listings or the candidates.
+HNSW_TABLE_ROWS = """
+SELECT coalesce(max(greatest(t.reltuples, pg_stat_get_live_tuples(t.oid))), 0) AS n
+  FROM pg_index AS i
+  JOIN pg_class AS ix ON ix.oid = i.indexrelid
+  JOIN pg_am AS am ON am.oid = ix.relam AND am.amname = 'hnsw'
+  JOIN pg_class AS t ON t.oid = i.indrelid
+"""
+
+
+def session_values(hnsw_rows: float = float("inf")) -> tuple[str, ...]:
+    """The values of :data:`SESSION_SETTINGS` (read when a connection opens), for a database
+    whose largest HNSW-indexed table has ``hnsw_rows`` rows (the HNSW candidate list:
+    ``vector_search.ef_search_for``)."""
     return (
-        str(HNSW_EF_SEARCH),
+        str(vector_search.ef_search_for(hnsw_rows, HNSW_EF_SEARCH)),
         vector_search.ITERATIVE_SCAN,
         str(IVFFLAT_PROBES),
         str(IVFFLAT_MAX_PROBES),
@@ -86,7 +101,9 @@ def session_values() -> tuple[str, ...]:
 
 async def _configure_async(conn: AsyncConn) -> None:
     await register_vector_async(conn)
-    await conn.execute(SESSION_SETTINGS, session_values())
+    cur = await conn.execute(HNSW_TABLE_ROWS)
+    row = await cur.fetchone()
+    await conn.execute(SESSION_SETTINGS, session_values(float(row["n"]) if row else 0.0))
     # register_vector_async runs a query; leave the connection idle, not in a transaction.
     await conn.commit()
 

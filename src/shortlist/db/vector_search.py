@@ -12,7 +12,9 @@ million listings on the graph ``shortlist.db.vector_index`` builds there (``m`` 
 statement's p50 goes from 24 to 35 ms (``python -m bench.search_settings``; bench/README.md).
 A filter (location, salary, work mode, freshness) is applied to the rows the scan returns: one
 that keeps 10 % of the rows keeps ~10 % of the list, so filtered searches need the long list
-most. So every search scans with pgvector's longest list, :data:`EF_SEARCH`.
+most. So every search scans with pgvector's longest list, :data:`EF_SEARCH`, unless every
+HNSW-indexed table is small (:data:`SMALL_GRAPH_ROWS`), where a shorter list already finds what
+the longest does.
 
 The iterative scan keeps walking the graph until the LIMIT is filled (up to pgvector's
 ``hnsw.max_scan_tuples``, 20,000 elements), so a selective filter still fills its page;
@@ -35,7 +37,25 @@ All are session settings of every pooled connection (``shortlist.db.pool``).
 from __future__ import annotations
 
 EF_SEARCH = 1000
-"""``hnsw.ef_search`` of every search: pgvector's upper bound."""
+"""``hnsw.ef_search`` of every search over a large graph: pgvector's upper bound."""
+SMALL_GRAPH_ROWS = 100_000
+SMALL_GRAPH_EF_SEARCH = 400
+"""``hnsw.ef_search`` when no HNSW-indexed table has more than :data:`SMALL_GRAPH_ROWS` rows.
+
+Measured on the search benchmark's 100,000 listings (``python -m bench.search_settings DIR --ef
+100,200,400,1000 --tuning``, 2026-12-02; the graph of ``shortlist.db.vector_index`` below 500k
+rows: ``m`` 16, ``ef_construction`` 128), recall@10 unfiltered / 10 % filter / 1 % filter:
+0.9975 / 0.9942 / 1.0 at 400 against 0.9988 / 0.999 / 1.0 at 1000, for a bare statement p50 of
+5.8 ms against 15.0 ms (at 200 the 1 % filter walks the graph and falls to 0.972). The walk at
+1000 was about half of PostgreSQL's CPU per HTTP search. Larger tables keep 1000: at a million
+rows 400 gave 0.937 (bench/README.md), and between the two nothing was measured."""
+
+
+def ef_search_for(rows: float, large: int = EF_SEARCH) -> int:
+    """``hnsw.ef_search`` for a session whose largest HNSW-indexed table has ``rows`` rows."""
+    return min(large, SMALL_GRAPH_EF_SEARCH) if rows <= SMALL_GRAPH_ROWS else large
+
+
 ITERATIVE_SCAN = "relaxed_order"
 """For both methods (IVFFlat has no other iterative mode)."""
 IVFFLAT_PROBES = 50
