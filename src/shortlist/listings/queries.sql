@@ -3,25 +3,10 @@
 -- Every select returns the columns ListingOut.from_row reads, never the vector itself.
 
 -- name: insert_listing
-INSERT INTO job_listings (
-    id, company_name, job_title, city_location, description,
-    salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
-    owner_token_id)
-VALUES (
-    %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
-    %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(work_mode)s, %(detail_page_slug)s,
-    %(source)s, %(owner_token_id)s)
-RETURNING id, company_name, job_title, city_location, description,
-          salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
-          created_at, updated_at, embedding_status::text AS embedding_status,
-          embedded_at, embedding_error, source, source_url, status, valid_through,
-          last_seen_at, duplicate_of
-
--- name: insert_listing_once
--- A producer that can send the same posting twice (a company re-posting an e-mail over HTTP)
--- names it with external_id: the second insert writes nothing and returns no row, and the
--- caller reads the first one (get_listing_by_external_id). Unique on (source, external_id)
--- (migration 0020).
+-- external_id: how a producer that may send the same posting twice names it (a company
+-- re-posting an e-mail over HTTP); unique per source (migration 0020). The second insert writes
+-- nothing and returns no row, and the caller reads the first (listing_of_external_id). Without
+-- one (NULL) nothing conflicts.
 INSERT INTO job_listings (
     id, company_name, job_title, city_location, description,
     salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
@@ -37,14 +22,8 @@ RETURNING id, company_name, job_title, city_location, description,
           embedded_at, embedding_error, source, source_url, status, valid_through,
           last_seen_at, duplicate_of
 
--- name: get_listing_by_external_id
-SELECT id, company_name, job_title, city_location, description,
-       salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
-       created_at, updated_at, embedding_status::text AS embedding_status,
-       embedded_at, embedding_error, source, source_url, status, valid_through,
-       last_seen_at, duplicate_of
-  FROM job_listings
- WHERE source = %(source)s AND external_id = %(external_id)s
+-- name: listing_of_external_id
+SELECT id FROM job_listings WHERE source = %(source)s AND external_id = %(external_id)s
 
 -- name: copy_listings
 -- Bulk producers (file, sample). Rows are validated in Python before they get here.

@@ -7,6 +7,7 @@ is :mod:`shortlist.listings.service`'s).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -33,14 +34,25 @@ def _new_row(data: ListingCreate, source: Source) -> dict[str, Any]:
     }
 
 
+async def _insert(
+    conn: AsyncConn,
+    data: ListingCreate,
+    source: Source,
+    owner_token_id: int | None,
+    external_id: str | None,
+) -> ListingOut | None:
+    row = {**_new_row(data, source), "owner_token_id": owner_token_id, "external_id": external_id}
+    cur = await conn.execute(QUERIES["insert_listing"], row)
+    created = await cur.fetchone()
+    return ListingOut.from_row(created) if created is not None else None
+
+
 async def insert_listing(
     conn: AsyncConn, data: ListingCreate, *, source: Source, owner_token_id: int | None
 ) -> ListingOut:
-    row = {**_new_row(data, source), "owner_token_id": owner_token_id}
-    cur = await conn.execute(QUERIES["insert_listing"], row)
-    created = await cur.fetchone()
-    assert created is not None  # INSERT … RETURNING always returns the row
-    return ListingOut.from_row(created)
+    created = await _insert(conn, data, source, owner_token_id, None)
+    assert created is not None  # without an external_id nothing conflicts
+    return created
 
 
 async def insert_listing_once(
@@ -54,20 +66,17 @@ async def insert_listing_once(
     """The listing ``source`` knows as ``external_id``: inserted, or the one inserted before
     (a concurrent insert of the same one waits for the first to commit); and whether it is new."""
     while True:
-        row = {**_new_row(data, source), "owner_token_id": owner_token_id}
-        cur = await conn.execute(
-            QUERIES["insert_listing_once"], {**row, "external_id": external_id}
-        )
-        created = await cur.fetchone()
+        created = await _insert(conn, data, source, owner_token_id, external_id)
         if created is not None:
-            return ListingOut.from_row(created), True
+            return created, True
         cur = await conn.execute(
-            QUERIES["get_listing_by_external_id"], {"source": source, "external_id": external_id}
+            QUERIES["listing_of_external_id"], {"source": source, "external_id": external_id}
         )
         existing = await cur.fetchone()
         if existing is not None:
-            return ListingOut.from_row(existing), False
-        # The first one was deleted between the two statements: insert it after all.
+            with contextlib.suppress(NotFound):
+                return await get_listing(conn, existing["id"]), False
+        # The first one was deleted in between: insert it after all.
 
 
 async def get_listing(conn: AsyncConn, listing_id: UUID) -> ListingOut:

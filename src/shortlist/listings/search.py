@@ -203,8 +203,9 @@ BROAD_WINDOW = 2_000
 fusion window)."""
 FIRST_WINDOW = 10
 EF_SEARCH = HNSW_EF_SEARCH
-"""The HNSW candidate list every connection scans with (shortlist.db.pool); a search whose
-fusion window is longer widens it for its own transaction."""
+"""The longest HNSW candidate list a connection scans with (shortlist.db.pool; small graphs
+scan a shorter one, ``vector_search.ef_search_for``, where the iterative scan carries a longer
+window on); a search whose fusion window is longer widens it for its own transaction."""
 MAX_SIZE = 50
 MAX_OFFSET = 1000
 MAX_QUERY_LENGTH = 500
