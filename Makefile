@@ -68,6 +68,12 @@ typecheck: $(STAMP)
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
+# Bytecode of src and tests is written, and pytest's rewrite of each test module kept, even
+# where PYTHONDONTWRITEBYTECODE is set (as on this machine): otherwise each test process, and
+# each shortlist process the tests start, compiles them again (collecting the suite: 13 s of
+# CPU a process against 7). The venv's own modules are compiled at install (above).
+pytest test-fast: export PYTHONDONTWRITEBYTECODE =
+
 pytest: $(STAMP) browser axe
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=15
 

@@ -142,7 +142,14 @@ def load_or_build(
     folder: Path | None, name: str, kind: type[T], build: Callable[[], tuple[T, bytes]]
 ) -> T:
     """The ``kind`` kept as ``folder/name``; else ``build()`` (the object and its pickle),
-    kept there for the next process. One process builds; others starting meanwhile wait."""
+    kept there for the next process. One process builds; others starting meanwhile wait.
+    Either way the object is kept out of the cyclic collector's reach (:func:`_settle`)."""
+    return _settle(_load_or_build(folder, name, kind, build))
+
+
+def _load_or_build(
+    folder: Path | None, name: str, kind: type[T], build: Callable[[], tuple[T, bytes]]
+) -> T:
     if folder is None:
         return build()[0]
     kept = read(folder, name, kind)
@@ -155,3 +162,14 @@ def load_or_build(
         built, data = build()
         write(folder, name, data)
         return built
+
+
+def _settle(obj: T) -> T:
+    """What is derived here lives as long as the process and is never changed: its objects
+    (a million for the simulator's population) move to the collector's permanent generation
+    (``gc.freeze``), or every full collection would walk them all again (~1 s of CPU each,
+    many times over a process's life). Everything else the process holds at that moment is
+    moved with it; it is still freed when its last reference goes, only a reference cycle
+    among it would never be collected."""
+    gc.freeze()
+    return obj

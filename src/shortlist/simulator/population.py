@@ -363,9 +363,11 @@ class _Entry:
     popularity: float
 
 
-@dataclass(repr=False)
+@dataclass(repr=False, eq=False)
 class PopulationIndex:
-    """Search structures over a population: role words, folded skills, IDF-weighted text."""
+    """Search structures over a population: role words, folded skills, IDF-weighted text.
+    Compared and hashed by identity: an index is read-only once built, and what is derived
+    from it is cached per index (comparing two by value would walk 50,000 people)."""
 
     people: tuple[Person, ...]
     seed: int = DEFAULT_SEED
