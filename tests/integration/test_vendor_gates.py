@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from shortlist.config import Settings
@@ -162,3 +163,50 @@ async def test_the_adapters_share_pauses_windows_and_balance_per_endpoint(pool: 
     assert sent == ["/v5/person/search", "/v5/person/enrich"]
     await first.aclose()
     await second.aclose()
+
+
+async def test_a_taker_that_waited_for_the_lock_counts_in_the_window_it_got_it_in(
+    pool: AsyncPool, db_url: str
+) -> None:
+    """A taker that waited on another's row lock across a window's edge reads the clock after
+    the lock: it must not count itself into the window that was current when it asked (which
+    would also put the row's window back and let the new one count from one again)."""
+    limits = {ENRICH_GATE: GateLimit(1, 2.0)}
+    gate = PgRateGate(pool, limits)
+    await gate.acquire(ENRICH_GATE)  # the gate's row exists
+
+    async def early_in_a_window() -> bool:
+        return 1.6 < float((await _row(pool, ENRICH_GATE))["left_s"]) < 1.8
+
+    await wait_for(early_in_a_window, timeout=10, interval=0.02, message="early in a window")
+    async with await psycopg.AsyncConnection.connect(db_url) as holder:
+        # Another process's taker holds the row (window k) while this one asks ...
+        cur = await holder.execute(
+            "SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / 2) * 2 + 2) AS next"
+            " FROM provider_limits WHERE provider = %s FOR UPDATE",
+            (ENRICH_GATE,),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        next_window = row[0]
+        waiter = asyncio.create_task(gate.acquire(ENRICH_GATE))
+        await asyncio.sleep(0.1)
+        assert not waiter.done()  # waiting for the lock
+
+        async def in_the_next_window() -> bool:
+            cur = await holder.execute("SELECT clock_timestamp() >= %s", (next_window,))
+            found = await cur.fetchone()
+            return bool(found and found[0])
+
+        await wait_for(in_the_next_window, timeout=5, interval=0.02, message="window k+1")
+        # ... and takes window k+1's one place, after the edge.
+        await holder.execute(
+            "UPDATE provider_limits SET window_start = %s, window_count = 1 WHERE provider = %s",
+            (next_window, ENRICH_GATE),
+        )
+        await holder.commit()
+    # Window k+1 is full: the waiter gets its place in k+2, not a second one in k+1.
+    await asyncio.wait_for(waiter, 10)
+    row2 = await _row(pool, ENRICH_GATE)
+    assert row2["window_start"] == next_window + timedelta(seconds=2), row2
+    assert row2["window_count"] == 1

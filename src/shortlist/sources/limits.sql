@@ -18,11 +18,15 @@ ON CONFLICT (provider) DO UPDATE
 -- vendor said its window is spent (full_until), our window is full (the configured limit, or
 -- the vendor's own when its headers said less), or the window is in its last tenth (at most
 -- half a second): a request sent then could reach the vendor in its next window.
-WITH clock AS (
-    SELECT c.t, to_timestamp(floor(extract(epoch FROM c.t) / p.window_seconds) * p.window_seconds) AS w,
-           p.window_seconds AS ws
-      FROM provider_limits p, (SELECT clock_timestamp() AS t) c
-     WHERE p.provider = %(gate)s
+-- The clock is read once the row is locked: a taker that waited for another's lock must not
+-- count itself into the window that was current before it waited (it would put the row's
+-- window back, and the new window would start counting again from one).
+WITH locked AS (
+    SELECT p.window_seconds FROM provider_limits p WHERE p.provider = %(gate)s FOR UPDATE
+), now AS (
+    SELECT clock_timestamp() AS t, window_seconds AS ws FROM locked
+), clock AS (
+    SELECT t, to_timestamp(floor(extract(epoch FROM t) / ws) * ws) AS w, ws FROM now
 )
 UPDATE provider_limits AS p
    SET window_count = CASE WHEN p.window_start = clock.w THEN p.window_count + 1 ELSE 1 END,
@@ -32,6 +36,7 @@ UPDATE provider_limits AS p
    AND p.paused_until <= clock.t
    AND p.full_until <= clock.t
    AND clock.t < clock.w + make_interval(secs => clock.ws - least(0.5, clock.ws / 10))
+   AND p.window_start <= clock.w
    AND (p.window_start <> clock.w
         OR p.window_count < least(p.per_window, coalesce(p.vendor_per_window, p.per_window)))
 RETURNING p.window_count
