@@ -65,12 +65,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Four test processes on two cores: most tests wait on servers, processes, leases and clocks,
-# not CPU (three left a core idle a third of the time). Each process has its own embedded
-# PostgreSQL (tests/conftest.py). Work stealing: a process that runs out of tests takes some of
-# another's queue, so a few long end-to-end tests drawn into one process's first share do not
-# leave the others idle for minutes.
-PYTEST_WORKERS ?= 4
+# Three test processes on two cores, each with its own embedded PostgreSQL (tests/conftest.py):
+# the tests wait on servers, processes, leases and clocks, so two would leave a core idle, but
+# the suite is CPU-bound (test-fast: 131 s with three, 143 s with four, 153 s with six, 148 s
+# with two; the whole suite ~320 s with three or four). Work stealing: a process that runs out
+# of tests takes some of another's queue, so a few long end-to-end tests drawn into one
+# process's first share do not leave the others idle for minutes.
+PYTEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
 pytest: $(STAMP) browser axe
