@@ -103,6 +103,34 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+E2E_DIR = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With workers, the end-to-end tests (processes, servers, browsers, leases: the long ones)
+    first in every worker's share, dealt out in turn. ``--dist worksteal`` gives each worker a
+    contiguous share of the collection (the first ``len // n``, the next ``rest // (n - 1)``,
+    ...) and an idle one steals from the end of a busy one's queue: in collection order, one
+    worker drew all of them, and the long ones it had not reached were stolen last, to run
+    alone at the end (a whole suite took 320-400 s by where they fell)."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 0))
+    if workers < 2:
+        return
+    long = [item for item in items if E2E_DIR in item.path.parents]
+    if not long:
+        return
+    rest = iter([item for item in items if E2E_DIR not in item.path.parents])
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for k in range(workers):
+        size = left // (workers - k)
+        left -= size
+        share = long[k::workers]
+        ordered += share + [item for _, item in zip(range(size - len(share)), rest, strict=False)]
+    ordered += list(rest)
+    items[:] = ordered
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _warming is not None:
         _warming.kill()
