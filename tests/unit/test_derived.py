@@ -4,6 +4,7 @@ at once, one builds."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from collections.abc import Callable
@@ -132,3 +133,14 @@ def test_of_processes_starting_at_once_one_builds_and_the_others_load(tmp_path: 
     assert [p.returncode for p in procs] == [0, 0, 0]
     assert outputs == ["shared"] * 3
     assert marks.read_text() == "built\n"
+
+
+def test_what_is_loaded_or_built_is_out_of_the_collectors_walks(tmp_path: Path) -> None:
+    """A full collection must not walk a kept index's objects again and again (gc.freeze)."""
+    name = derived.file_name("index", [__file__], [], "frozen")
+    built = derived.load_or_build(tmp_path, name, Index, _builder([], ["x", "y"]))
+    loaded = derived.load_or_build(tmp_path, name, Index, _builder([], ["other"]))
+    assert loaded.words == ["x", "y"] and loaded is not built
+    tracked = gc.get_objects()  # every generation the collector walks, not the frozen one
+    assert not any(o is built.words or o is loaded.words for o in tracked)
+    assert gc.is_tracked(loaded.words)

@@ -392,3 +392,14 @@ def test_simulator_server_over_loopback_counts_client_timeouts() -> None:
         sim.reset()
         assert sim.stats()["calls"]["search"]["total"] == 0
     sim.stop()  # idempotent
+
+
+def test_apps_on_one_population_share_its_vendor_lookups() -> None:
+    """The PDL store and the enrichment keys are built once per population, not per app."""
+    from shortlist.simulator.vendors import _lookups
+
+    create_simulator_app()
+    before = _lookups.cache_info()
+    create_simulator_app()
+    after = _lookups.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
