@@ -12,8 +12,8 @@ $(BIN)/python:
 
 # Bytecode is written by every process these targets start, even where PYTHONDONTWRITEBYTECODE
 # is set (as on this machine): else each process compiles what it imports again (torch's alone
-# ~2 s; the suite's four test processes each compiled src and tests, 13 s of CPU a process
-# to collect it against 7), and pytest cannot keep its rewrite of each test module.
+# ~2 s; each test process compiled src and tests again, 13 s of CPU a process to collect
+# the suite against 7), and pytest cannot keep its rewrite of each test module.
 export PYTHONDONTWRITEBYTECODE =
 
 # pip's --compile would byte-compile all 17,000 modules of the venv one file at a time (90 of a

@@ -190,8 +190,16 @@ async def test_a_taker_that_waited_for_the_lock_counts_in_the_window_it_got_it_i
         assert row is not None
         next_window = row[0]
         waiter = asyncio.create_task(gate.acquire(ENRICH_GATE))
-        await asyncio.sleep(0.1)
-        assert not waiter.done()  # waiting for the lock
+
+        async def waiting_for_the_lock() -> bool:
+            # Before the edge: the old statement read its clock (window k) before this wait.
+            async with pool.connection() as conn:
+                cur = await conn.execute("SELECT count(*) AS n FROM pg_locks WHERE NOT granted")
+                found = await cur.fetchone()
+            return bool(found and found["n"])
+
+        await wait_for(waiting_for_the_lock, timeout=1.5, interval=0.01, message="a waiter")
+        assert not waiter.done()
 
         async def in_the_next_window() -> bool:
             cur = await holder.execute("SELECT clock_timestamp() >= %s", (next_window,))

@@ -280,12 +280,6 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
     people = index.people
     lookups = _lookups(index)
     searches = _Searches(lookups.store)
-    by_slug, by_id, by_email, by_name = (
-        lookups.by_slug,
-        lookups.by_id,
-        lookups.by_email,
-        lookups.by_name,
-    )
 
     def credits_left() -> int | None:
         limit = state.config.pdl_credit_limit
@@ -408,20 +402,20 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
     def find(params: Any) -> tuple[Person | None, int]:
         """The person an enrichment names, and PDL's likelihood (1-10) of the match."""
         if params.get("pdl_id"):
-            return by_id.get(str(params["pdl_id"])), 10
+            return lookups.by_id.get(str(params["pdl_id"])), 10
         if params.get("profile"):
             slug = slug_of(str(params["profile"]))
-            hit = by_slug.get(slug) if slug else None
+            hit = lookups.by_slug.get(slug) if slug else None
             if hit is None:
                 return None, 0
             return hit[0], 10 if hit[1] else 9
         if params.get("email"):
-            return by_email.get(str(params["email"]).strip().lower()), 10
+            return lookups.by_email.get(str(params["email"]).strip().lower()), 10
         name = params.get("name") or " ".join(
             str(params.get(k, "")) for k in ("first_name", "last_name")
         )
         if name.strip():
-            found = by_name.get(fold(" ".join(name.split())), [])
+            found = lookups.by_name.get(fold(" ".join(name.split())), [])
             company = fold(str(params.get("company", "")))
             where = fold(str(params.get("location", "") or params.get("locality", "")))
             best: tuple[int, Person] | None = None

@@ -1,6 +1,6 @@
 -- Vendor gates shared by every process (shortlist.sources.limits). One row per gate (a vendor
 -- endpoint: 'pdl:search', 'pdl:enrich', 'serpapi'); every statement is a single guarded UPDATE,
--- so the row lock serialises the takers and READ COMMITTED re-checks the guard after waiting.
+-- so the row lock serialises the takers (take_gate_slot reads the clock only once it holds it).
 -- A window is a fixed slice of the epoch, window_seconds long: for 60 s, the calendar minute.
 
 -- name: ensure_gate
