@@ -5,9 +5,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
+from pgvector import Vector
 
+from shortlist.db import vector_search
 from shortlist.db.migrate import (
     PLAIN_INDEXES,
     available_migrations,
@@ -15,7 +18,7 @@ from shortlist.db.migrate import (
     migrate,
     pending_migrations,
 )
-from shortlist.db.pool import connect, single_statement
+from shortlist.db.pool import connect, open_async_pool, single_statement
 from shortlist.db.types import AsyncPool
 from shortlist.db.vector_index import index_is_valid
 
@@ -154,6 +157,51 @@ async def test_single_statement_connections_go_back_transactional(pool: AsyncPoo
         cur = await conn.execute("SELECT count(*) AS n FROM t_single")
         row = await cur.fetchone()
     assert row is not None and row["n"] == 0
+
+
+async def test_a_new_pooled_connection_has_vectors_settings_and_no_transaction(db_url: str) -> None:
+    """What ``_configure_async`` does in its two statements: pgvector's adapters (text and
+    binary), the session's vector settings, and the connection handed over idle and
+    transactional."""
+    pool = await open_async_pool(db_url, min_size=1, max_size=1)
+    try:
+        async with pool.connection() as conn:
+            assert not conn.autocommit
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            cur = await conn.execute(
+                "SELECT %s::vector AS t, current_setting('ivfflat.probes') AS probes,"
+                " current_setting('hnsw.iterative_scan') AS scan",
+                (np.array([1.0, 2.5]),),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            assert isinstance(row["t"], Vector) and row["t"].to_list() == [1.0, 2.5]
+            assert (row["probes"], row["scan"]) == (
+                str(vector_search.IVFFLAT_PROBES),
+                vector_search.ITERATIVE_SCAN,
+            )
+            cur = conn.cursor(binary=True)
+            await cur.execute("SELECT %b::vector AS b", (Vector([3.0, 4.0]),))
+            row = await cur.fetchone()
+            assert row is not None and row["b"].to_list() == [3.0, 4.0]
+    finally:
+        await pool.close()
+    with connect(db_url) as sync:
+        assert not sync.autocommit
+        row = sync.execute("SELECT '[5,6]'::vector AS v").fetchone()
+        assert row is not None and row["v"].to_list() == [5.0, 6.0]
+
+
+def test_a_database_without_pgvector_is_refused_by_name(pg_server: Any) -> None:
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        with pytest.raises(psycopg.ProgrammingError, match="vector type not found"):
+            connect(pg_server.url(name))
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def test_every_notified_channel_is_named_in_db_channels() -> None:
