@@ -79,6 +79,7 @@ class Services:
             processes=self.settings.mail_parse_processes,
             timeout=self.settings.mail_parse_timeout,
             max_bytes=self.settings.mail_max_bytes,
+            memory_mb=self.settings.mail_parse_memory_mb,
         )
 
     @property

@@ -228,6 +228,9 @@ class Settings(BaseSettings):
     """Seconds the parser process may spend on one message before it is killed and replaced."""
     mail_parse_processes: int = Field(1, ge=1, le=64)
     """Parser processes per server process (hostile mail is parsed off the event loop)."""
+    mail_parse_memory_mb: int = Field(512, ge=128, le=65536)
+    """Address space a parser process may have (a message needing more fails, permanently);
+    an idle one has ~75 MB."""
     smtp_relay_url: str | None = Field(None, pattern=r"^smtps?://")
     """``smtp://[user:password@]host[:port]`` (``smtps://`` for TLS): where replies to senders
     go. Unset: no reply is sent."""

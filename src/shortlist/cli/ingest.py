@@ -172,7 +172,10 @@ async def _post_email(
     from shortlist.listings.service import create_listing
 
     parser = ParserPool(
-        processes=1, timeout=settings.mail_parse_timeout, max_bytes=settings.mail_max_bytes
+        processes=1,
+        timeout=settings.mail_parse_timeout,
+        max_bytes=settings.mail_max_bytes,
+        memory_mb=settings.mail_parse_memory_mb,
     )
     try:
         reading = await parser.read(raw)

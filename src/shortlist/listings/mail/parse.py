@@ -29,6 +29,7 @@ import email.utils
 import io
 import re
 import warnings
+import zipfile
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from email.message import Message
@@ -56,6 +57,11 @@ MAX_LINE = 1000
 MAX_HTML = 2_000_000
 MAX_ATTACHMENT = 5_000_000
 MAX_PDF_PAGES = 20
+MAX_DOCX_UNPACKED = 4 * MAX_ATTACHMENT
+"""A DOCX is a zip: the sizes its directory declares, all parts together, at most this.
+zipfile never inflates a member past its declared size (a longer stream is an error), so a
+5 MB zip bomb that would inflate to gigabytes is skipped unread. Pictures, the bulk of a real
+DOCX, are stored compressed: a real one unpacks to little more than its own size."""
 MAX_PLACE_HINT = 200
 
 # --- the reading ------------------------------------------------------------------------------
@@ -419,6 +425,10 @@ def _docx_text(data: bytes) -> str:
     """python-docx: https://python-docx.readthedocs.io/en/latest/user/documents.html"""
     import docx
 
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+    if unpacked > MAX_DOCX_UNPACKED:
+        raise ValueError(f"the DOCX unpacks to {unpacked} bytes")
     document = docx.Document(io.BytesIO(data))
     lines = [p.text for p in document.paragraphs]
     for table in document.tables[:20]:

@@ -25,7 +25,7 @@ from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
 from shortlist.listings.mail.parse import Reading, to_listing
-from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout
+from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout, ParseTooLarge
 from shortlist.listings.mail.store import SQL
 from shortlist.listings.models import ListingOut
 from shortlist.listings.repository import insert_listing
@@ -105,7 +105,9 @@ class MailQueue:
             data = to_listing(reading, item.company_name)
         except BadInput as exc:
             status: Literal["rejected", "failed"] = (
-                "failed" if isinstance(exc, ParseTimeout | ParseCrashed) else "rejected"
+                "failed"
+                if isinstance(exc, ParseTimeout | ParseTooLarge | ParseCrashed)
+                else "rejected"
             )
             to = reading.reply_to if reading is not None else item.mail_from
             finished = await self._finish_unposted(worker_id, item, status, str(exc), reading)

@@ -3,9 +3,13 @@
 Hostile mail is CPU work an attacker chooses (a crafted PDF, markup, header folding): it runs in
 a ``concurrent.futures.ProcessPoolExecutor``, one message per process at a time, and a message
 that takes longer than ``SHORTLIST_MAIL_PARSE_TIMEOUT`` has its process killed and replaced.
-The pool's processes come from a ``forkserver`` that imported the parser and its libraries
-once, so a replacement starts in milliseconds, and no process is forked from a server's
-threads (https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
+Each parser process also has a ceiling on its memory (``SHORTLIST_MAIL_PARSE_MEMORY_MB``, the
+address-space limit of ``setrlimit``: https://docs.python.org/3/library/resource.html), so a
+message that would need gigabytes (a decompression bomb past the parser's own bounds) fails
+with ``MemoryError`` in its process instead of taking the host's memory from the server and
+PostgreSQL. The pool's processes come from a ``forkserver`` that imported the parser and its
+libraries once, so a replacement starts in milliseconds, and no process is forked from a
+server's threads (https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import resource
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -40,6 +45,15 @@ class ParseCrashed(BadInput):
     """The parser failed on this message in a way no reason explains."""
 
 
+class ParseTooLarge(BadInput):
+    """Reading this message needs more memory than a parser process may have (permanent)."""
+
+
+def _limit_memory(limit_bytes: int) -> None:
+    """In each parser process, before its first message: the address-space ceiling."""
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+
 Outcome = tuple[str, object]
 
 
@@ -48,6 +62,8 @@ def _read(raw: bytes, max_bytes: int) -> Outcome:
     keyword arguments do not pickle back)."""
     try:
         return ("ok", read_message(raw, max_bytes))
+    except MemoryError:
+        return ("memory", "")
     except NoJob as exc:
         return ("nojob", str(exc))
     except BadInput as exc:
@@ -58,12 +74,15 @@ def _read(raw: bytes, max_bytes: int) -> Outcome:
 
 class ParserPool:
     """``await pool.read(raw)`` → a :class:`Reading`, or ``BadInput`` (``NoJob``,
-    ``ParseTimeout``, ``ParseCrashed``) saying why not."""
+    ``ParseTimeout``, ``ParseTooLarge``, ``ParseCrashed``) saying why not."""
 
-    def __init__(self, *, processes: int, timeout: float, max_bytes: int) -> None:
+    def __init__(
+        self, *, processes: int, timeout: float, max_bytes: int, memory_mb: int = 512
+    ) -> None:
         self.processes = processes
         self.timeout = timeout
         self.max_bytes = max_bytes
+        self.memory_mb = memory_mb
         self._slots = asyncio.Semaphore(processes)
         self._executor: ProcessPoolExecutor | None = None
         self.replaced = 0
@@ -73,7 +92,12 @@ class ParserPool:
         if self._executor is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(_PRELOAD)
-            self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+            self._executor = ProcessPoolExecutor(
+                self.processes,
+                mp_context=context,
+                initializer=_limit_memory,
+                initargs=(self.memory_mb << 20,),
+            )
         return self._executor
 
     def _replace(self, executor: ProcessPoolExecutor) -> None:
@@ -119,6 +143,10 @@ class ParserPool:
             raise NoJob(str(value))
         if kind == "bad":
             raise BadInput(str(value), field="body")
+        if kind == "memory":
+            raise ParseTooLarge(
+                f"the message needs more than {self.memory_mb} MB of memory to read"
+            )
         raise ParseCrashed(f"the message could not be read (the parser failed: {value})")
 
     def close(self) -> None:

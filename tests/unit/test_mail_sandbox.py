@@ -1,0 +1,91 @@
+"""The parser processes' bounds on what a message may cost: a ceiling on each process's memory
+(SHORTLIST_MAIL_PARSE_MEMORY_MB) and, inside the parser, on what a DOCX attachment may unpack
+to. A message past them fails with its reason; the next message is read as usual."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from email.message import EmailMessage
+
+import docx
+import pytest
+
+from shortlist.listings.mail.parse import MAX_DOCX_UNPACKED, _docx_text, read_message
+from shortlist.listings.mail.sandbox import ParserPool, ParseTooLarge
+
+JOB = "We are hiring a registered nurse for our ICU in Berlin. Night shifts, full time."
+
+
+def _message(body: str, attachment: bytes | None = None) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Jobs <jobs@clinic.example>"
+    msg["To"] = "post-abc@localhost"
+    msg["Subject"] = "Registered Nurse - Berlin"
+    msg.set_content(body)
+    if attachment is not None:
+        msg.add_attachment(
+            attachment,
+            maintype="application",
+            subtype="vnd.openxmlformats-officedocument.wordprocessingml.document",
+            filename="job.docx",
+        )
+    return bytes(msg)
+
+
+def _docx(text: str, *, inflated_to: int = 0) -> bytes:
+    """A DOCX (python-docx) with one paragraph; ``inflated_to``: its document.xml padded with
+    whitespace to that many bytes (a zip bomb: it deflates ~1000 to 1)."""
+    out = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph(text)
+    document.save(out)
+    if not inflated_to:
+        return out.getvalue()
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(out) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for member in src.infolist():
+            data = src.read(member)
+            if member.filename != "word/document.xml":
+                dst.writestr(member, data)
+                continue
+            with dst.open("word/document.xml", "w") as f:
+                head, _, tail = data.partition(b"<w:body>")
+                f.write(head + b"<w:body>")
+                pad = b" " * (1 << 20)
+                for _ in range(inflated_to >> 20):
+                    f.write(pad)
+                f.write(tail)
+    return bomb.getvalue()
+
+
+def test_a_docx_attachment_is_read_and_a_zip_bomb_skipped_unread() -> None:
+    real = read_message(_message("Please see the attached job.", _docx(JOB)))
+    assert "registered nurse for our ICU" in real.description
+
+    bomb = _docx(JOB, inflated_to=5 * MAX_DOCX_UNPACKED)
+    assert len(bomb) < 1_000_000  # what it unpacks to is a hundred times more
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="unpacks to"):
+        _docx_text(bomb)
+    assert time.perf_counter() - started < 0.5  # its directory read, nothing inflated
+    reading = read_message(_message(JOB, bomb))  # the message's own text still counts
+    assert "registered nurse for our ICU" in reading.description
+
+
+async def test_a_message_that_needs_more_memory_than_a_parser_may_have_fails_alone() -> None:
+    # ~75 MB of address space is the parser process itself: 40 MB more is less than reading a
+    # 10 MB message takes (its bytes, the parsed message, the decoded text), and more than an
+    # ordinary one needs.
+    pool = ParserPool(processes=1, timeout=20.0, max_bytes=20_000_000, memory_mb=115)
+    try:
+        assert "ICU" in (await pool.read(_message(JOB))).description
+        huge = _message((JOB + "\n") * 120_000)
+        assert len(huge) > 9_000_000
+        with pytest.raises(ParseTooLarge, match="more than 115 MB"):
+            await pool.read(huge)
+        assert "ICU" in (await pool.read(_message(JOB))).description
+        assert pool.replaced == 0  # a MemoryError is an answer, not a stuck process
+    finally:
+        pool.close()
