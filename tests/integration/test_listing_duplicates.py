@@ -5,6 +5,7 @@ vectors the test chooses (``ChosenVectors``)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import uuid
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from shortlist.auth import Role
@@ -26,9 +28,11 @@ from shortlist.listings.repository import copy_listings
 from shortlist.queue.notify import Notifier
 from tests.api_fixtures import MakeToken
 from tests.fakes import DIM, FakeEmbedder, hash_embed
+from tests.helpers import wait_for
 
 _AT = re.compile(r"\(at ([0-9.]+)\)")
 SOURCES = load_queries("shortlist.listings.sources")
+LISTINGS_SQL = load_queries("shortlist.listings")
 
 
 def at(distance: float) -> list[float]:
@@ -291,3 +295,39 @@ async def test_identical_rows_of_one_batch_repeat_one_original(
     assert sorted(str(r["duplicate_of"]) for r in by_company["Acme"]) == sorted(
         ["None", str(acme), str(acme)]
     )
+
+
+async def test_an_original_closed_while_its_repost_is_linked_leaves_no_link_to_a_closed_one(
+    client: httpx.AsyncClient,
+    admin: dict[str, str],
+    pool: AsyncPool,
+    db_url: str,
+    embedder: ChosenVectors,
+) -> None:
+    """The original closes in a transaction that has not committed when the indexer links its
+    repost: the close promoted the duplicates it could see (none), so the link must wait for it
+    and then name no closed listing. (Before the originals were locked, the repost was linked to
+    the closed original, out of search for good.)"""
+    original = await post(client, admin, "Weld hulls in the dry dock. (at 0)")
+    assert await index_all(pool, embedder) == 1
+    repost = await post(client, admin, "Weld hulls in the dry dock. Nights. (at 0.01)")
+    closer = await psycopg.AsyncConnection.connect(db_url)
+    try:
+        await closer.execute(LISTINGS_SQL["close_listing"], {"id": original["id"]})
+        indexing = asyncio.create_task(index_all(pool, embedder))
+
+        async def waiting_for_the_close() -> bool:
+            cur = await closer.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+            )
+            row = await cur.fetchone()
+            return indexing.done() or (row is not None and row[0] > 0)
+
+        await wait_for(waiting_for_the_close, timeout=10, message="the indexer at the close")
+        await closer.commit()
+        assert await asyncio.wait_for(indexing, 10) == 1
+    finally:
+        await closer.close()
+    assert (await links(pool))[uuid.UUID(repost["id"])] is None
+    hits, _ = await search(client, "welder dry dock hulls")
+    assert hits == [repost["id"]]

@@ -133,7 +133,12 @@ RETURNING t.id
 -- and city (shortlist_name_key, migration 0024) that is open, nobody's duplicate, and within
 -- %(max_distance)s cosine distance of it (config.Settings.duplicate_distance says why that
 -- figure); to none when there is none, which lists it again. Only links that change are written.
-WITH judged AS (
+-- The originals are locked (FOR SHARE) and read again as they are then, before any link is
+-- written: one closed (or linked) since this statement's snapshot, or by a transaction not yet
+-- committed, is no original (its close promoted the duplicates it could see, not this one), so
+-- duplicate_of only ever names an open listing; one closed after the lock waits for this
+-- transaction, and its close then promotes these links.
+WITH judged AS MATERIALIZED (
     SELECT l.id, o.id AS original
       FROM job_listings AS l
       LEFT JOIN LATERAL (
@@ -161,10 +166,23 @@ WITH judged AS (
      WHERE (l.id = ANY (%(ids)s::uuid[]) OR l.duplicate_of = ANY (%(ids)s::uuid[]))
        AND l.status = 'open'
        AND l.{embedding} IS NOT NULL
+),
+originals AS MATERIALIZED (
+    SELECT o.id
+      FROM job_listings AS o
+     WHERE o.id IN (SELECT original FROM judged)
+       AND o.status = 'open'
+       AND o.duplicate_of IS NULL
+       FOR SHARE
+),
+links AS (
+    SELECT j.id, o.id AS original
+      FROM judged AS j
+      LEFT JOIN originals AS o ON o.id = j.original
 )
 UPDATE job_listings AS t
-   SET duplicate_of = j.original
-  FROM judged AS j
- WHERE t.id = j.id
+   SET duplicate_of = k.original
+  FROM links AS k
+ WHERE t.id = k.id
    AND t.status = 'open'  -- rechecked on the row as it is when locked: a close since stands
-   AND t.duplicate_of IS DISTINCT FROM j.original
+   AND t.duplicate_of IS DISTINCT FROM k.original
