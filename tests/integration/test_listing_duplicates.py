@@ -331,3 +331,28 @@ async def test_an_original_closed_while_its_repost_is_linked_leaves_no_link_to_a
     assert (await links(pool))[uuid.UUID(repost["id"])] is None
     hits, _ = await search(client, "welder dry dock hulls")
     assert hits == [repost["id"]]
+
+
+async def test_a_repost_embedded_before_its_original_is_linked_when_the_original_is(
+    client: httpx.AsyncClient, admin: dict[str, str], pool: AsyncPool, embedder: ChosenVectors
+) -> None:
+    """Rows are embedded out of their order (two workers, a retry): the repost, embedded
+    first, found no original; the original's embedding links it then. A listing near the
+    repost but not the original is no duplicate of the repost, which is a duplicate itself."""
+    repost = await post(client, admin, "Weld hulls in the dry dock. Nights. (at 0.01)")
+    assert await index_all(pool, embedder) == 1
+    original = await post(client, admin, "Weld hulls in the dry dock. (at 0)")
+    async with pool.connection() as conn:  # created first, embedded after (a slower worker)
+        await conn.execute(
+            "UPDATE job_listings SET created_at = created_at - interval '1 hour' WHERE id = %s",
+            (original["id"],),
+        )
+    # 0.04 from the original (another job), 0.0101 from the repost.
+    near_the_repost = await post(client, admin, "Weld hulls in the dry dock. (at 0.04)")
+    assert await index_all(pool, embedder) == 2
+    got = await links(pool)
+    assert got[uuid.UUID(repost["id"])] == uuid.UUID(original["id"])
+    assert got[uuid.UUID(original["id"])] is None
+    assert got[uuid.UUID(near_the_repost["id"])] is None
+    hits, _ = await search(client, "welder dry dock hulls")
+    assert sorted(hits) == sorted([original["id"], near_the_repost["id"]])
