@@ -528,3 +528,24 @@ async def test_the_query_cache_is_emptied_when_the_active_model_switches(
     new = spaces.active()
     vector = await spaces.query_cache.embed(new.space, new.embedder, QUERY)
     assert len(vector) == 256 and queries_embedded(models.made[(space.id, 256)]) == 1
+
+
+async def test_the_build_to_do_index_is_in_the_claims_order(db_url: str, pool: AsyncPool) -> None:
+    """The build claim reads its batch off the front of the to-do index (its ORDER BY is the
+    claimable index's columns); on created_at alone it sorted the whole to-do list per claim
+    (370 ms instead of 17 ms with 200,000 rows to do)."""
+    space = await migration.register(pool, db_url, NEW, Models())
+
+    async def columns(index: str) -> str:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT regexp_replace(pg_get_indexdef(%s::regclass), '^.* USING btree ', '') AS d",
+                (index,),
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        return str(row["d"]).partition(" WHERE ")[0]
+
+    for table in ("job_listings", "candidates"):
+        todo = migration.todo_index_name(space, table)
+        assert await columns(todo) == await columns(f"{table}_claimable_idx")
