@@ -258,22 +258,17 @@ class NoCheckRunner(ShortlistRunner):
     product pings a connection idle for 2 s or more: what does the idle check itself cost?)."""
 
     async def open_pool(self) -> Any:
-        from pgvector.psycopg import register_vector_async
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from shortlist.db.pool import _reset_returned
-
-        async def configure(conn: Any) -> None:
-            await register_vector_async(conn)
-            await conn.commit()
+        from shortlist.db.pool import _reset_returned, configure_session
 
         pool: Any = AsyncConnectionPool(
             self.target.url,
             min_size=self.concurrency + 1,
             max_size=self.concurrency + 1,
             open=False,
-            configure=configure,
+            configure=configure_session,
             reset=_reset_returned,
             kwargs={"row_factory": dict_row, "autocommit": False},
         )

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import psutil
 import psycopg
-from pgvector.psycopg import register_vector, register_vector_async
+from pgvector.psycopg import register_vector
 
 from bench.common import Context, Record, Stat, percentile, profile_async, report
 from bench.corpus import SELECTIVE_1, SELECTIVE_10, VectorCorpus, exact_top_k, vector_corpus
@@ -291,16 +291,14 @@ def recall_at_k(got: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) ->
 
 
 async def open_bare(url: str) -> psycopg.AsyncConnection[Any]:
-    from shortlist.db.pool import HNSW_TABLE_ROWS, SESSION_SETTINGS, session_values
+    from shortlist.db.pool import configure_session
 
     # prepare_threshold=None: custom plans, as the product's queries (prepare=False). The
     # product's own search settings (HNSW candidate list, IVFFlat probes, iterative scans):
     # both statements have the same recall,
     # so the ratio is the cost of everything around the vector scan.
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None)
-    await register_vector_async(conn)
-    row = await (await conn.execute(HNSW_TABLE_ROWS)).fetchone()
-    await conn.execute(SESSION_SETTINGS, session_values(float(row[0]) if row else 0.0))
+    await configure_session(conn)
     return conn
 
 

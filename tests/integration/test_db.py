@@ -18,7 +18,7 @@ from shortlist.db.migrate import (
     migrate,
     pending_migrations,
 )
-from shortlist.db.pool import connect, open_async_pool, single_statement
+from shortlist.db.pool import configure_session, connect, open_async_pool, single_statement
 from shortlist.db.types import AsyncPool
 from shortlist.db.vector_index import index_is_valid
 
@@ -160,7 +160,7 @@ async def test_single_statement_connections_go_back_transactional(pool: AsyncPoo
 
 
 async def test_a_new_pooled_connection_has_vectors_settings_and_no_transaction(db_url: str) -> None:
-    """What ``_configure_async`` does in its two statements: pgvector's adapters (text and
+    """What ``configure_session`` does in its two statements: pgvector's adapters (text and
     binary), the session's vector settings, and the connection handed over idle and
     transactional."""
     pool = await open_async_pool(db_url, min_size=1, max_size=1)
@@ -186,6 +186,15 @@ async def test_a_new_pooled_connection_has_vectors_settings_and_no_transaction(d
             assert row is not None and row["b"].to_list() == [3.0, 4.0]
     finally:
         await pool.close()
+    # On a connection of another row factory, in autocommit (the benchmarks'): left so.
+    bare = await psycopg.AsyncConnection.connect(db_url, autocommit=True)
+    try:
+        await configure_session(bare)
+        assert bare.autocommit
+        row = await (await bare.execute("SELECT '[7,8]'::vector")).fetchone()
+        assert row is not None and row[0].to_list() == [7.0, 8.0]
+    finally:
+        await bare.close()
     with connect(db_url) as sync:
         assert not sync.autocommit
         row = sync.execute("SELECT '[5,6]'::vector AS v").fetchone()

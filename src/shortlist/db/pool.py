@@ -7,6 +7,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
@@ -116,7 +117,9 @@ SELECT t.oid, t.typarray AS array_oid, t.oid::regtype::text AS regtype, t.typdel
 """
 
 
-def _register(conn: SyncConn | AsyncConn, facts: Row | None) -> float:
+def _register(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], facts: Row | None
+) -> float:
     """pgvector's adapters on ``conn`` from :data:`CONNECTION_FACTS`; the HNSW rows."""
     if facts is None:
         raise psycopg.ProgrammingError("vector type not found in the database (pgvector)")
@@ -131,15 +134,19 @@ def _register(conn: SyncConn | AsyncConn, facts: Row | None) -> float:
     return float(facts["hnsw_rows"])
 
 
-async def _configure_async(conn: AsyncConn) -> None:
-    """Two round trips, outside any transaction (the connection is idle and new, so switching
-    autocommit costs none): the facts, then the session settings."""
+async def configure_session(conn: psycopg.AsyncConnection[Any]) -> None:
+    """A new connection's vector adapters and session settings (the pool's ``configure``; the
+    benchmarks' own connections too), in two round trips outside any transaction: the facts,
+    then the settings. The connection must be idle (a new one is), so switching autocommit
+    costs no round trip; it is left as it came, whatever its row factory."""
+    was = conn.autocommit
     await conn.set_autocommit(True)
     try:
-        facts = await (await conn.execute(CONNECTION_FACTS)).fetchone()
+        cur = conn.cursor(row_factory=dict_row)
+        facts = await (await cur.execute(CONNECTION_FACTS)).fetchone()
         await conn.execute(SESSION_SETTINGS, session_values(_register(conn, facts)))
     finally:
-        await conn.set_autocommit(False)
+        await conn.set_autocommit(was)
 
 
 async def open_async_pool(
@@ -169,7 +176,7 @@ async def open_async_pool(
         name=name,
         open=False,
         connection_class=psycopg.AsyncConnection[Row],
-        configure=_configure_async,
+        configure=configure_session,
         check=_check_if_idle,
         reset=_reset_returned,
         kwargs=kwargs,

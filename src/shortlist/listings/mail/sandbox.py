@@ -76,9 +76,7 @@ class ParserPool:
     """``await pool.read(raw)`` → a :class:`Reading`, or ``BadInput`` (``NoJob``,
     ``ParseTimeout``, ``ParseTooLarge``, ``ParseCrashed``) saying why not."""
 
-    def __init__(
-        self, *, processes: int, timeout: float, max_bytes: int, memory_mb: int = 512
-    ) -> None:
+    def __init__(self, *, processes: int, timeout: float, max_bytes: int, memory_mb: int) -> None:
         self.processes = processes
         self.timeout = timeout
         self.max_bytes = max_bytes
