@@ -71,13 +71,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Three test processes on two cores, each with its own embedded PostgreSQL (tests/conftest.py):
+# Four test processes on two cores, each with its own embedded PostgreSQL (tests/conftest.py):
 # the tests wait on servers, processes, leases and clocks, so two would leave a core idle, but
-# the suite is CPU-bound (test-fast: 131 s with three, 143 s with four, 153 s with six, 148 s
-# with two; the whole suite ~320 s with three or four). Work stealing: a process that runs out
-# of tests takes some of another's queue, so a few long end-to-end tests drawn into one
-# process's first share do not leave the others idle for minutes.
-PYTEST_WORKERS ?= 3
+# the suite is CPU-bound. On an idle machine (2 December 2026): test-fast 63 s with four, 68-71 s
+# with three, 69 s with five, 71 s with six, 87 s with two; the whole suite 156 s with four,
+# 164 s with three. Work stealing: a process that runs out of tests takes some of another's
+# queue, so a few long end-to-end tests drawn into one process's first share do not leave the
+# others idle for minutes.
+PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
 pytest: $(STAMP) browser axe

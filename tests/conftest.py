@@ -1,6 +1,6 @@
-"""Test harness: one embedded PostgreSQL per test process (``-n 3``: three), a migrated template
-database, and a fresh database cloned from it (``CREATE DATABASE … TEMPLATE``) for every test that
-touches SQL. No state is shared between tests.
+"""Test harness: one embedded PostgreSQL per test process (``make test`` runs four), a migrated
+template database, and a fresh database cloned from it (``CREATE DATABASE … TEMPLATE``) for
+every test that touches SQL. No state is shared between tests.
 
 Scratch files (that server's data, ``tmp_path``, the chaos scenarios' data dirs, whatever the
 ``shortlist`` processes the tests start write to their temp dir) live in memory, on ``/dev/shm``,
