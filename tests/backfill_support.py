@@ -31,10 +31,10 @@ from shortlist.db.types import AsyncPool
 from shortlist.places import Place
 from shortlist.queue import QueueWorker
 from shortlist.simulator import SimulatorConfig, SimulatorServer
-from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
-from shortlist.sources.factory import Sources
 from shortlist.talent import repository as repo
 from shortlist.talent.repository import CandidateRecord
+from shortlist.talent.vendors.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
+from shortlist.talent.vendors.factory import Sources
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for
 

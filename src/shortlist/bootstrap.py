@@ -30,8 +30,8 @@ from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.search import SearchResult, search_jobs
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
-from shortlist.sources.factory import Sources, make_sources, rate_limits
-from shortlist.sources.limits import PgRateGate
+from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
+from shortlist.talent.vendors.limits import PgRateGate
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ async def open_services(
 
 def shared_sources(settings: Settings, pool: AsyncPool) -> Sources:
     """The configured providers, their rate limits and 429 pauses shared through ``pool``'s
-    database with every other process (``shortlist.sources.limits``)."""
+    database with every other process (``shortlist.talent.vendors.limits``)."""
     return make_sources(settings, limiter=PgRateGate(pool, rate_limits(settings)))
 
 

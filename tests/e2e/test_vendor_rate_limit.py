@@ -21,8 +21,8 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.simulator import SimulatorConfig, SimulatorServer
-from shortlist.sources.base import ProviderPaused
-from shortlist.sources.limits import GateLimit, PgRateGate
+from shortlist.talent.vendors.base import ProviderPaused
+from shortlist.talent.vendors.limits import GateLimit, PgRateGate
 from tests.backfill_support import MakeToken, auth, fast_settings, get_results
 from tests.helpers import wait_for
 

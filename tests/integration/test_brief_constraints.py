@@ -14,8 +14,8 @@ import pytest
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
-from shortlist.sources.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
-from shortlist.sources.factory import Sources
+from shortlist.talent.vendors.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
+from shortlist.talent.vendors.factory import Sources
 from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
     MakeToken,

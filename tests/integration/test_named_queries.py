@@ -16,13 +16,13 @@ import pytest
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import first_space
-from shortlist.sources.base import Profile
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief
 from shortlist.talent.ingest import CandidateCreate, insert_candidates
 from shortlist.talent.models import CandidateStatus, NewStub, Tier, TierStatus
 from shortlist.talent.repository import CandidateRecord, CorpusFilters, CorpusHit
 from shortlist.talent.sample import SAMPLE_SIZE, load_sample_candidates
+from shortlist.talent.vendors.base import Profile
 from tests.fakes import hash_embed
 from tests.integration.rows import (
     EXPIRED_LEASE,

@@ -17,10 +17,10 @@ import pytest
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.sources.base import DiscoveryQuery, ProviderPaused, ProviderQuotaExhausted
-from shortlist.sources.factory import rate_limits
-from shortlist.sources.limits import GateLimit, PgRateGate
-from shortlist.sources.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
+from shortlist.talent.vendors.base import DiscoveryQuery, ProviderPaused, ProviderQuotaExhausted
+from shortlist.talent.vendors.factory import rate_limits
+from shortlist.talent.vendors.limits import GateLimit, PgRateGate
+from shortlist.talent.vendors.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
 from tests.helpers import wait_for
 
 

@@ -16,16 +16,20 @@ import pytest
 
 from shortlist.config import Settings
 from shortlist.places import resolve
-from shortlist.sources import ledger
-from shortlist.sources.base import DiscoveryQuery, ProviderQuotaExhausted, ProviderRateLimited
-from shortlist.sources.pdl import (
+from shortlist.talent.roles import PDL_LEVELS, pdl_title
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import (
+    DiscoveryQuery,
+    ProviderQuotaExhausted,
+    ProviderRateLimited,
+)
+from shortlist.talent.vendors.pdl import (
     MAX_SIZE,
     PdlTalentAPI,
     enrich_params,
     header_window,
     search_body,
 )
-from shortlist.talent.roles import PDL_LEVELS, pdl_title
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

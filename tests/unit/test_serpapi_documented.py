@@ -14,9 +14,9 @@ import pytest
 
 from shortlist.config import Settings
 from shortlist.places import resolve
-from shortlist.sources import ledger
-from shortlist.sources.base import ProviderQuotaExhausted, ProviderRateLimited
-from shortlist.sources.serpapi import SerpApiSearch, search_params
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import ProviderQuotaExhausted, ProviderRateLimited
+from shortlist.talent.vendors.serpapi import SerpApiSearch, search_params
 
 Handler = Callable[[httpx.Request], httpx.Response]
 THROTTLED = "The number of requests sent using this API key exceeds the hourly throughput limit."

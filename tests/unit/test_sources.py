@@ -26,7 +26,7 @@ from prometheus_client import REGISTRY
 from shortlist.config import Settings
 from shortlist.errors import PermanentError, TransientError
 from shortlist.simulator import PopulationIndex, SimulatorConfig, SimulatorServer
-from shortlist.sources.base import (
+from shortlist.talent.vendors.base import (
     DiscoveryQuery,
     ProviderNotFound,
     ProviderPaused,
@@ -36,10 +36,10 @@ from shortlist.sources.base import (
     ProviderUnavailable,
     talent_external_id,
 )
-from shortlist.sources.factory import Sources, SourcesNotConfigured, make_sources
-from shortlist.sources.provider import Provider
-from shortlist.sources.serp import HttpSerpAPI
-from shortlist.sources.talent_api import HttpTalentAPI, discovery_params
+from shortlist.talent.vendors.factory import Sources, SourcesNotConfigured, make_sources
+from shortlist.talent.vendors.provider import Provider
+from shortlist.talent.vendors.serp import HttpSerpAPI
+from shortlist.talent.vendors.talent_api import HttpTalentAPI, discovery_params
 from tests.helpers import wait_for
 
 BASE = "http://talent.test"

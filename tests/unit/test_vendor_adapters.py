@@ -14,16 +14,16 @@ import pytest
 
 from shortlist.config import Settings
 from shortlist.places import resolve
-from shortlist.sources import ledger
-from shortlist.sources.base import (
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import (
     DiscoveryQuery,
     ProviderNotFound,
     ProviderQuotaExhausted,
     ProviderRateLimited,
     canonical_external_id,
 )
-from shortlist.sources.pdl import PdlTalentAPI, header_per_minute, seconds_until_reset
-from shortlist.sources.serpapi import SerpApiSearch
+from shortlist.talent.vendors.pdl import PdlTalentAPI, header_per_minute, seconds_until_reset
+from shortlist.talent.vendors.serpapi import SerpApiSearch
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

@@ -33,7 +33,7 @@ from shortlist.runtime import (
     run_until_stopped,
     supervise_database,
 )
-from shortlist.sources.factory import simulator_config, with_simulator
+from shortlist.talent.vendors.factory import simulator_config, with_simulator
 
 if TYPE_CHECKING:
     # Imported where the bundled simulator runs: it brings FastAPI, Faker and the population's

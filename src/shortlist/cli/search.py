@@ -167,8 +167,8 @@ async def _cli_principal(services: Services) -> Principal:
 async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
-    from shortlist.sources.factory import simulator_config, with_simulator
     from shortlist.talent.service import parse_search_create, results_page, start_search
+    from shortlist.talent.vendors.factory import simulator_config, with_simulator
 
     search = parse_search_create(payload)
     stop = asyncio.Event()

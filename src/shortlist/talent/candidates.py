@@ -37,8 +37,13 @@ from shortlist.embedding.spaces import ModelSpace, Spaces
 from shortlist.errors import TransientError
 from shortlist.privacy import is_suppressed, person_keys, scrub_attempt
 from shortlist.queue import LeaseTable
-from shortlist.sources import ledger
-from shortlist.sources.base import (
+from shortlist.talent import headline
+from shortlist.talent import repository as repo
+from shortlist.talent.constraints import Wanted, held_of, judge
+from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
+from shortlist.talent.repository import CandidateRecord
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import (
     Profile,
     ProviderPaused,
     ProviderQuotaExhausted,
@@ -47,12 +52,7 @@ from shortlist.sources.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from shortlist.sources.factory import Sources
-from shortlist.talent import headline
-from shortlist.talent import repository as repo
-from shortlist.talent.constraints import Wanted, held_of, judge
-from shortlist.talent.models import CandidateStatus, ClaimedStub, Tier, error_text
-from shortlist.talent.repository import CandidateRecord
+from shortlist.talent.vendors.factory import Sources
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
     email = (profile.email or "").strip() or None
     if email is not None and (len(email) > 320 or "@" not in email):
         raise MalformedProfile(f"profile {profile.external_id} has an invalid e-mail address")
-    # sources.base.Profile.email_on_file (PDL Free plans: the address exists, not shown).
+    # vendors.base.Profile.email_on_file (PDL Free plans: the address exists, not shown).
     on_file = email is None and profile.email_on_file
     years = profile.years_experience
     skills = list(dict.fromkeys(s.strip()[:100] for s in profile.skills if s and s.strip()))

@@ -11,7 +11,7 @@ from typing import Annotated, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from shortlist.redact import redact_emails
-from shortlist.sources.base import Profile
+from shortlist.talent.vendors.base import Profile
 from shortlist.validation import storable
 
 

@@ -26,7 +26,6 @@ from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.spaces import ModelInUse, ModelSpace, SpaceStatements
 from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
-from shortlist.sources.base import CallRecord, Profile
 from shortlist.talent.brief import Brief, brief_text
 from shortlist.talent.constraints import Held, Judgement, location_terms
 from shortlist.talent.evidence import TITLE_MATCH, query_terms
@@ -40,6 +39,7 @@ from shortlist.talent.models import (
     Tier,
     TierStatus,
 )
+from shortlist.talent.vendors.base import CallRecord, Profile
 
 QUERIES = load_queries("shortlist.talent")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.

@@ -31,17 +31,6 @@ from shortlist.embedding.spaces import Spaces
 from shortlist.places import Place, PlaceKind, resolve
 from shortlist.privacy import person_keys, suppressed_among
 from shortlist.queue import LeaseTable
-from shortlist.sources import ledger
-from shortlist.sources.base import (
-    DiscoveryPage,
-    DiscoveryQuery,
-    ProfileStub,
-    ProviderError,
-    ProviderPaused,
-    ProviderQuotaExhausted,
-    ProviderRateLimited,
-)
-from shortlist.sources.factory import Sources
 from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.models import (
@@ -54,6 +43,17 @@ from shortlist.talent.models import (
     error_text,
 )
 from shortlist.talent.roles import title_holds_role
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import (
+    DiscoveryPage,
+    DiscoveryQuery,
+    ProfileStub,
+    ProviderError,
+    ProviderPaused,
+    ProviderQuotaExhausted,
+    ProviderRateLimited,
+)
+from shortlist.talent.vendors.factory import Sources
 
 log = logging.getLogger(__name__)
 

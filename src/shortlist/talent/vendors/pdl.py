@@ -44,7 +44,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from shortlist.config import Settings
 from shortlist.places import Place, PlaceKind
-from shortlist.sources.base import (
+from shortlist.talent.roles import NOUN_SYNONYMS, pdl_title
+from shortlist.talent.vendors.base import (
     LINKEDIN_PREFIX,
     DiscoveryPage,
     DiscoveryQuery,
@@ -58,15 +59,14 @@ from shortlist.sources.base import (
     canonical_external_id,
     linkedin_slug,
 )
-from shortlist.sources.limits import RateGate
-from shortlist.sources.provider import (
+from shortlist.talent.vendors.limits import RateGate
+from shortlist.talent.vendors.provider import (
     Provider,
     ProviderClient,
     Text,
     parse_model,
     provider_error,
 )
-from shortlist.talent.roles import NOUN_SYNONYMS, pdl_title
 from shortlist.text import fold
 
 PROVIDER_NAME = "pdl"
@@ -483,7 +483,7 @@ def _credit_type(response: httpx.Response, gate: Provider) -> str:
 
 
 class PdlTalentAPI:
-    """:class:`~shortlist.sources.base.TalentAPI` for People Data Labs: one gate per endpoint
+    """:class:`~shortlist.talent.vendors.base.TalentAPI` for People Data Labs: one gate per endpoint
     (``pdl:search``, ``pdl:enrich``), each bounded by ``provider_concurrency`` in this process
     and by its own window in PostgreSQL (``limiter``)."""
 

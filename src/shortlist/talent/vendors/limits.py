@@ -27,11 +27,11 @@ from typing import Protocol
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
-from shortlist.sources.base import ProviderPaused
+from shortlist.talent.vendors.base import ProviderPaused
 
 log = logging.getLogger(__name__)
 
-QUERIES = load_queries("shortlist.sources", "limits.sql")
+QUERIES = load_queries("shortlist.talent.vendors", "limits.sql")
 
 BALANCE_TRUST_SECONDS = 60.0
 """How long a reported balance is believed. A search refuses to start a call its account cannot

@@ -1,5 +1,5 @@
 """What every external-provider call goes through: a per-provider gate, the retry wrapper and
-the mapping from HTTP outcomes to the error types of :mod:`shortlist.sources.base`.
+the mapping from HTTP outcomes to the error types of :mod:`shortlist.talent.vendors.base`.
 
     ProviderClient.get_json(operation, url, params, time_limit, parse)
         → retry wrapper (tenacity: one retry after ``retry_delay``, only on timeout / 5xx)
@@ -40,8 +40,8 @@ from tenacity import (
 from shortlist import metrics
 from shortlist.config import Settings
 from shortlist.embedding.openai import parse_retry_after
-from shortlist.sources import ledger
-from shortlist.sources.base import (
+from shortlist.talent.vendors import ledger
+from shortlist.talent.vendors.base import (
     CallRecord,
     ProviderError,
     ProviderNotFound,
@@ -52,7 +52,7 @@ from shortlist.sources.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from shortlist.sources.limits import BALANCE_TRUST_SECONDS, RateGate
+from shortlist.talent.vendors.limits import BALANCE_TRUST_SECONDS, RateGate
 
 log = logging.getLogger(__name__)
 

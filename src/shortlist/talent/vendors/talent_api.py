@@ -19,7 +19,7 @@ import httpx
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from shortlist.config import Settings
-from shortlist.sources.base import (
+from shortlist.talent.vendors.base import (
     TALENT_PREFIX,
     DiscoveryPage,
     DiscoveryQuery,
@@ -28,7 +28,7 @@ from shortlist.sources.base import (
     ProviderRejected,
     talent_external_id,
 )
-from shortlist.sources.provider import (
+from shortlist.talent.vendors.provider import (
     Provider,
     ProviderClient,
     Text,
@@ -97,7 +97,7 @@ def discovery_params(query: DiscoveryQuery, page: int, per_page: int) -> dict[st
 
 
 class HttpTalentAPI:
-    """:class:`~shortlist.sources.base.TalentAPI` over HTTP.
+    """:class:`~shortlist.talent.vendors.base.TalentAPI` over HTTP.
 
     ``provider`` is the gate to share with other instances in this process (default: a new one
     bounded by ``settings.provider_concurrency``). Pass ``client`` to share a connection pool

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from shortlist.sources.base import CallRecord
+from shortlist.talent.vendors.base import CallRecord
 
 _CALLS: ContextVar[list[CallRecord] | None] = ContextVar("shortlist_provider_calls", default=None)
 

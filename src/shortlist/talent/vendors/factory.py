@@ -10,13 +10,13 @@ import httpx
 
 from shortlist.config import Settings
 from shortlist.errors import ConfigError
-from shortlist.sources.base import SerpAPI, TalentAPI
-from shortlist.sources.limits import GateLimit, RateGate
-from shortlist.sources.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
-from shortlist.sources.serp import HttpSerpAPI
-from shortlist.sources.serpapi import GATE as SERPAPI_GATE
-from shortlist.sources.serpapi import SerpApiSearch
-from shortlist.sources.talent_api import HttpTalentAPI
+from shortlist.talent.vendors.base import SerpAPI, TalentAPI
+from shortlist.talent.vendors.limits import GateLimit, RateGate
+from shortlist.talent.vendors.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
+from shortlist.talent.vendors.serp import HttpSerpAPI
+from shortlist.talent.vendors.serpapi import GATE as SERPAPI_GATE
+from shortlist.talent.vendors.serpapi import SerpApiSearch
+from shortlist.talent.vendors.talent_api import HttpTalentAPI
 
 if TYPE_CHECKING:
     # Imported where used: the simulator package (FastAPI, its world) is not every process's.

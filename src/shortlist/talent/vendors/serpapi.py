@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortlist.config import Settings
 from shortlist.places import Place, PlaceKind
-from shortlist.sources.base import (
+from shortlist.talent.vendors.base import (
     DiscoveryPage,
     ProfileStub,
     ProviderError,
@@ -38,8 +38,14 @@ from shortlist.sources.base import (
     ProviderRateLimited,
     canonical_external_id,
 )
-from shortlist.sources.limits import RateGate
-from shortlist.sources.provider import Provider, ProviderClient, Text, parse_model, provider_error
+from shortlist.talent.vendors.limits import RateGate
+from shortlist.talent.vendors.provider import (
+    Provider,
+    ProviderClient,
+    Text,
+    parse_model,
+    provider_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +225,7 @@ class AccountReader:
 
 
 class SerpApiSearch:
-    """:class:`~shortlist.sources.base.SerpAPI` over SerpApi's Google engine."""
+    """:class:`~shortlist.talent.vendors.base.SerpAPI` over SerpApi's Google engine."""
 
     def __init__(
         self,

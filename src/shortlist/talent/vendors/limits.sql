@@ -1,9 +1,9 @@
--- Vendor gates shared by every process (shortlist.sources.limits). One row per gate (a vendor
+-- Vendor gates shared by every process (shortlist.talent.vendors.limits). One row per gate (a vendor
 -- endpoint: 'pdl:search', 'pdl:enrich', 'serpapi'); every statement is a single guarded UPDATE,
 -- so the row lock serialises the takers (take_gate_slot reads the clock only once it holds it).
 -- A window is a fixed slice of the epoch, window_seconds long: for 60 s, the calendar minute
 -- (PDL, https://docs.peopledatalabs.com/docs/usage-limits: per key and per endpoint, a fixed
--- 60-second window; SerpApi's hourly limit: shortlist.sources.limits).
+-- 60-second window; SerpApi's hourly limit: shortlist.talent.vendors.limits).
 
 -- name: ensure_gate
 -- The configured requests per window and the window's length (a later start with other

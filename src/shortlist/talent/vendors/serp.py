@@ -4,8 +4,8 @@
                                           "has_more"}
 
 Its results are handles on the talent platform, so they get the same external ids as the talent
-API's (:func:`~shortlist.sources.base.talent_external_id`): the same person found by any tier is
-one candidate, and is enriched through the talent API.
+API's (:func:`~shortlist.talent.vendors.base.talent_external_id`): the same person found by any
+tier is one candidate, and is enriched through the talent API.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shortlist.config import Settings
 from shortlist.places import Place, PlaceKind
-from shortlist.sources.base import DiscoveryPage, ProfileStub, talent_external_id
-from shortlist.sources.provider import Provider, ProviderClient, Text, parse_model
+from shortlist.talent.vendors.base import DiscoveryPage, ProfileStub, talent_external_id
+from shortlist.talent.vendors.provider import Provider, ProviderClient, Text, parse_model
 
 PROVIDER_NAME = "serp"
 
@@ -37,10 +37,10 @@ class _SerpPage(BaseModel):
 
 
 class HttpSerpAPI:
-    """:class:`~shortlist.sources.base.SerpAPI` over HTTP.
+    """:class:`~shortlist.talent.vendors.base.SerpAPI` over HTTP.
 
     A SERP call is a discovery call, so it gets ``settings.discovery_timeout``. ``provider`` and
-    ``client`` as for :class:`~shortlist.sources.talent_api.HttpTalentAPI`.
+    ``client`` as for :class:`~shortlist.talent.vendors.talent_api.HttpTalentAPI`.
     """
 
     def __init__(
