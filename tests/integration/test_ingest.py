@@ -28,7 +28,9 @@ from shortlist.config import get_settings
 from shortlist.db.types import AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.ingest import BadRow, ListingFileReader, ingest_listings
-from shortlist.listings.mail.parse import parse_salary, read_message, to_listing
+from shortlist.listings.jobpost import parse_salary
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.parse import read_message
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.sample import (
     CITIES,

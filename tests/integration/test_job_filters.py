@@ -13,7 +13,8 @@ import pytest
 from shortlist import places
 from shortlist.db.types import AsyncPool
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
-from shortlist.listings.mail.parse import read_message, to_listing
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.parse import read_message
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.money import format_salary
 from shortlist.listings.repository import copy_listings

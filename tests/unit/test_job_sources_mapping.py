@@ -9,6 +9,7 @@ import pytest
 from protego import Protego
 
 from shortlist.errors import BadInput
+from shortlist.listings import jobpost
 from shortlist.listings.sources import ashby, careers, greenhouse, lever, mapping
 from shortlist.listings.sources.fetch import Fetched, _is_public, user_agent
 from shortlist.listings.sources.models import SourceSpec
@@ -332,11 +333,11 @@ def test_sitemaps_and_job_links() -> None:
 def test_mapping_helpers() -> None:
     assert mapping.plain_text("<p>a &amp; b</p><p>c</p>") == "a & b\n\nc"
     assert mapping.plain_text("plain") == "plain"
-    assert mapping.yearly_ks("120,000") == 120
-    assert mapping.yearly_ks(True) is None and mapping.yearly_ks(-5) is None
-    assert mapping.yearly_ks(10**12) is None
-    assert mapping.period_of("1 MONTH") == 12 and mapping.period_of(None) == 1
-    assert mapping.yearly_ks(100) is None  # rounds to no thousands: no salary, not 0
+    assert jobpost.yearly_ks("120,000") == 120
+    assert jobpost.yearly_ks(True) is None and jobpost.yearly_ks(-5) is None
+    assert jobpost.yearly_ks(10**12) is None
+    assert jobpost.period_of("1 MONTH") == 12 and jobpost.period_of(None) == 1
+    assert jobpost.yearly_ks(100) is None  # rounds to no thousands: no salary, not 0
     # Each vendor's period names (Lever intervals, Ashby "N UNIT", schema.org unitText).
     for unit, per_year in {
         "bi-week-salary": 26,
@@ -347,11 +348,11 @@ def test_mapping_helpers() -> None:
         "0.5 MONTH": 24,
         "HOUR": 2080,
     }.items():
-        assert mapping.period_of(unit) == per_year, unit
-        assert mapping.yearly_ks(3000, mapping.period_of(unit)) == round(3 * per_year), unit
+        assert jobpost.period_of(unit) == per_year, unit
+        assert jobpost.yearly_ks(3000, jobpost.period_of(unit)) == round(3 * per_year), unit
     for one_off in ("one-time", "NONE", "1 TIME", "fortnightly-ish"):
-        assert mapping.period_of(one_off) is None, one_off
-        assert mapping.salary_pair(1000, 2000, mapping.period_of(one_off)) == (None, None)
+        assert jobpost.period_of(one_off) is None, one_off
+        assert jobpost.salary_pair(1000, 2000, jobpost.period_of(one_off)) == (None, None)
     assert mapping.timestamp("2026-01-18") == datetime(2026, 1, 18, tzinfo=UTC)
     assert mapping.timestamp("2026-01-18", end_of_day=True) == datetime(
         2026, 1, 18, 23, 59, 59, 999999, tzinfo=UTC

@@ -11,15 +11,9 @@ import pytest
 
 from shortlist import places
 from shortlist.errors import BadInput
-from shortlist.listings.mail.parse import (
-    MAX_HEADER_FIELD,
-    NoJob,
-    clean_title,
-    find_work_mode,
-    parse_salary,
-    read_message,
-    to_listing,
-)
+from shortlist.listings.jobpost import clean_title, find_work_mode, parse_salary
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.parse import MAX_HEADER_FIELD, NoJob, read_message
 
 MAIL = Path(__file__).parent.parent / "data" / "mail"
 

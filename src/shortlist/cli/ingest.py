@@ -167,7 +167,7 @@ async def _post_email(
     url: str, settings: Settings, raw: bytes, company: str | None, err: Console
 ) -> int:
     from shortlist import places
-    from shortlist.listings.mail.parse import to_listing
+    from shortlist.listings.mail.listing import to_listing
     from shortlist.listings.mail.sandbox import ParserPool
     from shortlist.listings.service import create_listing
 

@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field
 
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
 from shortlist.listings import service
-from shortlist.listings.mail.parse import to_listing
+from shortlist.listings.mail.listing import to_listing
 from shortlist.listings.mail.store import posted_message_key
 from shortlist.listings.models import (
     MAX_SALARY_KS,

@@ -6,9 +6,12 @@ Two steps, split by where they may run:
   slow — MIME, header decoding, HTML, PDF and DOCX attachments, quoted replies, every pattern
   over the text. It runs in a parser process with a hard time limit
   (:mod:`shortlist.listings.mail.sandbox`), never on a server's event loop.
-* :func:`to_listing` (a ``Reading`` → ``ListingCreate``) resolves the city with the gazetteer
-  (:mod:`shortlist.places`, already loaded in a server) on a few short, bounded strings, and
-  applies the company the message was sent for.
+* :func:`shortlist.listings.mail.listing.to_listing` (a ``Reading`` → ``ListingCreate``), in
+  the server, resolves the city with the gazetteer and applies the company.
+
+What a job post's text says (title, pay, work mode, place) is read by
+:mod:`shortlist.listings.jobpost`, which the crawler shares; this module is the MIME reader
+around it.
 
 Safety: the stdlib parser's known slow paths are its structured-header parsing (a 160 KB folded
 ``From:`` took 50 s under ``policy.default``) and deeply nested multiparts. So the structure is
@@ -31,12 +34,12 @@ import re
 import warnings
 import zipfile
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from email.message import Message
-from typing import Literal
 
 from shortlist.errors import BadInput
-from shortlist.listings.models import MAX_DESCRIPTION, MAX_SALARY_KS, MAX_TITLE, ListingCreate
+from shortlist.listings import jobpost
+from shortlist.listings.jobpost import Salary, clean_title, find_work_mode
+from shortlist.listings.models import MAX_DESCRIPTION, MAX_TITLE, WorkMode
 
 # --- bounds ---------------------------------------------------------------------------------
 
@@ -66,10 +69,6 @@ MAX_PLACE_HINT = 200
 
 # --- the reading ------------------------------------------------------------------------------
 
-Period = Literal["year", "month", "day", "hour"]
-WorkMode = Literal["remote", "hybrid", "onsite"]
-
-
 NOT_A_JOB = (
     "the message does not describe a job: no role, job wording or salary was found in its"
     " subject, text or attachments"
@@ -81,14 +80,6 @@ class NoJob(BadInput):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, field="body")
-
-
-@dataclass(frozen=True)
-class Salary:
-    min_ks: int | None
-    max_ks: int | None
-    currency: str | None
-    period: Period
 
 
 @dataclass
@@ -141,12 +132,6 @@ _GENERIC_SUBJECTS = frozenset({
     "please post", "job offer", "ausschreibung", "",
 })  # fmt: skip
 # " — ", " – ", " - ", " | ", " · ": the parts of a subject line.
-_SEPARATOR = re.compile(r"\s[-–—|·•]\s|\s?[|·•]\s?")
-_GENDER = re.compile(
-    r"\(\s?(?:[mwfdxi]{1,3}\s?(?:[/|,]\s?[mwfdxi*]{1,4}\s?){1,3}|all\sgenders?|gn\*?|d/m/w"
-    r"|any\sgender)\s?\)|\s[mwfd]/[mwfd]/[dxi]\b",
-    re.IGNORECASE,
-)
 _TITLE_LABEL = re.compile(
     r"^\s{0,8}(?:[*•-]\s?)?(?:job\stitle|title|role|position|stelle|jobtitel|stellenbezeichnung"
     r"|rolle|vacancy|opening)\s?[:：]\s?(?P<v>\S.{0,299})$",
@@ -176,77 +161,7 @@ _COMPANY_LABEL = re.compile(
     r"(?P<v>\S.{0,199})$",
     re.IGNORECASE,
 )
-_SALARY_WORDS = re.compile(
-    r"\b(?:salary|compensation|pay|package|base|ote|per\sannum|p\.\s?a\.|gehalt|vergütung"
-    r"|jahresgehalt|brutto|bruttojahresgehalt|verdienst|entgelt|lohn|stundenlohn|tagessatz)\b",
-    re.IGNORECASE,
-)
-_CURRENCY = re.compile(
-    r"(?P<sym>[€$£¥₹])|\b(?P<code>EUR|USD|GBP|CHF|CAD|AUD|SEK|NOK|DKK|PLN|CZK|JPY|INR|SGD|NZD)\b"
-    r"|(?P<word>\beuros?\b|\bdollars?\b|\bpounds?\b|\bfranken\b)",
-    re.IGNORECASE,
-)
-_WORD_CURRENCY = {"euro": "EUR", "dollar": "USD", "pound": "GBP", "franken": "CHF"}
-_SYMBOL_CURRENCY = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY", "₹": "INR"}
-# An amount: grouped digits ("65.000", "55,000", "120'000", "90 000") or up to 7 plain digits,
-# an optional decimal part, and an optional thousands unit ("70K", "85 Tsd.").
-_AMOUNT = re.compile(
-    r"(?<![\d.,])(?P<num>\d{1,3}(?:[.,'’\u00a0\u202f ]\d{3}){1,3}|\d{1,7})(?P<dec>[.,]\d{1,2})?"
-    r"(?![\d])\s?(?P<unit>k\b|tsd\.?|tausend\b|thousand\b|m\b|mio\.?)?",
-    re.IGNORECASE,
-)
-_PERIODS: tuple[tuple[Period, re.Pattern[str]], ...] = (
-    (
-        "hour",
-        re.compile(
-            r"per\shour|an\shour|hourly|/\s?h(?:ou)?r\b|/\s?h\b|pro\sstunde|stundenlohn|€/h",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "day",
-        re.compile(r"per\sday|a\sday\b|daily\srate|day\srate|/\s?day|pro\stag|tagessatz", re.I),
-    ),
-    (
-        "month",
-        re.compile(
-            r"per\smonth|a\smonth|monthly|/\s?mo(?:nth)?\b|pro\smonat|im\smonat|monatlich"
-            r"|monatsgehalt|brutto\smonatlich",
-            re.IGNORECASE,
-        ),
-    ),
-)
-_PER_YEAR = {"year": 1, "month": 12, "day": 220, "hour": 2080}
 
-_FULLY_REMOTE = re.compile(
-    r"\b(?:fully\sremote|100\s?%\sremote|remote[-\s]first|remote[-\s]only|full[-\s]remote"
-    r"|work\sfrom\sanywhere|anywhere\sin\s(?:europe|the\sworld)|vollständig\sremote"
-    r"|komplett\sremote|100\s?%\shome[-\s]?office|remote\s\(anywhere)",
-    re.IGNORECASE,
-)
-_HYBRID = re.compile(
-    r"\bhybrid\b|\bhybride[sn]?\b|remote[-\s]anteil|home[-\s]?office|mobiles\sarbeiten"
-    r"|teilweise\sremote|partly\sremote|partially\sremote|flexible\sremote"
-    r"|\b\d(?:\s?[-–]\s?\d)?\s(?:days?|tage?n?)\s(?:a|per|pro|die|in\sder|each)\s(?:week|woche)"
-    r"|\b(?:one|two|three|four)\sdays?\s(?:a|per)\sweek|\b(?:ein|zwei|drei|vier)\stage?\s(?:pro|die)"
-    r"\swoche",
-    re.IGNORECASE,
-)
-_ONSITE = re.compile(
-    r"\bon[-\s]?site\b|\bin[-\s]office\b|\boffice[-\s]based\b|\bvor\sort\b|\bpräsenz|\bnot\sremote"
-    r"|\bno\sremote\b|\bkein\shomeoffice",
-    re.IGNORECASE,
-)
-_REMOTE = re.compile(r"\bremote\b|\bwork\sfrom\shome\b", re.IGNORECASE)
-
-_JOB_WORDS = re.compile(
-    r"\b(?:hiring|vacanc(?:y|ies)|position|role|job|opening|apply|application|responsibilities"
-    r"|requirements|qualifications|join\sour|looking\sfor|we\soffer|benefits|salary|candidate"
-    r"|full[-\s]time|part[-\s]time|engineer|developer|manager|stelle|wir\ssuchen|aufgaben"
-    r"|anforderungen|ihr\sprofil|dein\sprofil|wir\sbieten|bewerbung|bewirb|gehalt|vollzeit"
-    r"|teilzeit|festanstellung|mitarbeiter|entwickler|ingenieur)\b",
-    re.IGNORECASE,
-)
 _GERMAN = re.compile(
     r"\b(?:und|wir|sie|ihr|für|mit|der|die|das|eine?n?|stelle|suchen|bei|uns|nicht|oder)\b",
     re.IGNORECASE,
@@ -568,40 +483,12 @@ def _strip_forward_headers(lines: list[str]) -> tuple[list[str], dict[str, str]]
     return out, quoted
 
 
-def _job_score(text: str) -> int:
-    return len(_JOB_WORDS.findall(text[:20_000])) + (
-        3 if _CURRENCY.search(text[:20_000]) and _AMOUNT.search(text[:20_000]) else 0
-    )
-
-
 def _language(text: str) -> str:
     sample = text[:5000]
     return "de" if len(_GERMAN.findall(sample)) > len(_ENGLISH.findall(sample)) else "en"
 
 
 # --- fields -------------------------------------------------------------------------------------
-
-
-def clean_title(text: str) -> str:
-    """A title without gender markers ("(m/w/d)"), work-mode and salary tails, quotes."""
-    title = _GENDER.sub(" ", text)
-    title = re.sub(r"\((?:[^()]{0,60})\)", lambda m: "" if _noise(m.group()) else m.group(), title)
-    parts = [p.strip() for p in _SEPARATOR.split(title) if p.strip()]
-    if parts:
-        title = parts[0]
-    title = " ".join(title.split()).strip(" \"'“”„*-–—:,;|")
-    return title[:MAX_TITLE]
-
-
-def _noise(text: str) -> bool:
-    """Words in a title that are not the role: a work mode, a salary, a place marker."""
-    return bool(
-        _REMOTE.search(text)
-        or _HYBRID.search(text)
-        or _ONSITE.search(text)
-        or (_CURRENCY.search(text) and _AMOUNT.search(text))
-        or re.search(r"\b(?:full|part)[-\s]time\b|\bvollzeit|\bteilzeit", text, re.I)
-    )
 
 
 def _subject_title(subject: str) -> str | None:
@@ -628,94 +515,6 @@ def _first_label(lines: list[str], pattern: re.Pattern[str]) -> str | None:
         m = pattern.match(line)
         if m:
             return m.group("v").strip()
-    return None
-
-
-def _to_thousands(num: str, dec: str | None, unit: str | None) -> float | None:
-    """One amount as thousands; price-parser reads the figure ("65.000", "55,000", "120'000")
-    (https://github.com/scrapinghub/price-parser)."""
-    from price_parser import Price
-
-    price = Price.fromstring(num + (dec or ""))
-    if price.amount is None:
-        return None
-    try:
-        value = float(price.amount)
-    except (InvalidOperation, OverflowError, ValueError):
-        return None
-    if isinstance(price.amount, Decimal) and not price.amount.is_finite():
-        return None
-    unit = (unit or "").lower().rstrip(".")
-    if unit in ("k", "tsd", "tausend", "thousand"):
-        return value
-    if unit in ("m", "mio"):
-        return value * 1000
-    return value / 1000
-
-
-def parse_salary(line: str) -> Salary | None:
-    """The salary a line states: "£55,000 - £65,000 per annum", "65.000 – 80.000 € brutto im
-    Jahr", "€70K–€90K", "4.500 € pro Monat", "$60/hour". Amounts become thousands per year."""
-    currency: str | None = None
-    cur = _CURRENCY.search(line)
-    if cur:
-        if cur.group("sym"):
-            currency = _SYMBOL_CURRENCY[cur.group("sym")]
-        elif cur.group("code"):
-            currency = cur.group("code").upper()
-        else:
-            currency = _WORD_CURRENCY[cur.group("word").lower().rstrip("s")]
-    raw = [(m.group("num"), m.group("dec"), m.group("unit")) for m in _AMOUNT.finditer(line)][:4]
-    # Years ("since 2015"), percentages and day counts are not salaries.
-    raw = [r for r in raw if not re.fullmatch(r"(?:19|20)\d\d", r[0])]
-    if not raw:
-        return None
-    # "70-90K": a unit written once applies to the whole range.
-    shared = next((u for _n, _d, u in raw if u), None)
-    period: Period = next((p for p, pattern in _PERIODS if pattern.search(line)), "year")
-    values: list[float] = []
-    for num, dec, unit in raw[:2]:
-        value = _to_thousands(num, dec, unit or (shared if len(raw) > 1 else None))
-        if value is None:
-            return None
-        values.append(value * _PER_YEAR[period])
-    if period == "year" and all(v < 1 for v in values):
-        return None  # "€70" a year is no salary: a stray number
-    ks = [round(v) for v in values if 0 < v <= MAX_SALARY_KS]
-    if len(ks) != len(values):
-        return None
-    low, high = (ks[0], ks[1]) if len(ks) == 2 else (ks[0], ks[0])
-    if low > high:
-        low, high = high, low
-    if re.search(r"\b(?:up\sto|bis\szu|max(?:imum)?)\b", line, re.I) and len(ks) == 1:
-        return Salary(None, high, currency, period)
-    from_words = r"\b(?:from|ab|starting\sat|at\sleast|mindestens)\b|\d\s?[kK]?\s?\+"
-    if re.search(from_words, line, re.I) and len(ks) == 1:
-        return Salary(low, None, currency, period)
-    return Salary(low, high, currency, period)
-
-
-def _find_salary(subject: str, lines: list[str]) -> Salary | None:
-    candidates = [ln for ln in lines if _SALARY_WORDS.search(ln) and _AMOUNT.search(ln)]
-    candidates += [ln for ln in [subject, *lines] if _CURRENCY.search(ln) and _AMOUNT.search(ln)]
-    for line in candidates[:50]:
-        salary = parse_salary(line)
-        if salary is not None and (salary.currency or _SALARY_WORDS.search(line)):
-            return salary
-    return None
-
-
-def find_work_mode(text: str) -> WorkMode | None:
-    """ "fully remote" → remote; "hybrid", "2 days a week in the office", "Remote-Anteil bis zu 3
-    Tage" → hybrid; "on-site", "vor Ort" → onsite; a bare "remote" → remote."""
-    if _FULLY_REMOTE.search(text):
-        return "remote"
-    if _HYBRID.search(text):
-        return "hybrid"
-    if _ONSITE.search(text):
-        return "onsite"
-    if _REMOTE.search(text):
-        return "remote"
     return None
 
 
@@ -783,7 +582,7 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
             if m:
                 key = m.group("k").lower()
                 quoted.setdefault(_QUOTED_KEYS.get(key, key), m.group("v").strip(" *"))
-        score = _job_score("\n".join(lines))
+        score = jobpost.job_score("\n".join(lines))
         if score > best[0]:
             best = (score, lines, quoted)
     _score, body_lines, quoted = best
@@ -793,7 +592,10 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
     attachment_lines = bounded_lines(attachment) if attachment else []
     all_lines = body_lines + attachment_lines
 
-    if _job_score("\n".join(body_lines)) < _job_score(attachment) and attachment_lines:
+    if (
+        jobpost.job_score("\n".join(body_lines)) < jobpost.job_score(attachment)
+        and attachment_lines
+    ):
         description = _squeeze(attachment_lines)
     else:
         description = _squeeze(all_lines)
@@ -817,7 +619,7 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         for pattern in (_TITLE_LABEL, _LOCATION_LABEL, _COMPANY_LABEL)
         if _first_label(all_lines, pattern)
     )
-    signals = _job_score(job_text) + labelled
+    signals = jobpost.job_score(job_text) + labelled
     if not description or (not title and not signals):
         raise NoJob(NOT_A_JOB)
     if not title:
@@ -826,7 +628,7 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
             " — Lisbon') or a line 'Role: …'"
         )
     currency = _first_label(all_lines, _CURRENCY_LABEL)
-    salary = _find_salary(subject, all_lines)
+    salary = jobpost.find_salary(all_lines, subject)
     if currency and salary is not None:
         salary = Salary(salary.min_ks, salary.max_ks, currency.upper(), salary.period)
 
@@ -854,92 +656,4 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         reply_to=None if _is_automatic(msg) else next((a for _d, a in reply_to if a), None),
         addresses=sorted({a.lower() for _d, a in [*senders, *reply_to] if a}),
         language=language,
-    )
-
-
-# --- the step in the server --------------------------------------------------------------
-
-
-def _city(reading: Reading) -> str | None:
-    from shortlist import places
-
-    for hint in reading.place_hints[:1]:
-        place = places.resolve(hint) or places.find_place(hint)
-        if place is not None and place.kind is not places.PlaceKind.remote:
-            return place.name
-    for text in [*reading.place_hints[1:], reading.title, reading.text_head]:
-        found = places.locate_place(text[:2000])
-        if found is not None and found.place.kind is not places.PlaceKind.remote:
-            return found.place.name
-    return None
-
-
-def _title_without_place(title: str) -> str:
-    from shortlist import places
-
-    found = places.locate_place(title)
-    if found is not None and found.start > 0 and found.place.kind is not places.PlaceKind.remote:
-        title = title[: found.start]
-    return title.strip(" ,-–—(") or title
-
-
-_AT_COMPANY = re.compile(
-    r"^(?P<title>.{2,200}?)\s(?:at|@|bei)\s(?P<company>[A-Z][\w&.,' -]{1,80})$"
-)
-
-
-def to_listing(reading: Reading, company: str | None) -> ListingCreate:
-    """The listing a reading describes, posted as ``company`` when the message was sent for
-    one (a company's intake address or token: whatever the message says); BadInput if a
-    required field is missing."""
-    from pydantic import ValidationError
-
-    from shortlist.listings.models import bad_input_from
-
-    city = _city(reading)
-    if city is None and reading.work_mode == "remote":
-        city = "Remote"
-    if city is None and not reading.signals:
-        raise NoJob(NOT_A_JOB)
-    if city is None:
-        raise NoJob(
-            "the message names no city: put it in the subject (e.g. 'Data Engineer — Berlin')"
-            " or a line 'Location: …'"
-        )
-    title = _title_without_place(reading.title)
-    # "Senior Data Engineer at Copper Analytics": the company is not part of the title.
-    at = _AT_COMPANY.match(title)
-    named = reading.company or (at.group("company") if at else None) or reading.sender_company
-    posting_as = company or named
-    if not posting_as:
-        raise NoJob("the message names no company: add a line 'Company: …'")
-    if at:
-        title = at.group("title")
-    salary = reading.salary
-    try:
-        return ListingCreate(
-            company_name=posting_as,
-            job_title=title,
-            city_location=city,
-            description=reading.description,
-            salary_min_ks=salary.min_ks if salary else None,
-            salary_max_ks=salary.max_ks if salary else None,
-            currency_code=(salary.currency if salary and salary.currency else None)
-            or _default_currency(city),
-            work_mode=reading.work_mode,
-        )
-    except ValidationError as exc:
-        raise bad_input_from(exc, prefix="e-mail job post: ") from None
-
-
-def _default_currency(city: str) -> str:
-    from shortlist import places
-
-    place = places.resolve(city)
-    code = place.country_code if place is not None else None
-    euro = {"DE", "AT", "FR", "ES", "PT", "IT", "NL", "BE", "IE", "FI", "GR", "LU", "SK", "SI"}
-    if code in euro:
-        return "EUR"
-    return {"GB": "GBP", "CH": "CHF", "SE": "SEK", "NO": "NOK", "DK": "DKK", "PL": "PLN"}.get(
-        code or "", "USD"
     )

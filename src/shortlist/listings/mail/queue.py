@@ -24,7 +24,8 @@ from shortlist.db import channels
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
-from shortlist.listings.mail.parse import Reading, to_listing
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.parse import Reading
 from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout, ParseTooLarge
 from shortlist.listings.mail.store import SQL
 from shortlist.listings.models import ListingOut

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
+from shortlist.listings import jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched
@@ -51,10 +52,10 @@ def _salary(job: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
         return None, None, None
     for part in compensation.get("summaryComponents") or []:
         if isinstance(part, dict) and str(part.get("compensationType", "")).lower() == "salary":
-            low, high = mapping.salary_pair(
-                part.get("minValue"), part.get("maxValue"), mapping.period_of(part.get("interval"))
+            low, high = jobpost.salary_pair(
+                part.get("minValue"), part.get("maxValue"), jobpost.period_of(part.get("interval"))
             )
-            return low, high, mapping.currency(part.get("currencyCode"))
+            return low, high, jobpost.currency_code(part.get("currencyCode"))
     return None, None, None
 
 
@@ -70,7 +71,7 @@ def map_job(job: dict[str, Any]) -> Posting | None:
     job_id, title = job.get("id"), mapping.text_of(job.get("title"), 300)
     if not isinstance(job_id, str) or not job_id or not title or job.get("isListed") is False:
         return None
-    mode = mapping.work_mode(job.get("workplaceType"))
+    mode = jobpost.named_work_mode(job.get("workplaceType"))
     if mode is None and job.get("isRemote") is True:
         mode = "remote"
     low, high, code = _salary(job)

@@ -37,6 +37,7 @@ import lxml.etree
 import lxml.html
 
 from shortlist.errors import TransientError
+from shortlist.listings import jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import FetchRefused, PageGone, RobotsDisallowed
@@ -121,16 +122,16 @@ def _salary(node: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
     amount = node.get("baseSalary")
     if not isinstance(amount, dict):
         return None, None, None
-    code = mapping.currency(amount.get("currency"))
+    code = jobpost.currency_code(amount.get("currency"))
     value = amount.get("value")
     if isinstance(value, dict):
-        period = mapping.period_of(value.get("unitText"))
+        period = jobpost.period_of(value.get("unitText"))
         if value.get("minValue") is not None or value.get("maxValue") is not None:
-            low, high = mapping.salary_pair(value.get("minValue"), value.get("maxValue"), period)
+            low, high = jobpost.salary_pair(value.get("minValue"), value.get("maxValue"), period)
         else:
-            low = high = mapping.yearly_ks(value.get("value"), period)
+            low = high = jobpost.yearly_ks(value.get("value"), period)
     else:
-        low = high = mapping.yearly_ks(value, mapping.period_of(amount.get("unitText")))
+        low = high = jobpost.yearly_ks(value, jobpost.period_of(amount.get("unitText")))
     return low, high, code
 
 
@@ -154,7 +155,7 @@ def map_job_posting(node: dict[str, Any], page_url: str, index: int) -> Posting 
     description = node.get("description")
     text = description if isinstance(description, str) else ""
     plain = mapping.plain_text(text, escaped="&lt;" in text)
-    mode = mapping.work_mode(_first(node.get("jobLocationType")))
+    mode = jobpost.named_work_mode(_first(node.get("jobLocationType")))
     low, high, code = _salary(node)
     return Posting(
         external_id=external[:500],

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
+from shortlist.listings import jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched
@@ -60,18 +61,18 @@ def map_posting(posting: dict[str, Any]) -> Posting | None:
         return None
     categories = mapping.obj(posting.get("categories"))
     salary = mapping.obj(posting.get("salaryRange"))
-    low, high = mapping.salary_pair(
-        salary.get("min"), salary.get("max"), mapping.period_of(salary.get("interval"))
+    low, high = jobpost.salary_pair(
+        salary.get("min"), salary.get("max"), jobpost.period_of(salary.get("interval"))
     )
     return Posting(
         external_id=posting_id,
         job_title=title,
         description=_description(posting) or title,
         city_location=mapping.text_of(categories.get("location"), 200),
-        work_mode=mapping.work_mode(posting.get("workplaceType")),
+        work_mode=jobpost.named_work_mode(posting.get("workplaceType")),
         salary_min_ks=low,
         salary_max_ks=high,
-        currency_code=mapping.currency(salary.get("currency")) if salary else None,
+        currency_code=jobpost.currency_code(salary.get("currency")) if salary else None,
         source_url=mapping.text_of(posting.get("hostedUrl") or posting.get("applyUrl"), 2000),
         posted_at=mapping.timestamp(posting.get("createdAt")),
     )
