@@ -53,7 +53,7 @@ from pgvector.psycopg import register_vector
 
 from bench.bench_indexer import run_indexer
 from bench.common import Context, Record, Stat, report
-from shortlist.embedding.spaces import first_space
+from shortlist.embedding.model_space import first_space
 
 NAME = "relevance"
 HERE = Path(__file__).resolve().parent / "relevance"

@@ -428,7 +428,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
     if "indexer" in kinds:
-        from shortlist.embedding.migration import coordinate
+        from shortlist.indexer.migration import coordinate
 
         runners.extend(w.run for w in indexer_workers(services))
         runners.extend(w.run for w in interactive_indexer_workers(services))

@@ -85,7 +85,7 @@ async def collect_status(
     }
     """
     from shortlist.db.vector_index import index_report
-    from shortlist.embedding.migration import status as models_status
+    from shortlist.indexer.migration import status as models_status
     from shortlist.listings.mail.store import inbound_status
 
     depths: dict[str, list[Row]] = {}

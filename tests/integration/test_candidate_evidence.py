@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.embedding.spaces import first_space
+from shortlist.embedding.model_space import first_space
 from shortlist.talent import repository as repo
 from shortlist.talent.evidence import query_terms
 from shortlist.talent.repository import CorpusFilters

@@ -1,4 +1,4 @@
-"""Embedding model migration without downtime (shortlist.embedding.migration): a build between
+"""Embedding model migration without downtime (shortlist.indexer.migration): a build between
 two deterministic embedders of different dimensions while searches run, an edit and a new row
 during the build, cancel, a restart mid-build, and the status report."""
 
@@ -20,10 +20,11 @@ from shortlist.bootstrap import Services, build_workers, open_services
 from shortlist.cli import build_app
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.embedding import migration
 from shortlist.embedding.base import EmbeddingPermanentError
-from shortlist.embedding.migration import ModelMigrationError, ModelRequest
-from shortlist.embedding.spaces import ModelInUse, ModelSpace, Spaces
+from shortlist.embedding.model_space import ModelSpace
+from shortlist.embedding.spaces import ModelInUse, Spaces
+from shortlist.indexer import migration
+from shortlist.indexer.migration import ModelMigrationError, ModelRequest
 from shortlist.listings.search import search_jobs
 from shortlist.reindex import reindex
 from shortlist.runtime import run_until_stopped

@@ -15,7 +15,7 @@ import pytest
 
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
-from shortlist.embedding.spaces import first_space
+from shortlist.embedding.model_space import first_space
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief
 from shortlist.talent.ingest import CandidateCreate, insert_candidates

@@ -29,7 +29,8 @@ from shortlist.db.vector_index import (
     BuildOverrides,
     ensure_vector_indexes,
 )
-from shortlist.embedding.spaces import Spaces, first_space
+from shortlist.embedding.model_space import first_space
+from shortlist.embedding.spaces import Spaces
 from shortlist.errors import BadInput
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings

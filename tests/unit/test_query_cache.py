@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from shortlist.embedding.base import EmbeddingTransientError
+from shortlist.embedding.model_space import first_space
 from shortlist.embedding.query_cache import QueryCache, normalised_text
-from shortlist.embedding.spaces import first_space
 from tests.fakes import FakeEmbedder
 
 LOCAL = replace(first_space(384), kind="local", model="all-MiniLM-L6-v2")

@@ -8,7 +8,7 @@ import itertools
 import pytest
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-from shortlist.embedding.spaces import first_space
+from shortlist.embedding.model_space import first_space
 from shortlist.listings.search import FILTERS, candidates_statement
 
 

@@ -18,7 +18,7 @@ from shortlist.api.ratelimit import RateLimiter, client_key
 from shortlist.api.streams import StreamSlots
 from shortlist.config import Settings
 from shortlist.embedding.factory import api_key_for, make_space_embedder
-from shortlist.embedding.spaces import ModelSpace
+from shortlist.embedding.model_space import ModelSpace
 from shortlist.errors import QuotaExceeded, RateLimited
 from shortlist.privacy import Erasure, parse_target, person_keys
 from shortlist.redact import RedactingFormatter

@@ -1,5 +1,5 @@
 """``shortlist embeddings migrate | status | cancel``: changing the embedding model without
-downtime (shortlist.embedding.migration)."""
+downtime (shortlist.indexer.migration)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from shortlist.cli.common import connect, load_settings
 from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
-from shortlist.embedding import migration
-from shortlist.embedding.migration import ModelMigrationError, ModelRequest
+from shortlist.indexer import migration
+from shortlist.indexer.migration import ModelMigrationError, ModelRequest
 from shortlist.runtime import prepared_database
 
 T = TypeVar("T")

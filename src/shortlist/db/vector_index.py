@@ -63,6 +63,7 @@ import psutil
 from psycopg import Connection, sql
 from psycopg.rows import dict_row, tuple_row
 
+from shortlist.db.pool import connect
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 
@@ -505,6 +506,15 @@ def ensure_vector_indexes(
             log.info("dropping %s, superseded by %s", index.replaces, index.name)
             drop_index(conn, index.replaces)
     return built
+
+
+def ensure_space_indexes(
+    url: str, indexes: Sequence[VectorIndex], overrides: BuildOverrides = NO_OVERRIDES
+) -> None:
+    """A model space's vector ``indexes`` (``ModelSpace.indexes``, one per corpus), each built
+    CONCURRENTLY if missing, on a connection of its own (sync: run it in a thread)."""
+    with connect(url, autocommit=True) as conn:
+        ensure_vector_indexes(conn, indexes, overrides)
 
 
 async def index_report(

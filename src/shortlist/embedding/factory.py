@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from shortlist.config import Settings
 from shortlist.embedding.base import Embedder
-from shortlist.embedding.spaces import ModelSpace
+from shortlist.embedding.model_space import ModelSpace
 from shortlist.errors import ConfigError
 
 

@@ -23,7 +23,7 @@ from cachetools import LRUCache
 
 from shortlist import metrics
 from shortlist.embedding.base import Embedder
-from shortlist.embedding.spaces import ModelSpace
+from shortlist.embedding.model_space import ModelSpace
 
 Vector = npt.NDArray[np.float32]
 

@@ -8,14 +8,14 @@ by ``shortlist embeddings migrate`` gets ``embedding_m<id>`` / ``embedded_hash_m
 Exactly one space is *active*: queries are embedded by its model and searched against its
 column and vector index. While another is *building*, the indexer embeds every row into it as
 well (``shortlist.indexer.queue``); when it covers every row it becomes active in one
-transaction (``shortlist.embedding.migration``).
+transaction (``shortlist.indexer.migration``).
 
 Every process holds a :class:`Spaces`: the models in use and one embedder per model. It reloads
 on the ``embedding_models`` NOTIFY and at least every :data:`RELOAD_INTERVAL` seconds, so a
 switch reaches every process without a restart. A search takes one :class:`ModelInUse` for its
 whole life: its query vector and the column it reads are always of the same model, and a
 process that has not reloaded yet reads the retired space, whose columns are kept for
-:data:`shortlist.embedding.migration.RETIRED_GRACE` seconds after the switch.
+:data:`shortlist.indexer.migration.RETIRED_GRACE` seconds after the switch.
 
 Statements that touch vectors are written with ``{embedding}``, ``{embedded_hash}`` and
 ``{halfvec}`` where the space's column and type go; :func:`compose` fills them in (only those
@@ -30,16 +30,19 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, LiteralString, TypeVar
+from typing import LiteralString, TypeVar
 
 import psycopg
 from psycopg import sql
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.db.vector_index import VectorIndex, space_indexes
+from shortlist.db.vector_index import ensure_space_indexes
 from shortlist.embedding.base import Embedder
+from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace, first_space
+from shortlist.embedding.query_cache import QueryCache
 from shortlist.errors import ConfigError
+from shortlist.queue.worker import wait_any
 
 log = logging.getLogger(__name__)
 
@@ -48,63 +51,7 @@ QUERIES = load_queries("shortlist.embedding", "spaces.sql")
 RELOAD_INTERVAL = 5.0
 """Longest a process goes without reading ``embedding_models`` (the NOTIFY is the fast path)."""
 
-MAX_INDEXED_DIM = 4000
-"""pgvector indexes halfvec up to 4,000 dimensions (HNSW and IVFFlat); the index is on halfvec."""
-
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ModelSpace:
-    """One row of ``embedding_models``."""
-
-    id: int
-    kind: str | None
-    model: str | None
-    url: str | None
-    dim: int
-    state: str
-    vector_column: str = "embedding"
-    hash_column: str = "embedded_hash"
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> ModelSpace:
-        return cls(
-            id=int(row["id"]),
-            kind=row["kind"],
-            model=row["model"],
-            url=row["url"],
-            dim=int(row["dim"]),
-            state=str(row["state"]),
-            vector_column=str(row["vector_column"]),
-            hash_column=str(row["hash_column"]),
-        )
-
-    def model_key(self) -> tuple[object, ...]:
-        """What the embedder is made from (not the state, which the switch changes)."""
-        return (self.id, self.kind, self.model, self.url, self.dim)
-
-    @property
-    def label(self) -> str:
-        """``kind:model`` as status and logs show it."""
-        return f"{self.kind or '?'}:{self.model or '?'}"
-
-    def indexes(self) -> tuple[VectorIndex, ...]:
-        """The space's vector index on each corpus; queries order by exactly its expression."""
-        return space_indexes(self.vector_column, self.dim)
-
-    def parts(self) -> dict[str, sql.Composable]:
-        return {
-            "embedding": sql.Identifier(self.vector_column),
-            "embedded_hash": sql.Identifier(self.hash_column),
-            "halfvec": sql.SQL(f"halfvec({int(self.dim)})"),
-        }
-
-
-def first_space(dim: int) -> ModelSpace:
-    """The space of the original columns, for callers without a :class:`Spaces` (benchmarks,
-    tests on a database no model migration has touched)."""
-    return ModelSpace(id=1, kind=None, model=None, url=None, dim=dim, state="active")
 
 
 _TOKEN = re.compile(r"\{([a-z_]+)\}")
@@ -175,8 +122,6 @@ class Spaces:
         *,
         query_cache_size: int = 4096,
     ) -> None:
-        from shortlist.embedding.query_cache import QueryCache
-
         self.pool = pool
         self.database_url = database_url
         self.factory = factory
@@ -256,8 +201,6 @@ class Spaces:
 
     async def watch(self, changed: asyncio.Event, stop: asyncio.Event) -> None:
         """Reload on every NOTIFY (``changed``) and every :data:`RELOAD_INTERVAL` seconds."""
-        from shortlist.queue.worker import wait_any
-
         while not stop.is_set():
             await wait_any(changed.wait(), stop.wait(), timeout=RELOAD_INTERVAL)
             changed.clear()
@@ -316,6 +259,4 @@ class Spaces:
         log.info(
             "first start: the embedding columns take the configured model's %d dimensions", dim
         )
-        from shortlist.embedding.migration import ensure_space_indexes
-
-        await asyncio.to_thread(ensure_space_indexes, self.database_url, space)
+        await asyncio.to_thread(ensure_space_indexes, self.database_url, space.indexes())

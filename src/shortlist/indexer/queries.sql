@@ -48,7 +48,7 @@ RETURNING t.id, {text} AS text, t.content_hash, t.{embedded_hash} AS embedded_ha
 -- While a model space is being built, what claim takes when nothing is pending: embedded rows
 -- the new space does not hold yet, for that space alone (pending and edited rows get both
 -- spaces' vectors). Served by the space's partial index {table}_<column>_todo_idx
--- (shortlist.embedding.migration).
+-- (shortlist.indexer.migration).
 ({target_hash} IS DISTINCT FROM content_hash
  AND embedding_status = 'embedded' AND updated_at <= embedded_at)
 

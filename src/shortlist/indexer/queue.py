@@ -12,7 +12,7 @@ The run loop, the throttle between cycles, the NOTIFY wake-up, back-off and grac
 the shared primitive's (``shortlist.queue``); this module only says what is claimable and what
 "done" means.
 
-While a second model space is being built (``shortlist.embedding.migration``), the same queue
+While a second model space is being built (``shortlist.indexer.migration``), the same queue
 fills it: rows claimed for the active model get the new model's vector too, and once nothing
 is pending, embedded rows the new space lacks are claimed for it alone (``missing_from_build``).
 The active model's work goes first, and a failing new model never holds it back.

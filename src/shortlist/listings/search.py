@@ -68,8 +68,9 @@ from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
+from shortlist.embedding.model_space import ModelSpace, first_space
 from shortlist.embedding.query_cache import QueryCache
-from shortlist.embedding.spaces import ModelSpace, SpaceStatements, first_space
+from shortlist.embedding.spaces import SpaceStatements
 from shortlist.errors import BadInput
 from shortlist.listings import facets as facet_counts
 from shortlist.listings import why as explain

@@ -33,7 +33,8 @@ import psycopg
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import EmbeddingPermanentError, EmbeddingTransientError
-from shortlist.embedding.spaces import ModelSpace, Spaces
+from shortlist.embedding.model_space import ModelSpace
+from shortlist.embedding.spaces import Spaces
 from shortlist.errors import TransientError
 from shortlist.privacy import is_suppressed, person_keys, scrub_attempt
 from shortlist.queue import LeaseTable

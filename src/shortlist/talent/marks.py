@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from shortlist.auth import Principal
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
-from shortlist.embedding.spaces import ModelSpace, compose
+from shortlist.embedding.model_space import ModelSpace
+from shortlist.embedding.spaces import compose
 from shortlist.errors import NotFound
 from shortlist.talent.repository import CorpusHit, SearchRecord
 from shortlist.talent.why import Brief, CandidateWhy, Person, explain_candidate

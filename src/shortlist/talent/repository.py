@@ -23,7 +23,8 @@ from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
-from shortlist.embedding.spaces import ModelInUse, ModelSpace, SpaceStatements
+from shortlist.embedding.model_space import ModelSpace
+from shortlist.embedding.spaces import ModelInUse, SpaceStatements
 from shortlist.indexer.corpora import CANDIDATES
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.talent.brief import Brief, brief_text

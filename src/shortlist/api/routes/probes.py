@@ -15,8 +15,8 @@ from shortlist.api.probe_cache import ProbeCache
 from shortlist.auth import authenticate
 from shortlist.db.migrate import pending_migrations_async
 from shortlist.db.types import AsyncPool, Row
-from shortlist.embedding.migration import status as embedding_status
 from shortlist.indexer import CORPORA
+from shortlist.indexer.migration import status as embedding_status
 from shortlist.status import indexer_pauses, queue_depths
 
 router = APIRouter(tags=["probes"])

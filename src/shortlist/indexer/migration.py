@@ -41,15 +41,18 @@ from psycopg.rows import dict_row
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides
+from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides, ensure_space_indexes
 from shortlist.embedding.base import EmbeddingError
-from shortlist.embedding.spaces import MAX_INDEXED_DIM, EmbedderFactory, ModelSpace, Spaces, compose
+from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace
+from shortlist.embedding.spaces import EmbedderFactory, Spaces, compose
 from shortlist.errors import ConfigError, ShortlistError
+from shortlist.indexer.breaker import probe_embedder
 from shortlist.indexer.corpora import CORPORA
+from shortlist.queue.worker import wait_any
 
 log = logging.getLogger(__name__)
 
-QUERIES = load_queries("shortlist.embedding", "migration.sql")
+QUERIES = load_queries("shortlist.indexer", "migration.sql")
 
 RETIRED_GRACE = 30.0
 """Seconds a retired space's columns are kept after the switch: every process reloads within
@@ -160,8 +163,6 @@ async def _autocommit(url: str, statements: list[sql.Composed]) -> None:
 async def probe(request: ModelRequest, factory: EmbedderFactory) -> None:
     """Embed one text with the requested model: the URL, key, model name and dimension are
     checked before anything is written."""
-    from shortlist.indexer.breaker import probe_embedder
-
     try:
         embedder = factory(request.as_space())
     except ConfigError as exc:
@@ -293,18 +294,6 @@ def _describe(space: ModelSpace) -> dict[str, Any]:
 # -- the coordinator --------------------------------------------------------------------------
 
 
-def ensure_space_indexes(
-    url: str, space: ModelSpace, overrides: BuildOverrides = NO_OVERRIDES
-) -> None:
-    """The space's vector index on each corpus, built CONCURRENTLY if missing (sync: run it in
-    a thread)."""
-    from shortlist.db.pool import connect as connect_sync
-    from shortlist.db.vector_index import ensure_vector_indexes
-
-    with connect_sync(url, autocommit=True) as conn:
-        ensure_vector_indexes(conn, space.indexes(), overrides)
-
-
 async def _covers_everything(pool: AsyncPool, space: ModelSpace) -> bool:
     async with pool.connection() as conn:
         for corpus in CORPORA:
@@ -393,7 +382,7 @@ async def _coordinate(
     done: str | None = None
     building = spaces.building()
     if building is not None and await _covers_everything(pool, building.space):
-        await asyncio.to_thread(ensure_space_indexes, url, building.space, overrides)
+        await asyncio.to_thread(ensure_space_indexes, url, building.space.indexes(), overrides)
         if await switch(url, building.space, spaces.active().space):
             done = f"switched to space {building.space.id}"
             await spaces.refresh()
@@ -416,8 +405,6 @@ async def coordinate(
 ) -> None:
     """The coordinator loop of an indexer process (see the module docstring); ``overrides``:
     the operator's index build settings."""
-    from shortlist.queue.worker import wait_any
-
     while not stop.is_set():
         try:
             await coordinate_once(pool, url, spaces, overrides)

@@ -1,4 +1,4 @@
--- Embedding model migration (shortlist.embedding.migration): register a space, watch it fill,
+-- Embedding model migration (shortlist.indexer.migration): register a space, watch it fill,
 -- switch to it in one transaction, drop what is no longer read. {table} is a corpus table;
 -- {embedding} / {embedded_hash} the space's columns (shortlist.embedding.spaces.compose).
 
