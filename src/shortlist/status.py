@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
@@ -177,12 +178,23 @@ def public_view(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def spec_shown(spec: str) -> str:
+    """A source's spec as a report shows it: a URL without its user, password, query and
+    fragment (where a site's credentials or tokens would be); a ``kind:key`` spec as it is.
+    ``shortlist sources list`` is where the operator reads the whole spec."""
+    parts = urlsplit(spec)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return spec
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
     cur = await conn.execute(QUERIES["job_sources"])
     return [
         {
             "id": r["id"],
-            "spec": r["spec"],
+            "spec": spec_shown(r["spec"]),
             "status": r["status"],
             "listings_open": int(r["listings_open"]),
             "last_crawl_at": iso(r["last_crawl_at"]),

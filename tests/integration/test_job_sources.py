@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -257,8 +258,9 @@ async def test_careers_site_expired_and_robots_disallowed_never_listed(
     listed = await rows(pool, spec)
     assert set(listed) == {"se-1"}
     row = listed["se-1"]
+    # No company configured: the site's host, never the page's hiringOrganization ("Google").
     assert (row["company_name"], row["work_mode"], row["currency_code"]) == (
-        "Google",
+        urlsplit(boards.base_url).netloc,
         "remote",
         "USD",
     )
@@ -274,6 +276,22 @@ async def test_careers_site_expired_and_robots_disallowed_never_listed(
     )
     await crawl(pool, settings, source.id)
     assert (await rows(pool, spec))["se-1"]["status"] == "closed"
+
+
+async def test_a_careers_site_publishes_in_its_configured_company_name_only(
+    pool: AsyncPool, settings: Settings, boards: FakeBoards
+) -> None:
+    # The page claims to be Google's (hiringOrganization.name); the operator added the site as
+    # Site Co's: every listing of it is Site Co's.
+    boards.pages["/careers"] = ("text/html", '<a href="/careers/jobs/1">One</a>')
+    boards.pages["/careers/jobs/1"] = (
+        "text/html",
+        job_posting_page("Site Engineer", identifier="se-1"),
+    )
+    spec = f"{boards.base_url}/careers"
+    source = await service.add_source(pool, settings, spec, "Site Co")
+    assert (await crawl(pool, settings, source.id)).outcome.new == 1
+    assert (await rows(pool, spec))["se-1"]["company_name"] == "Site Co"
 
 
 async def test_sitemap_source_and_partial_outage(

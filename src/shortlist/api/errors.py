@@ -43,11 +43,13 @@ _STATUS: list[tuple[type[ShortlistError], int, str]] = [
 
 # Retry-After of a 503 when the cause names no better figure (seconds).
 UNAVAILABLE_RETRY_AFTER = 5
+MAX_MESSAGE = 2000
+"""An error body's message is cut to this (a validation error may quote a whole input)."""
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
     # Every error body goes through the redactor: a message may quote input or a provider.
-    err: dict[str, Any] = {"code": code, "message": redact_emails(message)}
+    err: dict[str, Any] = {"code": code, "message": redact_emails(message, MAX_MESSAGE)}
     if field:
         err["field"] = field
     err.update(extra)

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shortlist.errors import ConfigError
+
 MODEL_NAME = "all-MiniLM-L6-v2"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
@@ -174,8 +176,11 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
     this one never imports torch) if it is not there yet."""
     path = graph_path(cache_dir, model_path)
     if path.exists():
+        _check_owner(path)
         _used(path)
         return path
+    if path.parent.exists():
+        _check_owner(path.parent)
     with _ensure_lock:
         if not path.exists():
             done = subprocess.run(
@@ -199,6 +204,21 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
                     f"exporting {MODEL_NAME} to ONNX failed: {done.stderr.strip()[-1000:]}"
                 )
     return path
+
+
+def _check_owner(path: Path) -> None:
+    """``path`` (the graph, or the folder it is exported to) and its folder belong to this
+    user and nobody else can write them, as for the pickle cache
+    (:func:`shortlist.derived.trusted`): a graph is code ONNX Runtime runs, and a graph someone
+    else could write or swap would compute whatever vectors they chose."""
+    from shortlist import derived
+
+    for each in (path.parent, path) if path.is_file() else (path,):
+        if not derived.trusted(each.stat()):
+            raise ConfigError(
+                f"the model cache {each} is not this user's alone (another owner, or writable by"
+                " others): fix its owner and mode, or set SHORTLIST_MODEL_CACHE_DIR elsewhere"
+            )
 
 
 def _used(graph: Path) -> None:

@@ -116,7 +116,7 @@ class Breaker:
 
     async def pause(self, reason: str) -> bool:
         """Pause the corpus; True if this call did (it then logs the reason, once)."""
-        reason = redact_emails(reason)[:MAX_REASON_CHARS]
+        reason = redact_emails(reason, MAX_REASON_CHARS)
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(_SQL["pause"], {"corpus": self.table, "reason": reason})
             paused = await cur.fetchone() is not None

@@ -329,7 +329,7 @@ class EmbeddingQueue:
             if isinstance(outcome, EmbeddingPermanentError):
                 # A provider may quote the input back, and a profile summary may hold an
                 # e-mail address: those never reach the logs or the status page.
-                bad.append((row, redact_emails(str(outcome))[:MAX_ERROR_CHARS]))
+                bad.append((row, redact_emails(str(outcome), MAX_ERROR_CHARS)))
             else:
                 good.append((row, outcome))
         embedded: set[UUID] = set()
@@ -391,7 +391,7 @@ class EmbeddingQueue:
                     self.target.table,
                     row.id,
                     building.space.label,
-                    redact_emails(str(outcome))[:MAX_ERROR_CHARS],
+                    redact_emails(str(outcome), MAX_ERROR_CHARS),
                 )
                 vectors.append(None)
             elif len(outcome) != building.space.dim:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from shortlist import places
@@ -98,15 +98,30 @@ class Brief:
         )
 
 
-def _phrase(text: str, phrase: str) -> re.Match[str] | None:
-    return re.search(rf"(?<![\w]){re.escape(phrase)}(?![\w])", text, re.IGNORECASE)
+@lru_cache(maxsize=4)
+def _matcher(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern finding any of ``phrases`` as whole words, any case, longest first at a
+    position; a lookahead, so a phrase inside another ("learning" in "machine learning") is
+    found at its own position too. Compiled once per vocabulary: a pattern per phrase, 2,000
+    of them, took 68-109 ms of the event loop per brief (and evicted ``re``'s cache)."""
+    ordered = sorted(phrases, key=len, reverse=True)
+    alternation = "|".join(re.escape(p) for p in ordered)
+    return re.compile(rf"(?=(?<!\w)({alternation})(?!\w))", re.IGNORECASE)
+
+
+def _phrases_in(text: str, phrases: tuple[str, ...]) -> list[str]:
+    """The phrases found in ``text`` (as written in ``text``), in the order they appear."""
+    if not phrases:
+        return []
+    return [m.group(1) for m in _matcher(phrases).finditer(text)]
 
 
 def find_role(text: str) -> str | None:
     """A known title in ``text`` (the longest), else the words before a job noun."""
-    for title in sorted(ROLE_TITLES, key=len, reverse=True):
-        if _phrase(text, title):
-            return title
+    titles = {t.lower(): t for t in ROLE_TITLES}
+    found = [titles[f.lower()] for f in _phrases_in(text, tuple(ROLE_TITLES))]
+    if found:
+        return max(found, key=len)
     words = _WORD.findall(text)
     for i, word in enumerate(words):
         if word.lower() not in occupation_nouns():
@@ -147,16 +162,18 @@ def find_min_years(text: str) -> int | None:
 def find_skills(text: str, vocabulary: Collection[str], role: str | None) -> tuple[str, ...]:
     """Vocabulary skills named in ``text`` (whole words), not counting the role's own words."""
     role_words = {w.lower() for w in (role or "").split()}
-    found: list[str] = []
-    lowered = text.lower()
-    for skill in sorted(vocabulary, key=len, reverse=True):
+    # The first spelling of a skill names it (the vocabulary holds one per skill).
+    names: dict[str, str] = {}
+    for skill in vocabulary:
         key = skill.lower()
-        if key in role_words or key in {f.lower() for f in found}:
-            continue
-        if len(key) >= 2 and _phrase(lowered, key):
+        if len(key) >= 2 and key not in role_words:
+            names.setdefault(key, skill)
+    found: list[str] = []
+    for match in _phrases_in(text, tuple(sorted(names))):
+        skill = names[match.lower()]
+        if skill not in found:
             found.append(skill)
-    order = {s: lowered.find(s.lower()) for s in found}
-    return tuple(sorted(found, key=lambda s: order[s]))[:10]
+    return tuple(found[:10])
 
 
 _YEARS_PHRASE = re.compile(

@@ -62,7 +62,7 @@ MAX_ERROR_LENGTH = 1000
 def error_text(error: BaseException | str) -> str:
     """An error as stored in ``last_error`` and logged: bounded, and with any e-mail address
     masked (:func:`shortlist.redact.redact_emails`)."""
-    return redact_emails(str(error))[:MAX_ERROR_LENGTH]
+    return redact_emails(str(error), MAX_ERROR_LENGTH)
 
 
 _Short = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]

@@ -93,7 +93,10 @@ def canonical_url(url: str | None) -> str | None:
 def _listing(posting: Posting, source: SourceRow, board: Board) -> ListingCreate | None:
     """The posting as a valid listing (fields trimmed to the schema's bounds); None if even
     that is not one (a title of control characters, say)."""
-    company = posting.company_name or source.company_name or board.company_name or source.key
+    # The company is the source's, as the operator configured it, else as its board names
+    # itself, else its host: never the page's own claim (a careers site's
+    # ``hiringOrganization.name`` could publish in any company's name).
+    company = source.company_name or board.company_name or source.key
     city = posting.city_location or ("Remote" if posting.work_mode == "remote" else NO_CITY)
     low, high = posting.salary_min_ks, posting.salary_max_ks
     try:
