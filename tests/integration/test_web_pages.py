@@ -18,6 +18,7 @@ import pytest
 
 from shortlist.api.ratelimit import RateLimiter
 from shortlist.api.routes.events import Snapshot, StreamState, frames_for, search_event_stream
+from shortlist.api.routes.pages import static_files
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
@@ -26,7 +27,6 @@ from shortlist.embedding.spaces import Spaces
 from shortlist.queue.notify import Notifier
 from shortlist.talent import repository as repo
 from shortlist.talent.models import Tier
-from shortlist.web.pages import static_files
 from tests.backfill_support import MakeToken, Person, auth, seed_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for

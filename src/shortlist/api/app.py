@@ -13,10 +13,19 @@ from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.probe_cache import ProbeCache
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import events, intake, jobs, privacy, probes, searches, shortlist, sources
+from shortlist.api.routes import (
+    events,
+    intake,
+    jobs,
+    pages,
+    privacy,
+    probes,
+    searches,
+    shortlist,
+    sources,
+)
 from shortlist.api.streams import StreamSlots
 from shortlist.bootstrap import Services
-from shortlist.web import pages
 
 log = logging.getLogger(__name__)
 
