@@ -23,12 +23,11 @@ from shortlist.db.pool import open_async_pool
 from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
-from shortlist.embedding.spaces import EmbedderFactory, ModelInUse, Spaces
+from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.heap import trim_heap_periodically
 from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
-from shortlist.listings.search import SearchResult, search_jobs
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
 from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
 from shortlist.talent.vendors.limits import PgRateGate
@@ -86,60 +85,6 @@ class Services:
     def embedder(self) -> Embedder:
         """The active model's embedder (it changes when a model migration switches)."""
         return self.spaces.active().embedder
-
-    async def search_jobs(
-        self,
-        query: str,
-        *,
-        size: int,
-        offset: int = 0,
-        location: str | None = None,
-        salary_min: int | None = None,
-        work_mode: str | None = None,
-        posted_within_days: int | None = None,
-    ) -> SearchResult:
-        """A job search as the API and the pages run it (``shortlist.listings.search``): with
-        the active model, on a healthy read replica if there is one, through the process's
-        query-embedding and answer caches. Raises ``BadInput`` as ``search_jobs`` does."""
-
-        async def in_model(model: ModelInUse) -> SearchResult:
-            key = (
-                model.space.model_key(),
-                query,
-                size,
-                offset,
-                location,
-                salary_min,
-                work_mode,
-                posted_within_days,
-            )
-
-            async def compute() -> tuple[SearchResult, bool]:
-                replica = False
-
-                async def on(pool: AsyncPool) -> SearchResult:
-                    nonlocal replica
-                    replica = pool is not self.reads.primary
-                    return await search_jobs(
-                        pool,
-                        model.embedder,
-                        query,
-                        size=size,
-                        location=location,
-                        salary_min=salary_min,
-                        offset=offset,
-                        work_mode=work_mode,
-                        posted_within_days=posted_within_days,
-                        space=model.space,
-                        query_cache=self.spaces.query_cache,
-                    )
-
-                result = await self.reads.read(on)
-                return result, replica
-
-            return await self.search_cache.answer(key, compute)
-
-        return await self.spaces.run(in_model)
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,7 @@ from shortlist.bootstrap import Services, open_services
 from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.db.types import AsyncConn
+from shortlist.listings.service import run_job_search
 from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for
 
@@ -72,12 +73,12 @@ async def test_a_repeated_search_is_answered_from_the_cache_until_a_listing_chan
 
     async def kept() -> bool:
         # The insert's own notification may arrive while a search runs: that answer is not kept.
-        await services.search_jobs("pharmacist", size=10)
+        await run_job_search(services, "pharmacist", size=10)
         return len(services.search_cache) == 1
 
     await wait_for(kept, timeout=10, message="an answer kept")
     hits = _lookups("hit")
-    first = await services.search_jobs("pharmacist", size=10)
+    first = await run_job_search(services, "pharmacist", size=10)
     assert _companies(first) == ["Farmacia Norte"]
     assert _lookups("hit") == hits + 1
 
@@ -87,19 +88,19 @@ async def test_a_repeated_search_is_answered_from_the_cache_until_a_listing_chan
         await conn.execute("SET session_replication_role = replica")
         await conn.execute("DELETE FROM job_listings")
         await conn.execute("RESET session_replication_role")
-    second = await services.search_jobs("pharmacist", size=10)
+    second = await run_job_search(services, "pharmacist", size=10)
     assert _lookups("hit") == hits + 2
     assert second.hits == first.hits and second.facets == first.facets
     # Another page or filter is another answer.
-    assert _companies(await services.search_jobs("pharmacist", size=10, offset=1)) == []
-    assert _companies(await services.search_jobs("pharmacist", size=5)) == []
+    assert _companies(await run_job_search(services, "pharmacist", size=10, offset=1)) == []
+    assert _companies(await run_job_search(services, "pharmacist", size=5)) == []
 
     # A listing written as every producer writes one empties every process's cache.
     async with services.pool.connection() as conn:
         await _insert(conn, "Botica Sul")
 
     async def fresh() -> bool:
-        return _companies(await services.search_jobs("pharmacist", size=10)) == ["Botica Sul"]
+        return _companies(await run_job_search(services, "pharmacist", size=10)) == ["Botica Sul"]
 
     await wait_for(fresh, timeout=10, message="the new listing in the answer")
 
@@ -161,12 +162,12 @@ async def test_an_answer_degraded_to_full_text_is_not_kept(services: Services) -
     async with services.pool.connection() as conn:
         await _insert(conn, "Farmacia Norte")
     services.search_cache.invalidate()  # the insert's notification may not be in yet
-    degraded = await services.search_jobs("pharmacist", size=10)
+    degraded = await run_job_search(services, "pharmacist", size=10)
     assert degraded.degraded and _companies(degraded) == ["Farmacia Norte"]
     assert len(services.search_cache) == 0
 
     async def kept() -> bool:
-        semantic = await services.search_jobs("pharmacist", size=10)
+        semantic = await run_job_search(services, "pharmacist", size=10)
         assert not semantic.degraded and _companies(semantic) == ["Farmacia Norte"]
         return len(services.search_cache) == 1
 

@@ -11,12 +11,15 @@ commit one, they run in their caller's.
 
 from __future__ import annotations
 
+from typing import Protocol
 from uuid import UUID
 
 from pydantic import ValidationError
 
 from shortlist.auth import Principal
-from shortlist.db.types import AsyncConn, Row
+from shortlist.db.replicas import ReadPools
+from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.embedding.spaces import ModelInUse, Spaces
 from shortlist.errors import BadInput, Forbidden, NotFound
 from shortlist.listings import repository as repo
 from shortlist.listings.models import (
@@ -26,6 +29,8 @@ from shortlist.listings.models import (
     Source,
     bad_input_from,
 )
+from shortlist.listings.result_cache import ResultCache
+from shortlist.listings.search import SearchResult, search_jobs
 from shortlist.listings.slug import listing_id_from_slug
 
 
@@ -138,3 +143,69 @@ async def close_listing(conn: AsyncConn, id_or_slug: str, principal: Principal) 
     async with conn.transaction():
         await _lock_editable(conn, listing_id, principal)
         await repo.close_listing(conn, listing_id)
+
+
+class JobSearchServices(Protocol):
+    """What a served job search reads with (the composition root's ``Services`` has them)."""
+
+    @property
+    def reads(self) -> ReadPools: ...
+    @property
+    def spaces(self) -> Spaces: ...
+    @property
+    def search_cache(self) -> ResultCache: ...
+
+
+async def run_job_search(
+    services: JobSearchServices,
+    query: str,
+    *,
+    size: int,
+    offset: int = 0,
+    location: str | None = None,
+    salary_min: int | None = None,
+    work_mode: str | None = None,
+    posted_within_days: int | None = None,
+) -> SearchResult:
+    """A job search as the API and the pages run it (``shortlist.listings.search``): with the
+    active model, on a healthy read replica if there is one, through the process's
+    query-embedding and answer caches. Raises ``BadInput`` as ``search_jobs`` does."""
+
+    async def in_model(model: ModelInUse) -> SearchResult:
+        key = (
+            model.space.model_key(),
+            query,
+            size,
+            offset,
+            location,
+            salary_min,
+            work_mode,
+            posted_within_days,
+        )
+
+        async def compute() -> tuple[SearchResult, bool]:
+            replica = False
+
+            async def on(pool: AsyncPool) -> SearchResult:
+                nonlocal replica
+                replica = pool is not services.reads.primary
+                return await search_jobs(
+                    pool,
+                    model.embedder,
+                    query,
+                    size=size,
+                    location=location,
+                    salary_min=salary_min,
+                    offset=offset,
+                    work_mode=work_mode,
+                    posted_within_days=posted_within_days,
+                    space=model.space,
+                    query_cache=services.spaces.query_cache,
+                )
+
+            result = await services.reads.read(on)
+            return result, replica
+
+        return await services.search_cache.answer(key, compute)
+
+    return await services.spaces.run(in_model)

@@ -22,16 +22,17 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from shortlist import audit, metrics
 from shortlist.auth import Principal
-from shortlist.bootstrap import Services
+from shortlist.config import Settings
+from shortlist.db.replicas import ReadPools
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.base import EmbeddingPermanentError
-from shortlist.embedding.spaces import ModelInUse
+from shortlist.embedding.spaces import ModelInUse, Spaces
 from shortlist.errors import BadInput, Conflict, NotFound, QuotaExceeded
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
@@ -47,6 +48,21 @@ from shortlist.talent.models import (
 from shortlist.talent.repository import CorpusFilters, SearchRecord
 
 log = logging.getLogger(__name__)
+
+
+class TalentServices(Protocol):
+    """What the recruiter-facing operations use (the composition root's ``Services`` has them):
+    the settings, the pool that writes, where searches read, and the embedding models."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def pool(self) -> AsyncPool: ...
+    @property
+    def reads(self) -> ReadPools: ...
+    @property
+    def spaces(self) -> Spaces: ...
+
 
 # How many nearest neighbours / full-text matches feed the fusion; all of them are scored and
 # judged, and of those that meet the brief the first INTERNAL_HIT_LIMIT are appended (the
@@ -148,7 +164,7 @@ def judge_hits(
     return kept
 
 
-async def check_daily_caps(services: Services, principal: Principal) -> int | None:
+async def check_daily_caps(services: TalentServices, principal: Principal) -> int | None:
     """Raise :class:`QuotaExceeded` when the recruiter's last 24 hours reached a daily cap;
     else the credits a new search may spend (the per-search budget, cut to what the daily cap
     leaves; None: no budget). Admins are exempt from the daily caps."""
@@ -186,7 +202,7 @@ async def check_daily_caps(services: Services, principal: Principal) -> int | No
 
 
 async def start_search(
-    services: Services, principal: Principal, payload: SearchCreate
+    services: TalentServices, principal: Principal, payload: SearchCreate
 ) -> SearchStarted:
     settings = services.settings
     started = time.perf_counter()
@@ -302,7 +318,7 @@ def _all_counts(counts: dict[str, int]) -> dict[str, int]:
 
 
 async def results_page(
-    services: Services,
+    services: TalentServices,
     principal: Principal,
     raw_search_id: str,
     *,
@@ -345,7 +361,7 @@ async def record_contact_views(
 
 
 async def search_summary(
-    services: Services, principal: Principal, raw_search_id: str
+    services: TalentServices, principal: Principal, raw_search_id: str
 ) -> SearchSummary:
     search_id = parse_search_id(raw_search_id)
     async with services.pool.connection() as conn, conn.transaction():
@@ -358,7 +374,7 @@ async def search_summary(
 
 
 async def list_searches(
-    services: Services, principal: Principal, limit: int = 50
+    services: TalentServices, principal: Principal, limit: int = 50
 ) -> list[SearchRecord]:
     async with services.pool.connection() as conn, conn.transaction():
         return await repo.list_searches(conn, principal.token_id, limit)
@@ -368,7 +384,7 @@ async def list_searches(
 
 
 async def retry_candidate(
-    services: Services, principal: Principal, raw_search_id: str, stub_id: int
+    services: TalentServices, principal: Principal, raw_search_id: str, stub_id: int
 ) -> SearchRecord:
     """failed_* → queued for one candidate; a complete or stale search runs again."""
     search_id = parse_search_id(raw_search_id)
@@ -389,7 +405,7 @@ async def retry_candidate(
 
 
 async def retry_search(
-    services: Services, principal: Principal, raw_search_id: str
+    services: TalentServices, principal: Principal, raw_search_id: str
 ) -> SearchRecord:
     """Resume a stale search, or re-run the failures of a complete one: failed tiers and
     transient candidate failures go back to the queue, and the search runs again."""

@@ -70,7 +70,8 @@ async def search(
 ) -> Response:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
-    result = await services.search_jobs(
+    result = await service.run_job_search(
+        services,
         q,
         size=size,
         location=location,

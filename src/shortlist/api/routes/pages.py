@@ -46,7 +46,7 @@ from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
 from shortlist.listings.search import MAX_OFFSET, SearchHit
-from shortlist.listings.service import find_listing
+from shortlist.listings.service import find_listing, run_job_search
 from shortlist.status import collect_status, public_view
 from shortlist.validation import small_int
 from shortlist.web import job_filters
@@ -329,7 +329,8 @@ async def job_search_page(
         # One more than a page, to know whether a next page exists.
         mode = job_filters.parse_work_mode(work_mode)
         within = job_filters.parse_posted_within(posted_within_days)
-        result = await services.search_jobs(
+        result = await run_job_search(
+            services,
             form["q"],
             size=PAGE_SIZE + 1,
             location=form["location"] or None,
