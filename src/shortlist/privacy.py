@@ -40,7 +40,7 @@ from shortlist.auth import Principal
 from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput, NotFound
-from shortlist.talent.vendors.base import LINKEDIN_PREFIX, linkedin_slug
+from shortlist.identity import LINKEDIN_PREFIX, linkedin_slug
 
 log = logging.getLogger(__name__)
 

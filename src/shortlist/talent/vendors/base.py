@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Protocol
-from urllib.parse import unquote
 
 from shortlist.errors import PermanentError, ShortlistError, TransientError
+from shortlist.identity import LINKEDIN_PREFIX, linkedin_slug
 from shortlist.places import Place
 
 # Every person a provider returns is named by a provider-qualified handle. The SERP returns
@@ -23,22 +22,6 @@ def talent_external_id(username: str) -> str:
 # One identity per person across providers: a LinkedIn slug is what a SERP hit and a PDL
 # record of the same person have in common, so it names the person whenever either knows it;
 # otherwise the provider's own id does ("pdl:<id>").
-LINKEDIN_PREFIX = "linkedin:"
-_LINKEDIN_SLUG = re.compile(r"linkedin\.com/in/([^/?#\s]+)", re.IGNORECASE)
-
-
-def linkedin_slug(url_or_slug: str | None) -> str | None:
-    """The normalised slug of a LinkedIn profile URL (``https://www.linkedin.com/in/Jane-Doe/``
-    and ``linkedin.com/in/jane-doe`` are one person), or None if it is not one."""
-    if not url_or_slug:
-        return None
-    match = _LINKEDIN_SLUG.search(url_or_slug)
-    if match is None:
-        return None
-    slug = unquote(match.group(1)).strip().strip("/").lower()
-    return slug or None
-
-
 def canonical_external_id(
     *, linkedin: str | None, provider: str, provider_id: str | None
 ) -> str | None:

@@ -43,10 +43,10 @@ import httpx
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from shortlist.config import Settings
+from shortlist.identity import LINKEDIN_PREFIX, linkedin_slug
 from shortlist.places import Place, PlaceKind
 from shortlist.talent.roles import NOUN_SYNONYMS, pdl_title
 from shortlist.talent.vendors.base import (
-    LINKEDIN_PREFIX,
     DiscoveryPage,
     DiscoveryQuery,
     Profile,
@@ -57,7 +57,6 @@ from shortlist.talent.vendors.base import (
     ProviderRateLimited,
     ProviderRejected,
     canonical_external_id,
-    linkedin_slug,
 )
 from shortlist.talent.vendors.limits import RateGate
 from shortlist.talent.vendors.provider import (
