@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -60,6 +61,8 @@ ZIPF_VOCABULARY = 2_000
 TARGET_DISTINCT = 0.5
 """HTTP searches/s with distinct queries ≥ half the encode-only rate (issue 25)."""
 TARGET_REPEATED = 1.0
+TARGET_VS_INDEX_FIRST = 0.5
+"""Distinct HTTP searches/s with the model ≥ half the index-first RRF's SQL-only rate (issue 40)."""
 TARGET_P99 = 4.0
 """p99 ≤ 4 × p50."""
 RSS_TARGET_MB = 300.0
@@ -177,6 +180,33 @@ async def closed_loop(
     return n / (time.perf_counter() - started), latencies
 
 
+def cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def postmaster(url: str) -> psutil.Process:
+    """The PostgreSQL server's main process (a connection's backend's parent)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    parent = psutil.Process(int(row[0]) if row else 0).parent()
+    if parent is None:
+        raise RuntimeError("no postmaster above this backend")
+    return parent
+
+
+def tree_cpu(root: psutil.Process) -> float:
+    """CPU seconds of a process and its live children (PostgreSQL: the postmaster, its
+    background processes and every backend; the benchmark's connections outlive a run)."""
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += cpu(proc)
+    return total
+
+
 QUERY_CACHE = "shortlist_query_cache_lookups_total"
 ANSWER_CACHE = "shortlist_search_cache_lookups_total"
 
@@ -217,22 +247,37 @@ async def _measure(
     ):
         server = psutil.Process(pid)
         me = psutil.Process()
-
-        def cpu(process: psutil.Process) -> float:
-            times = process.cpu_times()
-            return times.user + times.system
+        postgres = postmaster(fixture.url)
+        asked: set[str] = set()
+        """Every query this server has answered: a repeated one is its answer cache's hit
+        (nothing changes listings here), a first one its miss."""
 
         async def run(queries: list[str], mix: str | None = None) -> tuple[float, list[float]]:
+            first: list[bool] = []
+            for q in queries:
+                first.append(q not in asked)
+                asked.add(q)
+            by_call: dict[int, float] = {}
+
             async def call(i: int) -> None:
+                t0 = time.perf_counter()
                 r = await client.get("/api/jobs/search", params={"q": queries[i], "size": 10})
                 if r.status != 200:
                     raise RuntimeError(f"search answered {r.status}: {r.body[:300]!r}")
+                by_call[i] = (time.perf_counter() - t0) * 1000
 
-            before = cpu(me), cpu(server)
+            before = cpu(me), cpu(server), tree_cpu(postgres)
             result = await closed_loop(len(queries), CONCURRENCY, call)
-            if mix is not None:  # CPU ms per search: the client's own and the API process's
+            if mix is not None:  # CPU ms per search: the client's, the API's, PostgreSQL's
                 add(f"{mix}_client_cpu", (cpu(me) - before[0]) * 1000 / len(queries))
                 add(f"{mix}_server_cpu", (cpu(server) - before[1]) * 1000 / len(queries))
+                add(f"{mix}_pg_cpu", (tree_cpu(postgres) - before[2]) * 1000 / len(queries))
+                for kind, wanted in (("miss", True), ("hit", False)):
+                    lat = [ms for i, ms in by_call.items() if first[i] is wanted]
+                    add(f"{mix}_{kind}_count", float(len(lat)))
+                    if lat:
+                        add(f"{mix}_{kind}_p50", percentile(lat, 50))
+                        add(f"{mix}_{kind}_p99", percentile(lat, 99))
             return result
 
         # Warm-up (index pages, connections, the model): queries no timed run asks.
@@ -272,6 +317,8 @@ async def _measure(
                 f" query cache hits {out['query_hit_rate'][-1]:.0%},"
                 f" load {out['load'][-1]:.1f}; CPU per search: API"
                 f" {out['distinct_server_cpu'][-1]:.1f} / {out['repeated_server_cpu'][-1]:.1f} ms,"
+                f" PostgreSQL {out['distinct_pg_cpu'][-1]:.1f} /"
+                f" {out['repeated_pg_cpu'][-1]:.1f} ms,"
                 f" client {out['distinct_client_cpu'][-1]:.2f} /"
                 f" {out['repeated_client_cpu'][-1]:.2f} ms"
             )
@@ -313,6 +360,39 @@ def precompute(texts: list[str], fixture: SearchFixture, smoke: bool) -> np.ndar
     return np.asarray(vectors, dtype=np.float32)
 
 
+def peers(
+    ctx: Context, fixture: SearchFixture, distinct: list[str], vectors: dict[str, Any], n: int
+) -> dict[str, Samples]:
+    """The SQL-only peers (bench.search_peers) on the distinct queries with their precomputed
+    vectors, :data:`CONCURRENCY` at once, each repetition's peers one after the other."""
+    from bench import search_peers
+    from shortlist.relevance import normalise_query
+
+    search_peers.create(fixture.url)
+    out: dict[str, Samples] = {name: {} for name in search_peers.PEERS}
+    warm = distinct[-min(100, n) :]
+    for rep in range(ctx.repetitions()):
+        texts = distinct[rep * n : (rep + 1) * n]
+        matrix = np.asarray([vectors[text_key(normalise_query(t))] for t in texts], np.float32)
+        for name, statement in search_peers.PEERS.items():
+            if rep == 0:  # warm-up: index pages, plans
+                w = np.asarray([vectors[text_key(normalise_query(t))] for t in warm], np.float32)
+                asyncio.run(search_peers.measure(fixture.url, statement, warm, w, CONCURRENCY))
+            rate, lat, pg_cpu = asyncio.run(
+                search_peers.measure(fixture.url, statement, texts, matrix, CONCURRENCY)
+            )
+            samples = out[name]
+            for key, value in search_peers.summary(rate, lat).items():
+                samples.setdefault(key, []).append(value)
+            samples.setdefault("pg_cpu", []).append(pg_cpu * 1000 / n)
+            ctx.log(
+                f"search-http: {name} (SQL only) rep {rep + 1}: {rate:.0f}/s"
+                f" (p50 {samples['p50'][-1]:.1f}, p99 {samples['p99'][-1]:.1f} ms),"
+                f" PostgreSQL CPU {samples['pg_cpu'][-1]:.1f} ms per search"
+            )
+    return out
+
+
 def _load_note(samples: Samples) -> str:
     loads = samples.get("load") or [math.nan]
     return f"load average {min(loads):.1f}–{max(loads):.1f}"
@@ -335,7 +415,9 @@ def run(ctx: Context) -> list[Record]:
     records: list[Record] = []
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         vectors = Path(tmp) / "vectors.npz"
-        np.savez(vectors, texts=np.asarray(keys), vectors=precompute(keys, fixture, ctx.smoke))
+        computed = precompute(keys, fixture, ctx.smoke)
+        np.savez(vectors, texts=np.asarray(keys), vectors=computed)
+        peer = peers(ctx, fixture, distinct, dict(zip(keys, computed, strict=True)), n)
         pre = asyncio.run(_measure(ctx, fixture, "precomputed", vectors, distinct, vocabulary, n))
         if ctx.smoke:
             model, anchor = pre, {"rate": pre["distinct_rate"], "load": pre["load"]}
@@ -392,7 +474,56 @@ def run(ctx: Context) -> list[Record]:
                 note=f"p99 {Stat.of(pre[f'{mix}_p99']).median:.1f} ms",
             ),
         ]
+    for name, samples in peer.items():
+        records += [
+            Record(
+                NAME,
+                f"searches/s via HTTP with the model, distinct queries vs {name} (SQL only)",
+                Stat.of(model["distinct_rate"]),
+                Stat.of(samples["rate"]),
+                target=TARGET_VS_INDEX_FIRST if name == "index-first RRF" else None,
+                unit="/s",
+                baseline_name=f"{name}, precomputed vectors",
+                note=(
+                    f"{name}: p50 {Stat.of(samples['p50']).median:.1f} ms, p99"
+                    f" {Stat.of(samples['p99']).median:.1f} ms, PostgreSQL CPU"
+                    f" {Stat.of(samples['pg_cpu']).median:.1f} ms per search;"
+                    f" shortlist: PostgreSQL CPU"
+                    f" {Stat.of(model['distinct_pg_cpu']).median:.1f} ms per search"
+                ),
+            ),
+        ]
+    for kind in ("hit", "miss"):
+        if f"repeated_{kind}_p50" in model:
+            records.append(
+                Record(
+                    NAME,
+                    f"p50 latency via HTTP with the model, repeated queries, answer cache {kind}",
+                    Stat.of(model[f"repeated_{kind}_p50"]),
+                    None,
+                    better="lower",
+                    unit="ms",
+                    note=(
+                        f"p99 {Stat.of(model[f'repeated_{kind}_p99']).median:.1f} ms;"
+                        f" {Stat.of(model[f'repeated_{kind}_count']).median:.0f} of {n} requests"
+                        " (a query's first request in the server: a miss; later ones: hits)"
+                    ),
+                )
+            )
     records += [
+        Record(
+            NAME,
+            "PostgreSQL CPU per search via HTTP with the model, distinct queries",
+            Stat.of(model["distinct_pg_cpu"]),
+            None,
+            better="lower",
+            unit="ms",
+            note=(
+                f"API process {Stat.of(model['distinct_server_cpu']).median:.1f} ms; repeated:"
+                f" PostgreSQL {Stat.of(model['repeated_pg_cpu']).median:.1f} ms, API"
+                f" {Stat.of(model['repeated_server_cpu']).median:.1f} ms"
+            ),
+        ),
         Record(
             NAME,
             "API process RSS after 1,000 searches, with the model",
