@@ -67,6 +67,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
