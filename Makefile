@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install serve test test-fast lint typecheck pytest bench bench-smoke chaos browser axe clean
+.PHONY: install serve test test-fast lint typecheck pytest bench bench-smoke chaos browser axe oidc clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,7 +34,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-install: $(STAMP) browser axe
+install: $(STAMP) browser axe oidc
 
 # Debian's chromium for the browser tests (never a downloaded browser build).
 browser:
@@ -61,6 +61,23 @@ $(AXE): tests/axe/package-lock.json
 
 axe: $(AXE)
 
+# oidc-provider (the certified OpenID Provider the sign-in tests run under Node, tests/oidc),
+# from the npm registry at the version tests/oidc/package-lock.json pins, as axe-core above.
+OIDC := tests/oidc/node_modules/oidc-provider/package.json
+
+$(OIDC): tests/oidc/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
+		apt-get install -y -qq npm >/dev/null 2>&1 || \
+		(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq npm >/dev/null 2>&1) || true; \
+	fi
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error && touch $(OIDC); \
+	else \
+		echo "warning: npm not found; the OpenID Connect sign-in tests will be skipped outside CI"; \
+	fi
+
+oidc: $(OIDC)
+
 serve: $(STAMP)
 	$(BIN)/shortlist serve
 
@@ -82,7 +99,7 @@ typecheck: $(STAMP)
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
-pytest: $(STAMP) browser axe
+pytest: $(STAMP) browser axe oidc
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=15
 
 test: lint typecheck pytest
@@ -99,4 +116,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/axe/node_modules
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/axe/node_modules tests/oidc/node_modules

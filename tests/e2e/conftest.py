@@ -11,3 +11,4 @@ from tests.api_fixtures import (  # noqa: F401 (fixtures)
     settings,
 )
 from tests.live_server import live_server, live_server_factory  # noqa: F401 (fixtures)
+from tests.oidc_provider import oidc_provider_factory  # noqa: F401 (fixtures)
