@@ -17,18 +17,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shortlist import places
-from shortlist.config import Settings
+from shortlist.config import Settings, index_build_overrides
 from shortlist.db import channels
 from shortlist.db.pool import open_async_pool
 from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
+from shortlist.embedding.factory import check_embedder, configured_model, make_space_embedder
+from shortlist.embedding.local import LocalEmbedder
 from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.heap import trim_heap_periodically
-from shortlist.indexer import CORPORA, ClaimedRow, Corpus, EmbeddingQueue
+from shortlist.indexer import CORPORA, LISTINGS, ClaimedRow, Corpus, EmbeddingQueue
+from shortlist.indexer.migration import coordinate
+from shortlist.indexer.retune import keep_indexes_fitting
+from shortlist.listings.mail.queue import MailQueue
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
+from shortlist.listings.sample import load_sample_listings
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
+from shortlist.talent.candidates import CandidateQueue
+from shortlist.talent.reaper import run_reaper
+from shortlist.talent.sample import load_sample_candidates
+from shortlist.talent.tiers import TierQueue
 from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
 from shortlist.talent.vendors.limits import PgRateGate
 
@@ -106,8 +116,6 @@ async def open_services(
 
     The embedder of each model space comes from ``embedder_factory`` (default: the settings'
     kinds, ``make_space_embedder``); ``embedder`` is one embedder for every space (tests)."""
-    from shortlist.embedding.factory import check_embedder, configured_model, make_space_embedder
-
     if embedder_factory is None:
         if embedder is not None:
             fixed = embedder
@@ -205,8 +213,6 @@ def indexer_throttle(services: Services) -> float:
     every batch, to spread load on a paid, rate-limited provider. The local model has nothing
     to protect: it runs back to back while a backlog lasts, and searches keep their latency
     because queries are embedded by a copy of the model of their own (``LocalEmbedder``)."""
-    from shortlist.embedding.local import LocalEmbedder
-
     if isinstance(services.embedder, LocalEmbedder):
         return 0.0
     return services.settings.indexer_poll_interval
@@ -253,8 +259,6 @@ def interactive_indexer_workers(services: Services) -> list[QueueWorker[ClaimedR
     through the API or by e-mail): a company's own post is embedded beside a bulk batch in
     flight (on the model's small-call copy, ``LocalEmbedder``), not after it. Candidates have
     one lane; their indexer is enough."""
-    from shortlist.indexer import LISTINGS
-
     s = services.settings
     config = WorkerConfig(
         batch_size=s.indexer_batch_size,
@@ -282,9 +286,6 @@ def interactive_indexer_workers(services: Services) -> list[QueueWorker[ClaimedR
 
 def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
     """The tier queue and the candidate queue, woken by NOTIFY on the backfill channel."""
-    from shortlist.talent.candidates import CandidateQueue
-    from shortlist.talent.tiers import TierQueue
-
     s = services.settings
     if services.sources is None:
         raise RuntimeError("backfill workers need services built with_sources=True")
@@ -324,8 +325,6 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
 
 def mail_workers(services: Services) -> list[QueueWorker[Any]]:
     """The parse queue of inbound e-mail, woken by NOTIFY when a message is committed."""
-    from shortlist.listings.mail.queue import MailQueue
-
     s = services.settings
     config = WorkerConfig(
         batch_size=1,
@@ -349,6 +348,8 @@ CRAWL_POLL_INTERVAL = 10.0
 
 def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
     """The crawl queue of job sources (shortlist.listings.sources.queue)."""
+    # Imported here: the crawler alone needs lxml, protego and html_text (30 modules, ~0.25 s
+    # of every other process's start).
     from shortlist.listings.sources.queue import CrawlQueue
 
     s = services.settings
@@ -373,13 +374,8 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
     if "indexer" in kinds:
-        from shortlist.indexer.migration import coordinate
-
         runners.extend(w.run for w in indexer_workers(services))
         runners.extend(w.run for w in interactive_indexer_workers(services))
-        from shortlist.config import index_build_overrides
-        from shortlist.indexer.retune import keep_indexes_fitting
-
         overrides = index_build_overrides(services.settings)
         runners.append(
             lambda stop: coordinate(
@@ -398,17 +394,12 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     if "crawler" in kinds:
         runners.extend(w.run for w in crawl_workers(services))
     if "reaper" in kinds:
-        from shortlist.talent.reaper import run_reaper
-
         runners.append(lambda stop: run_reaper(services.pool, services.settings, stop))
     return runners
 
 
 async def load_samples_if_empty(services: Services) -> None:
     """The bundled sample corpora, loaded on the first start of an empty database."""
-    from shortlist.listings.sample import load_sample_listings
-    from shortlist.talent.sample import load_sample_candidates
-
     async with services.pool.connection() as conn:
         n = await load_sample_listings(conn)
         if n:
