@@ -65,7 +65,8 @@ def serve(
         bool, typer.Option("--no-workers", help="API only; run `shortlist worker` elsewhere")
     ] = False,
 ) -> None:
-    """API + web UI (+ the workers in-process, + the simulator on the embedded default)."""
+    """API + web UI (+ the workers in-process, + the simulator on the embedded default when
+    the workers run here)."""
     exit_on_sigterm()
     settings = load_settings(host=host, port=port, data_dir=data_dir)
     with contextlib.ExitStack() as sockets:
@@ -87,7 +88,9 @@ def serve(
         elif settings.smtp_port:
             smtp_sock = sockets.enter_context(_bind_smtp(settings))
         sim_sock: socket.socket | None = None
-        if settings.talent_api_url is None or settings.serp_api_url is None:
+        # Only the workers call the vendors: an API-only process starts no simulator (its
+        # population alone is ~500 MB); `shortlist worker` starts its own where it runs.
+        if not no_workers and (settings.talent_api_url is None or settings.serp_api_url is None):
             sim_sock = sockets.enter_context(
                 bind_socket(
                     "127.0.0.1",
