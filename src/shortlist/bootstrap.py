@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shortlist import places
 from shortlist.config import Settings, index_build_overrides
@@ -41,6 +41,11 @@ from shortlist.talent.sample import load_sample_candidates
 from shortlist.talent.tiers import TierQueue
 from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
 from shortlist.talent.vendors.limits import PgRateGate
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from shortlist.simulator import SimulatorConfig
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +199,20 @@ async def open_services(
                 await close
         await notifier.stop()
         services.mail_parser.close()
+        await pool.close()
+
+
+@contextlib.asynccontextmanager
+async def open_command_pool(
+    database_url: str, *, max_size: int = 2, name: str = "shortlist-cli"
+) -> AsyncIterator[AsyncPool]:
+    """A small pool for a one-off command that only reads and writes rows (``privacy forget``,
+    ``sources``, ``embeddings``): none of the model, listener or caches :func:`open_services`
+    builds for a process that searches or works."""
+    pool = await open_async_pool(database_url, min_size=1, max_size=max_size, name=name)
+    try:
+        yield pool
+    finally:
         await pool.close()
 
 
@@ -407,3 +426,78 @@ async def load_samples_if_empty(services: Services) -> None:
         m = await load_sample_candidates(conn)
         if m:
             log.info("loaded %d sample candidates", m)
+
+
+# -- the bundled simulator ----------------------------------------------------------------------
+# The one place a process starts it. The simulator package (FastAPI, Faker, the population's
+# tables: ~0.5 s) is imported only here, when it runs: a process talking to real vendors never
+# loads it.
+
+
+def simulator_config(settings: Settings) -> SimulatorConfig:
+    """The bundled simulator as the settings describe it."""
+    from shortlist.simulator import SimulatorConfig  # see bundled_simulator
+
+    return SimulatorConfig(
+        time_scale=settings.simulator_time_scale,
+        api_key=settings.simulator_api_key,
+        population_size=settings.simulator_population,
+    )
+
+
+def with_simulator(settings: Settings, sim_url: str) -> Settings:
+    """``settings`` with every unset provider URL (and its key) pointed at the bundled
+    simulator at ``sim_url``."""
+    updates: dict[str, object] = {}
+    if settings.talent_api_url is None:
+        updates["talent_api_url"] = sim_url
+        updates["talent_api_key"] = settings.talent_api_key or settings.simulator_api_key
+    if settings.serp_api_url is None:
+        updates["serp_api_url"] = sim_url
+        updates["serp_api_key"] = settings.serp_api_key or settings.simulator_api_key
+    if "greenhouse_api_url" not in settings.model_fields_set:
+        # Offline like the talent API: job sources reach the simulator's demo Greenhouse board.
+        updates["greenhouse_api_url"] = sim_url
+    return settings.model_copy(update=updates)
+
+
+def simulator_app(settings: Settings) -> FastAPI:
+    """The simulator's app as the settings describe it, for a server on a socket of the caller's
+    (``serve``, beside the API; ``shortlist simulator``, alone)."""
+    from shortlist.simulator import create_simulator_app  # see bundled_simulator
+
+    return create_simulator_app(simulator_config(settings))
+
+
+@contextlib.asynccontextmanager
+async def bundled_simulator(
+    settings: Settings, *, needed: bool = True, job_boards_only: bool = False
+) -> AsyncIterator[Settings]:
+    """``settings`` with every unset provider URL pointed at the bundled simulator, started on a
+    free loopback port of this process for the block (``worker``, ``search candidates``,
+    ``sources crawl``); ``settings`` themselves when every URL is set or the command does not
+    call a vendor (``needed`` false). ``job_boards_only``: the demo job boards alone (a crawl
+    needs no talent population), for an unset Greenhouse URL."""
+    unset = settings.talent_api_url is None or settings.serp_api_url is None
+    if job_boards_only:
+        unset = unset and "greenhouse_api_url" not in settings.model_fields_set
+    if not (needed and unset):
+        yield settings
+        return
+    from shortlist.simulator import SimulatorServer
+
+    if job_boards_only:
+        from shortlist.simulator.job_boards import create_job_board_app
+
+        server = SimulatorServer(app=create_job_board_app())
+    else:
+        server = SimulatorServer(simulator_config(settings))
+    url = await asyncio.to_thread(server.start)
+    try:
+        if job_boards_only:
+            yield settings.model_copy(update={"greenhouse_api_url": url})
+        else:
+            log.info("no provider URL set: the backfill uses the bundled simulator at %s", url)
+            yield with_simulator(settings, url)
+    finally:
+        await asyncio.to_thread(server.stop)

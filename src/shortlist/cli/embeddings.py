@@ -11,9 +11,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from shortlist.bootstrap import open_command_pool
 from shortlist.cli.common import connect, load_settings
 from shortlist.config import Settings
-from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
 from shortlist.indexer import migration
 from shortlist.indexer.migration import ModelMigrationError, ModelRequest
@@ -39,11 +39,8 @@ def _run(call: Callable[[Settings, str, AsyncPool], Awaitable[T]]) -> T:
     settings = load_settings()
 
     async def run(url: str) -> T:
-        pool = await open_async_pool(url, min_size=1, max_size=2, name="shortlist-embeddings")
-        try:
+        async with open_command_pool(url, name="shortlist-embeddings") as pool:
             return await call(settings, url, pool)
-        finally:
-            await pool.close()
 
     try:
         with prepared_database(settings) as db:

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from shortlist import audit, privacy
+from shortlist.bootstrap import open_command_pool
 from shortlist.cli.common import connect, load_settings
-from shortlist.db.pool import open_async_pool
 from shortlist.errors import BadInput, NotFound
 from shortlist.runtime import prepared_database
 
@@ -36,13 +36,10 @@ def forget_command(
     settings = load_settings()
 
     async def run(url: str) -> privacy.Erasure:
-        pool = await open_async_pool(url, min_size=1, max_size=1)
-        try:
+        async with open_command_pool(url, max_size=1, name="shortlist") as pool:
             return await privacy.forget(
                 pool, target, configured_key=settings.privacy_key, actor=f"cli:{_operator()}"
             )
-        finally:
-            await pool.close()
 
     with prepared_database(settings) as db:
         try:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -16,8 +16,11 @@ from shortlist.bootstrap import (
     Runner,
     Services,
     build_workers,
+    bundled_simulator,
     load_samples_if_empty,
     open_services,
+    simulator_app,
+    with_simulator,
 )
 from shortlist.cli.common import load_settings
 from shortlist.config import Settings
@@ -33,12 +36,6 @@ from shortlist.runtime import (
     run_until_stopped,
     supervise_database,
 )
-from shortlist.talent.vendors.factory import simulator_config, with_simulator
-
-if TYPE_CHECKING:
-    # Imported where the bundled simulator runs: it brings FastAPI, Faker and the population's
-    # tables (~0.5 s), which a worker against real vendors never needs.
-    from shortlist.simulator import SimulatorServer
 
 log = logging.getLogger("shortlist")
 
@@ -186,10 +183,9 @@ async def _serve(
 def _simulator_server(settings: Settings) -> QuietServer:
     import uvicorn
 
-    from shortlist.simulator import create_simulator_app
-
-    sim_app = create_simulator_app(simulator_config(settings))
-    return QuietServer(uvicorn.Config(sim_app, log_level="warning", access_log=False))
+    return QuietServer(
+        uvicorn.Config(simulator_app(settings), log_level="warning", access_log=False)
+    )
 
 
 def _intake_runner(services: Services, sock: socket.socket) -> Runner:
@@ -247,27 +243,18 @@ async def _worker(settings: Settings, db: Database, kinds: set[str]) -> None:
     stop = asyncio.Event()
     install_stop_signals(stop)
     supervisor = asyncio.create_task(supervise_database(db, stop))
-    simulator: SimulatorServer | None = None
-    if kinds & {"backfill", "crawler"} and (
-        settings.talent_api_url is None or settings.serp_api_url is None
-    ):
-        # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
-        # process, as `serve` does.
-        from shortlist.simulator import SimulatorServer
-
-        simulator = SimulatorServer(simulator_config(settings))
-        settings = with_simulator(settings, simulator.start())
-        log.info(
-            "no provider URL set: the backfill uses the bundled simulator at %s", simulator.base_url
-        )
+    # Unset provider URLs mean the bundled simulator, here on a free loopback port of this
+    # process, as `serve` does.
+    needed = bool(kinds & {"backfill", "crawler"})
     try:
-        async with open_services(settings, db.url, with_sources="backfill" in kinds) as services:
+        async with (
+            bundled_simulator(settings, needed=needed) as settings,
+            open_services(settings, db.url, with_sources="backfill" in kinds) as services,
+        ):
             await run_until_stopped(build_workers(services, kinds), stop, settings.shutdown_grace)
     finally:
         stop.set()
         await supervisor
-        if simulator is not None:
-            simulator.stop()
 
 
 def migrate(

@@ -18,15 +18,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shortlist import places
 from shortlist.auth import Principal, Role
-from shortlist.bootstrap import Services, build_workers, open_services
+from shortlist.bootstrap import Services, build_workers, bundled_simulator, open_services
 from shortlist.cli.common import load_settings
 from shortlist.config import Settings
-from shortlist.db.pool import open_async_pool
 from shortlist.errors import BadInput
 from shortlist.listings.models import MAX_SALARY_KS
 from shortlist.listings.search import MAX_SIZE, SearchResult
+from shortlist.listings.service import run_job_search
 from shortlist.runtime import install_stop_signals, prepared_database, run_until_stopped
 
 console = Console()
@@ -66,33 +65,10 @@ async def _search(
     location: str | None,
     salary_min: int | None,
 ) -> SearchResult:
-    from shortlist.embedding.factory import make_space_embedder
-    from shortlist.embedding.spaces import Spaces
-    from shortlist.listings.search import search_jobs
-
-    pool = await open_async_pool(url, min_size=1, max_size=2, name="shortlist-cli")
-    spaces = Spaces(pool, lambda space: make_space_embedder(space, settings), url)
-    # The gazetteer (a place the query names, search.match_terms) beside the model, as a
-    # server loads it at start-up: in a child process, not in the search's own time.
-    gazetteer = asyncio.create_task(asyncio.to_thread(places.load, settings.cache_dir))
-    try:
-        await spaces.refresh()
-        await gazetteer
-        model = spaces.active()
-        return await search_jobs(
-            pool,
-            model.embedder,
-            query,
-            size=size,
-            location=location,
-            salary_min=salary_min,
-            space=model.space,
+    async with open_services(settings, url, pool_max=2) as services:
+        return await run_job_search(
+            services, query, size=size, location=location, salary_min=salary_min
         )
-    finally:
-        if not gazetteer.done():
-            await asyncio.wait([gazetteer])  # a thread cannot be cancelled: let it finish
-        await spaces.aclose()
-        await pool.close()
 
 
 def _print_hits(result: SearchResult) -> None:
@@ -168,63 +144,55 @@ async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
     from shortlist.talent.service import parse_search_create, results_page, start_search
-    from shortlist.talent.vendors.factory import simulator_config, with_simulator
 
     search = parse_search_create(payload)
     stop = asyncio.Event()
     install_stop_signals(stop)
-    simulator = None
-    if workers and (settings.talent_api_url is None or settings.serp_api_url is None):
-        from shortlist.simulator import SimulatorServer
-
-        simulator = SimulatorServer(simulator_config(settings))
-        settings = with_simulator(settings, simulator.start())
-    try:
-        async with open_services(settings, url, with_sources=workers) as services:
-            principal = await _cli_principal(services)
-            worker_task: asyncio.Task[None] | None = None
-            if workers:
-                runners = build_workers(services, {"backfill", "reaper"})
-                worker_task = asyncio.create_task(
-                    run_until_stopped(runners, stop, settings.shutdown_grace)
-                )
-            started = await start_search(services, principal, search)
-            console.print(
-                f"search [bold]{started.search_id}[/] — {started.result_count} internal hits"
-                + (", backfilling…" if started.backfill_started else "")
+    async with (
+        bundled_simulator(settings, needed=workers) as settings,
+        open_services(settings, url, with_sources=workers) as services,
+    ):
+        principal = await _cli_principal(services)
+        worker_task: asyncio.Task[None] | None = None
+        if workers:
+            runners = build_workers(services, {"backfill", "reaper"})
+            worker_task = asyncio.create_task(
+                run_until_stopped(runners, stop, settings.shutdown_grace)
             )
-            after = 0
-            shown_failures: set[int] = set()
-            while True:
-                page = await results_page(
-                    services, principal, str(started.search_id), after=after, limit=500
-                )
-                for row in page.results:
-                    _print_result(row)
-                for attempt in page.attempts:
-                    status = str(attempt["status"])
-                    if status.startswith("failed") and int(attempt["id"]) not in shown_failures:
-                        shown_failures.add(int(attempt["id"]))
-                        console.print(
-                            f"   [red]✗[/] {attempt['display_name'] or attempt['external_id']}"
-                            f" [dim]({attempt['tier']})[/] {status}: {attempt['last_error']}"
-                        )
-                after = page.next_after
-                if page.search.status != "running" or stop.is_set():
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=poll)
-            counts = ", ".join(f"{k} {v}" for k, v in page.candidate_counts.items() if v)
-            console.print(
-                f"[bold]{page.search.status}[/]: {page.search.result_count} results"
-                + (f" ({counts})" if counts else "")
+        started = await start_search(services, principal, search)
+        console.print(
+            f"search [bold]{started.search_id}[/] — {started.result_count} internal hits"
+            + (", backfilling…" if started.backfill_started else "")
+        )
+        after = 0
+        shown_failures: set[int] = set()
+        while True:
+            page = await results_page(
+                services, principal, str(started.search_id), after=after, limit=500
             )
-            stop.set()
-            if worker_task is not None:
-                await worker_task
-    finally:
-        if simulator is not None:
-            simulator.stop()
+            for row in page.results:
+                _print_result(row)
+            for attempt in page.attempts:
+                status = str(attempt["status"])
+                if status.startswith("failed") and int(attempt["id"]) not in shown_failures:
+                    shown_failures.add(int(attempt["id"]))
+                    console.print(
+                        f"   [red]✗[/] {attempt['display_name'] or attempt['external_id']}"
+                        f" [dim]({attempt['tier']})[/] {status}: {attempt['last_error']}"
+                    )
+            after = page.next_after
+            if page.search.status != "running" or stop.is_set():
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=poll)
+        counts = ", ".join(f"{k} {v}" for k, v in page.candidate_counts.items() if v)
+        console.print(
+            f"[bold]{page.search.status}[/]: {page.search.result_count} results"
+            + (f" ({counts})" if counts else "")
+        )
+        stop.set()
+        if worker_task is not None:
+            await worker_task
 
 
 def _print_result(row: Any) -> None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import typer
@@ -14,9 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from shortlist.bootstrap import bundled_simulator, open_command_pool
 from shortlist.cli.common import load_settings
 from shortlist.config import Settings
-from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
 from shortlist.errors import BadInput, Conflict, NotFound, TransientError
 from shortlist.listings.sources import service
@@ -39,11 +38,8 @@ def _run(settings: Settings, work: Callable[[AsyncPool], Awaitable[T]]) -> T:
     with one line and exit status 1."""
 
     async def run(url: str) -> T:
-        pool = await open_async_pool(url, min_size=1, max_size=4)
-        try:
+        async with open_command_pool(url, max_size=4, name="shortlist") as pool:
             return await work(pool)
-        finally:
-            await pool.close()
 
     with prepared_database(settings) as db:
         try:
@@ -100,29 +96,6 @@ def list_command(
     Console().print(table if sources else "No job sources: `shortlist sources add SPEC`.")
 
 
-@contextlib.asynccontextmanager
-async def _offline_simulator(settings: Settings, needed: bool) -> AsyncIterator[Settings]:
-    """As ``serve`` and ``worker``: without provider URLs, the bundled simulator's demo
-    Greenhouse board stands in for Greenhouse, here on a free loopback port (the job boards
-    alone: a crawl needs no talent population). ``needed``: a Greenhouse source is among those
-    to crawl."""
-    if not needed or (settings.talent_api_url is not None and settings.serp_api_url is not None):
-        yield settings
-        return
-    if "greenhouse_api_url" in settings.model_fields_set:
-        yield settings
-        return
-    from shortlist.simulator import SimulatorServer
-    from shortlist.simulator.job_boards import create_job_board_app
-
-    simulator = SimulatorServer(app=create_job_board_app())
-    url = await asyncio.to_thread(simulator.start)
-    try:
-        yield settings.model_copy(update={"greenhouse_api_url": url})
-    finally:
-        await asyncio.to_thread(simulator.stop)
-
-
 def crawl(
     source_id: Annotated[int | None, typer.Argument(help="The source to crawl")] = None,
     all_sources: Annotated[bool, typer.Option("--all", help="Crawl every source")] = False,
@@ -139,7 +112,11 @@ def crawl(
         chosen = [s for s in known if ids is None or s.id in ids]
         total = len(chosen) if ids is None else 1
         greenhouse = any(s.kind == "greenhouse" for s in chosen)
-        async with _offline_simulator(settings, greenhouse) as crawl_settings:
+        # Without provider URLs the bundled simulator's demo board stands in for Greenhouse, as in
+        # `serve` and `worker`.
+        async with bundled_simulator(
+            settings, needed=greenhouse, job_boards_only=True
+        ) as crawl_settings:
             with Progress(
                 TextColumn("crawling"),
                 BarColumn(),

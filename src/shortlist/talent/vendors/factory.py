@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -18,14 +17,10 @@ from shortlist.talent.vendors.serpapi import GATE as SERPAPI_GATE
 from shortlist.talent.vendors.serpapi import SerpApiSearch
 from shortlist.talent.vendors.talent_api import HttpTalentAPI
 
-if TYPE_CHECKING:
-    # Imported where used: the simulator package (FastAPI, its world) is not every process's.
-    from shortlist.simulator import SimulatorConfig
-
 
 class SourcesNotConfigured(ConfigError):
     """A source URL or key is unset or unusable (``serve`` and ``worker`` point unset URLs at
-    the bundled simulator, see :func:`with_simulator`)."""
+    the bundled simulator, see ``shortlist.bootstrap.bundled_simulator``)."""
 
 
 @dataclass
@@ -98,31 +93,3 @@ def rate_limits(settings: Settings) -> dict[str, GateLimit]:
         ENRICH_GATE: GateLimit(settings.pdl_enrich_rate_limit, pdl_window),
         SERPAPI_GATE: GateLimit(settings.serpapi_rate_limit, settings.serpapi_window_seconds),
     }
-
-
-def simulator_config(settings: Settings) -> SimulatorConfig:
-    """The bundled simulator as the settings describe it (``serve``, ``worker``, ``search``
-    and ``simulator`` start it)."""
-    from shortlist.simulator import SimulatorConfig
-
-    return SimulatorConfig(
-        time_scale=settings.simulator_time_scale,
-        api_key=settings.simulator_api_key,
-        population_size=settings.simulator_population,
-    )
-
-
-def with_simulator(settings: Settings, sim_url: str) -> Settings:
-    """``settings`` with every unset provider URL (and its key) pointed at the bundled
-    simulator at ``sim_url``."""
-    updates: dict[str, object] = {}
-    if settings.talent_api_url is None:
-        updates["talent_api_url"] = sim_url
-        updates["talent_api_key"] = settings.talent_api_key or settings.simulator_api_key
-    if settings.serp_api_url is None:
-        updates["serp_api_url"] = sim_url
-        updates["serp_api_key"] = settings.serp_api_key or settings.simulator_api_key
-    if "greenhouse_api_url" not in settings.model_fields_set:
-        # Offline like the talent API: job sources reach the simulator's demo Greenhouse board.
-        updates["greenhouse_api_url"] = sim_url
-    return settings.model_copy(update=updates)
