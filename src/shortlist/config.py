@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     mail_retention_days: float = Field(30.0, ge=0)
     """Days an inbound e-mail message keeps its personal data (the raw message, the envelope
     sender, the Message-ID) after it arrived, once it was handled and answered (0: forever)."""
+    attempt_retention_days: float = Field(30.0, ge=0)
+    """Days after a search finished that its backfill attempts and tiers' held people keep who
+    they were (names, ids, the profiles a discovery left); then they are scrubbed (0: forever)."""
     privacy_key: str = ""
     """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True

@@ -27,13 +27,20 @@ and what became of it, with the dedup key that recognises a redelivery.
 
 from __future__ import annotations
 
+import asyncio
+import email
+import email.policy
 import hashlib
 import hmac
+import json
 import logging
 import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from psycopg.types.json import Jsonb
 
 from shortlist import audit
 from shortlist.auth import Principal
@@ -41,6 +48,7 @@ from shortlist.db.sql import like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput, NotFound
 from shortlist.identity import LINKEDIN_PREFIX, linkedin_slug
+from shortlist.redact import redact_emails, redact_phones
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +142,14 @@ class Erasure:
     identifiers_suppressed: int
     messages_erased: int
     """Inbound e-mail messages sent from or naming the person's addresses."""
+    held_dropped: int = 0
+    """People tiers held for a later page."""
+    listings_redacted: int = 0
+    """Listings written from their mail: the page without addresses and phone numbers."""
+    searches_redacted: int = 0
+    """Searches whose own words named them."""
+    notes_redacted: int = 0
+    """Recruiters' notes on other people that named them."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -142,24 +158,203 @@ class Erasure:
             "attemptsScrubbed": self.attempts_scrubbed,
             "identifiersSuppressed": self.identifiers_suppressed,
             "messagesErased": self.messages_erased,
+            "heldDropped": self.held_dropped,
+            "listingsRedacted": self.listings_redacted,
+            "searchesRedacted": self.searches_redacted,
+            "notesRedacted": self.notes_redacted,
         }
 
 
-def parse_target(target: str) -> tuple[uuid.UUID | None, str | None, str | None]:
-    """``ID | EMAIL | LINKEDIN_URL`` → (candidate id, e-mail key, linkedin key)."""
+# A provider's id as backfills store it: ``pdl:<id>``, ``linkedin:<slug>``.
+_EXTERNAL_ID = re.compile(r"[a-z][a-z0-9_]{1,30}:[^\s/:]{1,300}")
+
+
+def parse_target(target: str) -> tuple[uuid.UUID | None, set[str]]:
+    """``ID | EMAIL | LINKEDIN_URL | EXTERNAL_ID`` → (candidate id, the person's keys
+    (:func:`person_keys`)). A LinkedIn URL of any host and query (``de.linkedin.com/in/x?trk=``)
+    and ``linkedin:<slug>`` are one key; ``pdl:<id>`` is the provider's."""
     text = target.strip()
     try:
-        return uuid.UUID(text), None, None
+        return uuid.UUID(text), set()
     except ValueError:
         pass
-    if "@" in text and " " not in text and len(text) <= 320:
-        return None, text.lower(), None
+    if "@" in text and " " not in text and "/" not in text and len(text) <= 320:
+        return None, {"email:" + text.lower()}
     slug = linkedin_slug(text)
     if slug:
-        return None, None, LINKEDIN_PREFIX + slug
+        return None, {LINKEDIN_PREFIX + slug}
+    if _EXTERNAL_ID.fullmatch(text):
+        if text.lower().startswith(LINKEDIN_PREFIX):
+            return None, {LINKEDIN_PREFIX + text[len(LINKEDIN_PREFIX) :].lower()}
+        return None, {text}
     raise BadInput(
-        "name the person by candidate id, e-mail address or LinkedIn profile URL", field="target"
+        "name the person by candidate id, e-mail address, LinkedIn profile URL, a provider's"
+        " id (pdl:ID) or a name with --company",
+        field="target",
     )
+
+
+def _fold(text: str | None) -> str:
+    return " ".join((text or "").split()).lower()
+
+
+class _Person:
+    """Who an erasure looks for: every identifier any record of them carries (an e-mail
+    address leads to the profile that gives the LinkedIn slug, which finds the search hit that
+    had only that), and a name with the company that must be named beside it."""
+
+    def __init__(self, keys: set[str], name: str | None, company: str | None) -> None:
+        self.keys: set[str] = set()
+        self.add_keys(keys)
+        self.name = _fold(name) or None
+        self.company = _fold(company) or None
+        self.names: set[str] = {name.strip()} if name and name.strip() else set()
+        """Names the records found give (redacted from free text)."""
+
+    def add_keys(self, keys: Iterable[str]) -> bool:
+        new = {k for k in keys if k and not k.startswith(FORGOTTEN_PREFIX)} - self.keys
+        self.keys |= new
+        return bool(new)
+
+    @property
+    def emails(self) -> list[str]:
+        return sorted(k.removeprefix("email:") for k in self.keys if k.startswith("email:"))
+
+    @property
+    def external_ids(self) -> list[str]:
+        return sorted(k for k in self.keys if not k.startswith("email:"))
+
+    @property
+    def slugs(self) -> set[str]:
+        return {k.removeprefix(LINKEDIN_PREFIX) for k in self.keys if k.startswith(LINKEDIN_PREFIX)}
+
+    def params(self) -> dict[str, object]:
+        return {
+            "emails": self.emails,
+            "external_ids": self.external_ids,
+            "linkedin_ids": sorted(LINKEDIN_PREFIX + s for s in self.slugs),
+            "url_patterns": [like_pattern(f"linkedin.com/in/{s}") for s in sorted(self.slugs)],
+            "names": [self.name] if self.name and self.company else [],
+        }
+
+    def matches(
+        self,
+        *,
+        email: str | None,
+        profile_url: str | None,
+        external_id: str | None,
+        name: str | None,
+        about: str,
+    ) -> bool:
+        # SQL over-matches (ILIKE on a URL: "in/jane" in "in/janet"; a name alone): exactly here.
+        return bool(
+            (email and "email:" + email.strip().lower() in self.keys)
+            or (external_id and _same_id(external_id) in self.keys)
+            or (linkedin_slug(profile_url) or "\0") in self.slugs
+            or (
+                self.name
+                and self.company
+                and _fold(name) == self.name
+                and self.company in _fold(about)
+            )
+        )
+
+    def found(
+        self, profile: dict[str, Any] | None, *, external_id: str | None, name: str | None
+    ) -> bool:
+        """A record that matched: its identifiers join the person's; True if any was new."""
+        for each in (name, (profile or {}).get("full_name")):
+            if isinstance(each, str) and each.strip():
+                self.names.add(each.strip())
+        grew = self.add_keys({external_id or "", _same_id(external_id or "")})
+        if profile:
+            grew |= self.add_keys(
+                person_keys(
+                    email=_str(profile.get("email")),
+                    profile_url=_str(profile.get("profile_url")),
+                    external_id=_str(profile.get("external_id")),
+                )
+            )
+        return grew
+
+    def profile_matches(
+        self, profile: dict[str, Any] | None, *, external_id: str | None, name: str | None
+    ) -> bool:
+        """An attempt or a held person (its own id and name, and the profile kept on it)."""
+        p = profile or {}
+        return bool(external_id and _same_id(external_id) in self.keys) or self.matches(
+            email=_str(p.get("email")),
+            profile_url=_str(p.get("profile_url")),
+            external_id=_str(p.get("external_id")),
+            name=name or _str(p.get("full_name")),
+            about=" ".join(_str(p.get(k)) or "" for k in ("headline", "role_title", "summary")),
+        )
+
+
+def _same_id(external_id: str) -> str:
+    """An external id as a key: a LinkedIn one in lower case, as its slug is."""
+    if external_id.lower().startswith(LINKEDIN_PREFIX):
+        return external_id.lower()
+    return external_id
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+MAX_ROUNDS = 4
+"""Rounds of the search for a person's records: each adds the identifiers the last found."""
+
+
+@dataclass
+class _Found:
+    candidates: dict[uuid.UUID, dict[str, Any]]
+    stub_ids: set[int]
+    tier_ids: set[int]
+
+
+async def _find(conn: AsyncConn, person: _Person, candidate_id: uuid.UUID | None) -> _Found:
+    """Every record of the person: candidates, backfill attempts, tiers' held people."""
+    found = _Found({}, set(), set())
+    for _ in range(MAX_ROUNDS):
+        grew = False
+        params = person.params()
+        cur = await conn.execute(QUERIES["people_matching"], {"id": candidate_id, **params})
+        for r in await cur.fetchall():
+            if r["id"] == candidate_id or person.matches(
+                email=r["email"],
+                profile_url=r["profile_url"],
+                external_id=r["external_id"],
+                name=r["full_name"],
+                about=r["about"],
+            ):
+                found.candidates[r["id"]] = r
+                grew |= person.found(
+                    {"email": r["email"], "profile_url": r["profile_url"]},
+                    external_id=r["external_id"],
+                    name=r["full_name"],
+                )
+        cur = await conn.execute(QUERIES["stubs_matching"], params)
+        for r in await cur.fetchall():
+            if person.profile_matches(
+                r["profile"], external_id=r["external_id"], name=r["display_name"]
+            ):
+                found.stub_ids.add(int(r["id"]))
+                grew |= person.found(
+                    r["profile"], external_id=r["external_id"], name=r["display_name"]
+                )
+        cur = await conn.execute(QUERIES["held_matching"], params)
+        for r in await cur.fetchall():
+            if person.profile_matches(
+                r["profile"], external_id=r["external_id"], name=r["display_name"]
+            ):
+                found.tier_ids.add(int(r["tier_id"]))
+                grew |= person.found(
+                    r["profile"], external_id=r["external_id"], name=r["display_name"]
+                )
+        if not grew:
+            break
+    return found
 
 
 # Around an address in a message, what would make it part of a longer one: before it, a
@@ -185,6 +380,45 @@ def address_pattern(address: str) -> str:
     return _BEFORE + re.escape(escape_encoded(address.strip())) + _AFTER
 
 
+def _whole(term: str) -> re.Pattern[str]:
+    """``term`` as a whole (an address, a name): not inside a longer word or address."""
+    return re.compile(
+        r"(?<![\w.!#$%&'*+/=?^`{|}~-])" + re.escape(term) + r"(?![\w-]|\.[\w-])", re.IGNORECASE
+    )
+
+
+def decoded_text(raw: bytes) -> str:
+    """A message as its reader sees it: every header decoded (RFC 2047) and every part's text
+    decoded from its transfer encoding (base64, quoted-printable) and charset, by the standard
+    library's parser. A message it cannot read is searched as its bytes."""
+    try:
+        message = email.message_from_bytes(raw, policy=email.policy.default)
+        texts: list[str] = []
+        for part in message.walk():
+            texts.extend(f"{k}: {v}" for k, v in part.items())
+            if part.is_multipart():
+                continue
+            try:
+                content: object = part.get_content()
+            except Exception:  # an unknown charset or a broken encoding: the bytes decoded
+                content = part.get_payload(decode=True) or b""
+            if isinstance(content, bytes):
+                content = content.decode("utf-8", "replace")
+            if isinstance(content, str):
+                texts.append(content)
+        return "\n".join(texts)
+    except Exception:  # the parser's own defect on hostile input: the raw bytes, searched
+        return raw.decode("utf-8", "replace")
+
+
+def _naming(messages: list[tuple[int, bytes]], emails: list[str]) -> set[int]:
+    patterns = [_whole(e) for e in emails]
+    return {mid for mid, raw in messages if any(p.search(decoded_text(raw)) for p in patterns)}
+
+
+MAIL_SCAN_BATCH = 200
+
+
 async def erase_mail(conn: AsyncConn, ids: list[int], *, on_request: bool = False) -> int:
     """These inbound messages lose their personal data (in the caller's transaction); only
     handled ones, unless ``on_request``: then a queued or running one is failed as well."""
@@ -194,103 +428,198 @@ async def erase_mail(conn: AsyncConn, ids: list[int], *, on_request: bool = Fals
     return len(await cur.fetchall())
 
 
-async def _erase_mail_of(conn: AsyncConn, emails: list[str]) -> int:
-    """Every inbound message sent from or naming these addresses, any status."""
+async def _erase_mail_of(conn: AsyncConn, emails: list[str]) -> tuple[int, list[uuid.UUID]]:
+    """Every inbound message sent from or naming these addresses (in its raw bytes or in its
+    decoded parts), any status: (messages erased, the listings they made)."""
     if not emails:
-        return 0
+        return 0, []
     cur = await conn.execute(
         QUERIES["mail_of_senders"],
         {"emails": emails, "patterns": [address_pattern(e) for e in emails]},
     )
-    ids = [int(r["id"]) for r in await cur.fetchall()]
-    return await erase_mail(conn, ids, on_request=True)
+    ids = {int(r["id"]) for r in await cur.fetchall()}
+    after = 0
+    while True:
+        cur = await conn.execute(
+            QUERIES["mail_to_scan"], {"after": after, "limit": MAIL_SCAN_BATCH}
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            break
+        after = int(rows[-1]["id"])
+        batch = [(int(r["id"]), bytes(r["raw"])) for r in rows]
+        # Parsing is CPU work: off the event loop.
+        ids |= await asyncio.to_thread(_naming, batch, emails)
+    cur = await conn.execute(QUERIES["lock_mail"], {"ids": sorted(ids)})
+    locked = await cur.fetchall()
+    listings = sorted({r["listing_id"] for r in locked if r["listing_id"] is not None})
+    return await erase_mail(conn, [int(r["id"]) for r in locked], on_request=True), listings
 
 
-async def _erase(conn: AsyncConn, ids: list[uuid.UUID], external_ids: list[str]) -> tuple[int, int]:
-    """Everything of these people, in the caller's transaction: (results, attempts) touched."""
-    params = {"ids": ids, "external_ids": external_ids}
+async def _redact_listings(conn: AsyncConn, ids: list[uuid.UUID]) -> int:
+    """Listings written from a forgotten person's mail: the page keeps the job, not their
+    address or phone number (any on the page: which one is theirs no record says)."""
+    if not ids:
+        return 0
+    cur = await conn.execute(QUERIES["listings_to_redact"], {"ids": ids})
+    changed = 0
+    for r in await cur.fetchall():
+        text = redact_phones(redact_emails(r["description"]))
+        if text != r["description"]:
+            await conn.execute(QUERIES["redact_listing"], {"id": r["id"], "description": text})
+            changed += 1
+    return changed
+
+
+FORGOTTEN_TEXT = "[forgotten]"
+
+
+def _terms(person: _Person) -> list[str]:
+    """What names the person in free text: addresses, names, LinkedIn ids and slugs."""
+    terms = {e for e in person.emails} | {n for n in person.names if len(n) >= 3}
+    for slug in person.slugs:
+        terms |= {LINKEDIN_PREFIX + slug, slug} if len(slug) >= 3 else set()
+    return sorted(terms, key=len, reverse=True)
+
+
+def _redact_terms(text: str, terms: list[str]) -> str:
+    for term in terms:
+        text = _whole(term).sub(FORGOTTEN_TEXT, text)
+    return text
+
+
+async def _redact_free_text(conn: AsyncConn, person: _Person) -> tuple[int, int]:
+    """Searches whose own words, and recruiters' notes on others that, name the person:
+    (searches, notes) redacted."""
+    terms = _terms(person)
+    if not terms:
+        return 0, 0
+    patterns = [like_pattern(t) for t in terms]
+    searches = 0
+    cur = await conn.execute(QUERIES["searches_naming"], {"patterns": patterns})
+    for r in await cur.fetchall():
+        query = _redact_terms(r["query"], terms)
+        role = None if r["role"] is None else _redact_terms(r["role"], terms)
+        brief = json.loads(_redact_terms(json.dumps(r["brief"]), terms))
+        if (query, role, brief) != (r["query"], r["role"], r["brief"]):
+            await conn.execute(
+                QUERIES["redact_search"],
+                {"id": r["id"], "query": query, "role": role, "brief": Jsonb(brief)},
+            )
+            searches += 1
+    notes = 0
+    cur = await conn.execute(QUERIES["notes_naming"], {"patterns": patterns})
+    for r in await cur.fetchall():
+        note = _redact_terms(r["note"], terms)
+        if note != r["note"]:
+            await conn.execute(
+                QUERIES["redact_note"],
+                {
+                    "note": note,
+                    "token_id": r["recruiter_token_id"],
+                    "candidate_id": r["candidate_id"],
+                },
+            )
+            notes += 1
+    return searches, notes
+
+
+async def _erase(
+    conn: AsyncConn,
+    ids: list[uuid.UUID],
+    external_ids: list[str],
+    stub_ids: Iterable[int] = (),
+) -> tuple[int, int, int]:
+    """Everything of these people, in the caller's transaction: (results, attempts, tiers'
+    held lists) touched."""
+    params = {"ids": ids, "external_ids": external_ids, "stub_ids": sorted(stub_ids)}
     await conn.execute(QUERIES["lock_searches_of"], params)
     cur = await conn.execute(QUERIES["tombstone_results"], params)
     tombstoned = len(await cur.fetchall())
     cur = await conn.execute(QUERIES["scrub_stubs"], params)
     scrubbed = len(await cur.fetchall())
-    await conn.execute(QUERIES["scrub_held"], params)
+    cur = await conn.execute(QUERIES["scrub_held"], params)
+    held = len(await cur.fetchall())
     await conn.execute(QUERIES["delete_people"], params)
-    return tombstoned, scrubbed
+    return tombstoned, scrubbed, held
+
+
+async def ingest_allowed(conn: AsyncConn, keys: Iterable[str], configured_key: str = "") -> bool:
+    """In the transaction that commits a person (an ingest): False if they are forgotten.
+    Holds the erasure lock shared to the commit, so an erasure either finished before (its
+    suppression is seen here) or starts after (its search finds what this commits)."""
+    await hold_ingest_lock(conn)
+    return not await suppressed_among(conn, keys, configured_key)
+
+
+async def hold_ingest_lock(conn: AsyncConn) -> None:
+    """The erasure lock, shared, to the end of the caller's transaction (an ingest's)."""
+    await conn.execute(QUERIES["ingest_lock"])
 
 
 async def forget(
     pool: AsyncPool,
     target: str,
     *,
+    name: str | None = None,
+    company: str | None = None,
     configured_key: str = "",
     who: Principal | None = None,
     actor: str | None = None,
 ) -> Erasure:
-    """Erase the person ``target`` names — their profiles, and the inbound e-mail sent from or
-    naming their addresses — and suppress their identifiers (one transaction).
+    """Erase the person ``target`` (or ``name`` at ``company``) names, wherever a record of
+    them is — profiles, backfill attempts and the profiles kept on them, tiers' held people,
+    result rows, marks and notes, the inbound e-mail sent from or naming their addresses and
+    the listings it made, searches' own words — and suppress their identifiers (one
+    transaction).
 
     Identifiers given but matching nobody are suppressed all the same: a person may ask before
     any search ever bought them. A candidate id that matches nobody is a :class:`NotFound`
     for the caller to report (there is nothing to suppress by). The erasure is audited
     (``who``, or the operator ``actor`` at the CLI)."""
-    candidate_id, email, linkedin = parse_target(target)
-    slug = linkedin.removeprefix(LINKEDIN_PREFIX) if linkedin else None
+    if target.strip():
+        candidate_id, keys = parse_target(target)
+    elif name and name.strip() and company and company.strip():
+        candidate_id, keys = None, set()
+    else:
+        raise BadInput("name the person, or give their name with their company", field="target")
+    person = _Person(keys, name, company)
     async with pool.connection() as conn, conn.transaction():
-        cur = await conn.execute(
-            QUERIES["people_matching"],
-            {
-                "id": candidate_id,
-                "email": email,
-                "linkedin": linkedin,
-                "url_pattern": like_pattern(f"linkedin.com/in/{slug}") if slug else None,
-            },
-        )
-        # ILIKE on the URL over-matches ("in/jane" in "in/janet"): the slug must be equal.
-        rows = [
-            r
-            for r in await cur.fetchall()
-            if r["id"] == candidate_id
-            or (email is not None and (r["email"] or "").lower() == email)
-            or (linkedin is not None and r["external_id"] == linkedin)
-            or (slug is not None and linkedin_slug(r["profile_url"]) == slug)
-        ]
-        if candidate_id is not None and not rows:
+        await conn.execute(QUERIES["erasure_lock"])
+        found = await _find(conn, person, candidate_id)
+        if candidate_id is not None and not found.candidates:
             raise NotFound("no such candidate")
-        keys: set[str] = set()
-        if email:
-            keys.add("email:" + email)
-        if linkedin:
-            keys.add(linkedin)
-        for r in rows:
-            keys |= person_keys(
-                email=r["email"], profile_url=r["profile_url"], external_id=r["external_id"]
-            )
-        ids = [r["id"] for r in rows]
-        # Attempts name people by external id: a LinkedIn one, or the provider's.
-        external_ids = sorted(k for k in keys if not k.startswith("email:"))
-        tombstoned, scrubbed = await _erase(conn, ids, external_ids)
-        messages = await _erase_mail_of(
-            conn, sorted(k.removeprefix("email:") for k in keys if k.startswith("email:"))
-        )
+        ids = sorted(found.candidates)
+        tombstoned, scrubbed, held = await _erase(conn, ids, person.external_ids, found.stub_ids)
+        messages, listings = await _erase_mail_of(conn, person.emails)
+        redacted = await _redact_listings(conn, listings)
+        searches, notes = await _redact_free_text(conn, person)
         key = await privacy_key(conn, configured_key)
-        ordered = sorted(keys)
+        ordered = sorted(person.keys)
         await conn.execute(
             QUERIES["suppress"],
             {"digests": [digest(key, k) for k in ordered], "kinds": [_kind(k) for k in ordered]},
         )
         await audit.record(conn, who, "forget", ids, actor=actor)
+    erasure = Erasure(
+        ids, tombstoned, scrubbed, len(ordered), messages, held, redacted, searches, notes
+    )
     # Counts only: who it was is exactly what must not be written down.
     log.info(
         "privacy: forgot %d profile(s), %d result(s) tombstoned, %d attempt(s) scrubbed,"
-        " %d identifier(s) suppressed, %d e-mail message(s) erased",
+        " %d held list(s) cut, %d identifier(s) suppressed, %d e-mail message(s) erased,"
+        " %d listing(s), %d search(es) and %d note(s) redacted",
         len(ids),
         tombstoned,
         scrubbed,
-        len(keys),
+        held,
+        len(ordered),
         messages,
+        redacted,
+        searches,
+        notes,
     )
-    return Erasure(ids, tombstoned, scrubbed, len(keys), messages)
+    return erasure
 
 
 async def scrub_attempt(conn: AsyncConn, stub_id: int) -> None:
@@ -337,3 +666,19 @@ async def purge_expired_mail(pool: AsyncPool, retention_days: float) -> int:
     if erased:
         log.info("privacy: erased %d e-mail message(s) past retention", erased)
     return erased
+
+
+async def purge_expired_attempts(pool: AsyncPool, retention_days: float) -> int:
+    """The backfill attempts and held people of searches finished ``retention_days`` ago (0:
+    keep forever) lose who they were; one batch of searches per call."""
+    if retention_days <= 0:
+        return 0
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(
+            QUERIES["expired_attempts"],
+            {"older_than": retention_days * 86400.0, "limit": PURGE_BATCH},
+        )
+        searches = len(await cur.fetchall())
+    if searches:
+        log.info("privacy: %d search(es) past retention lost their attempts' people", searches)
+    return searches

@@ -11,15 +11,54 @@ INSERT INTO suppressed_people (digest, kind)
 SELECT d, k FROM unnest(%(digests)s::bytea[], %(kinds)s::text[]) AS s (d, k)
 ON CONFLICT (digest) DO NOTHING
 
+-- name: erasure_lock
+-- An erasure excludes the commit of every ingest (which holds the lock shared): one that
+-- committed first is found by the erasure's scan; one that commits after sees the suppression.
+SELECT pg_advisory_xact_lock(hashtext('shortlist.privacy.erasure'))
+
+-- name: ingest_lock
+-- An ingest about to commit a person: shared with other ingests, excluded by an erasure.
+SELECT pg_advisory_xact_lock_shared(hashtext('shortlist.privacy.erasure'))
+
 -- name: people_matching
--- Candidates named by an id, an e-mail address (any case) or a LinkedIn profile (by external
--- id or profile URL; the caller checks the URL's slug exactly).
-SELECT id, email, profile_url, external_id
+-- Candidates named by an id, an e-mail address (lower-case), an external id (a LinkedIn one
+-- or a provider's), a LinkedIn profile URL or a name (the caller checks a URL's slug and a
+-- name's company exactly).
+SELECT id, email, profile_url, external_id, full_name,
+       concat_ws(' ', headline, role_title, summary) AS about
   FROM candidates
  WHERE id = %(id)s::uuid
-    OR (%(email)s::text IS NOT NULL AND lower(email) = %(email)s::text)
-    OR (%(linkedin)s::text IS NOT NULL
-        AND (external_id = %(linkedin)s::text OR profile_url ILIKE %(url_pattern)s::text))
+    OR lower(email) = ANY (%(emails)s::text[])
+    OR external_id = ANY (%(external_ids)s::text[])
+    OR lower(external_id) = ANY (%(linkedin_ids)s::text[])
+    OR profile_url ILIKE ANY (%(url_patterns)s::text[])
+    OR lower(btrim(full_name)) = ANY (%(names)s::text[])
+
+-- name: stubs_matching
+-- Backfill attempts naming one of these people: by their external id, by the profile a
+-- discovery or an enrichment left on them (e-mail address, id, LinkedIn URL), or by the name
+-- the discovery gave (the caller checks a URL's slug and a name's company exactly).
+SELECT id, external_id, display_name, enriched_profile AS profile
+  FROM search_candidates
+ WHERE external_id = ANY (%(external_ids)s::text[])
+    OR lower(external_id) = ANY (%(linkedin_ids)s::text[])
+    OR lower(enriched_profile ->> 'email') = ANY (%(emails)s::text[])
+    OR enriched_profile ->> 'external_id' = ANY (%(external_ids)s::text[])
+    OR enriched_profile ->> 'profile_url' ILIKE ANY (%(url_patterns)s::text[])
+    OR lower(btrim(display_name)) = ANY (%(names)s::text[])
+
+-- name: held_matching
+-- People a tier holds for a later page, matched as attempts are.
+SELECT t.id AS tier_id, h.e ->> 'external_id' AS external_id,
+       h.e ->> 'display_name' AS display_name, h.e -> 'profile' AS profile
+  FROM search_tiers AS t, jsonb_array_elements(t.held) AS h (e)
+ WHERE jsonb_array_length(t.held) > 0
+   AND (h.e ->> 'external_id' = ANY (%(external_ids)s::text[])
+        OR lower(h.e ->> 'external_id') = ANY (%(linkedin_ids)s::text[])
+        OR lower(h.e -> 'profile' ->> 'email') = ANY (%(emails)s::text[])
+        OR h.e -> 'profile' ->> 'external_id' = ANY (%(external_ids)s::text[])
+        OR h.e -> 'profile' ->> 'profile_url' ILIKE ANY (%(url_patterns)s::text[])
+        OR lower(btrim(h.e ->> 'display_name')) = ANY (%(names)s::text[]))
 
 -- name: lock_searches_of
 -- The searches holding these people, locked first and in id order (the pipeline's lock order:
@@ -30,6 +69,7 @@ SELECT s.id
                 UNION
                 SELECT search_id FROM search_candidates
                  WHERE candidate_id = ANY (%(ids)s::uuid[])
+                    OR id = ANY (%(stub_ids)s::bigint[])
                     OR external_id = ANY (%(external_ids)s::text[])
                 UNION
                 SELECT search_id FROM search_tiers
@@ -57,7 +97,8 @@ UPDATE search_candidates
        status = CASE WHEN status = 'queued' THEN 'skipped'::candidate_status ELSE status END,
        candidate_id = NULL,
        updated_at = now()
- WHERE candidate_id = ANY (%(ids)s::uuid[]) OR external_id = ANY (%(external_ids)s::text[])
+ WHERE candidate_id = ANY (%(ids)s::uuid[]) OR id = ANY (%(stub_ids)s::bigint[])
+    OR external_id = ANY (%(external_ids)s::text[])
 RETURNING id
 
 -- name: scrub_held
@@ -136,3 +177,76 @@ UPDATE inbound_mail
  WHERE id = ANY (%(ids)s::bigint[]) AND erased_at IS NULL
    AND (status IN ('posted', 'rejected', 'failed') OR %(on_request)s::boolean)
 RETURNING id
+
+-- name: mail_to_scan
+-- Messages not yet erased, a batch at a time by id: their decoded parts are searched in Python
+-- (a base64 or quoted-printable part hides an address from a search of the raw bytes).
+SELECT id, raw FROM inbound_mail
+ WHERE erased_at IS NULL AND id > %(after)s
+ ORDER BY id
+ LIMIT %(limit)s
+
+-- name: lock_mail
+-- These messages, locked (a parser finishing one is waited for), with the listing each made.
+SELECT id, listing_id FROM inbound_mail
+ WHERE id = ANY (%(ids)s::bigint[]) AND erased_at IS NULL
+ ORDER BY id
+   FOR UPDATE
+
+-- name: listings_to_redact
+SELECT id, description FROM job_listings WHERE id = ANY (%(ids)s::uuid[]) ORDER BY id FOR UPDATE
+
+-- name: redact_listing
+-- A listing written from a forgotten sender's mail: the page without their address and phone.
+UPDATE job_listings SET description = %(description)s, updated_at = now() WHERE id = %(id)s
+
+-- name: searches_naming
+-- Searches whose own words (query, role, brief) name one of these people.
+SELECT id, query, role, brief FROM searches
+ WHERE query ILIKE ANY (%(patterns)s::text[]) OR role ILIKE ANY (%(patterns)s::text[])
+    OR brief::text ILIKE ANY (%(patterns)s::text[])
+ ORDER BY id
+   FOR NO KEY UPDATE
+
+-- name: redact_search
+UPDATE searches SET query = %(query)s, role = %(role)s, brief = %(brief)s WHERE id = %(id)s
+
+-- name: notes_naming
+-- Recruiters' notes on other people that name one of these people.
+SELECT recruiter_token_id, candidate_id, note FROM candidate_marks
+ WHERE note ILIKE ANY (%(patterns)s::text[])
+   FOR NO KEY UPDATE
+
+-- name: redact_note
+UPDATE candidate_marks SET note = %(note)s
+ WHERE recruiter_token_id = %(token_id)s AND candidate_id = %(candidate_id)s
+
+-- name: expired_attempts
+-- Retention: the backfill attempts and held people of searches finished before the retention
+-- period lose who they were (the stubs keep place and status; results keep their profiles,
+-- which have their own retention).
+WITH old AS (
+    SELECT id FROM searches
+     WHERE status IN ('complete', 'stale')
+       AND coalesce(finished_at, last_progress_at) < now() - make_interval(secs => %(older_than)s)
+       AND (EXISTS (SELECT 1 FROM search_candidates AS c
+                     WHERE c.search_id = searches.id AND c.external_id NOT LIKE 'forgotten:%%')
+            OR EXISTS (SELECT 1 FROM search_tiers AS t
+                        WHERE t.search_id = searches.id AND jsonb_array_length(t.held) > 0))
+     ORDER BY id
+     LIMIT %(limit)s
+       FOR NO KEY UPDATE SKIP LOCKED
+),
+stubs AS (
+    UPDATE search_candidates AS c
+       SET external_id = 'forgotten:' || c.id, display_name = NULL, enriched_profile = NULL,
+           last_error = CASE WHEN c.last_error IS NULL THEN NULL ELSE 'past retention' END
+      FROM old
+     WHERE c.search_id = old.id AND c.external_id NOT LIKE 'forgotten:%%'
+),
+held AS (
+    UPDATE search_tiers AS t SET held = '[]'::jsonb
+      FROM old
+     WHERE t.search_id = old.id AND jsonb_array_length(t.held) > 0
+)
+SELECT id FROM old

@@ -29,6 +29,25 @@ def redact_emails(text: str, limit: int | None = None) -> str:
     return _EMAIL.sub("[e-mail]", text[: limit + MAX_ADDRESS])[:limit]
 
 
+# A telephone number: digits with spaces, dots, dashes or brackets between them. Told from a
+# year range or a salary ("2024-2026", "80000-100000") by its shape: an international "+", or
+# a leading "0" or "(", or several groups, and at least seven digits.
+_PHONE = re.compile(r"(?<![\w+])(\+|\(|\b)\d[\d ().-]{5,22}\d(?![\w])")
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group(0)
+    digits = sum(c.isdigit() for c in text)
+    groups = len(re.findall(r"\d+", text))
+    shaped = text[0] in "+(0" or groups >= 3
+    return "[phone]" if digits >= 7 and shaped else text
+
+
+def redact_phones(text: str) -> str:
+    """``text`` with anything shaped like a telephone number replaced by ``[phone]``."""
+    return _PHONE.sub(_phone, text)
+
+
 # A LinkedIn slug is usually the person's name ("jane-doe-4b2a"): our external ids
 # ("linkedin:<slug>") and profile URLs.
 _LINKEDIN_ID = re.compile(r"(linkedin:|linkedin\.com/in/)[^\s/?#\"'<>(),;]+", re.IGNORECASE)

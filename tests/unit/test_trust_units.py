@@ -182,8 +182,11 @@ async def test_the_probe_cache_computes_once_per_window_for_concurrent_callers()
 
 
 def test_a_person_is_named_by_id_email_or_linkedin() -> None:
-    assert parse_target("Jane@Example.com")[1] == "jane@example.com"
-    assert parse_target("https://www.linkedin.com/in/Jane-Doe/")[2] == "linkedin:jane-doe"
+    assert parse_target("Jane@Example.com")[1] == {"email:jane@example.com"}
+    assert parse_target("https://www.linkedin.com/in/Jane-Doe/")[1] == {"linkedin:jane-doe"}
+    assert parse_target("https://de.linkedin.com/in/jane-doe?trk=x")[1] == {"linkedin:jane-doe"}
+    assert parse_target("linkedin:Jane-Doe")[1] == {"linkedin:jane-doe"}
+    assert parse_target("pdl:qEnOZ5Oh0poWnQ1luFBfVw_0000")[1] == {"pdl:qEnOZ5Oh0poWnQ1luFBfVw_0000"}
     assert parse_target("00000000-0000-4000-8000-000000000001")[0] is not None
     assert person_keys(email="A@B.co", profile_url="linkedin.com/in/x", external_id="pdl:1") == {
         "email:a@b.co",
@@ -200,4 +203,8 @@ def test_an_erasure_reports_the_e_mail_messages_it_erased() -> None:
         "attemptsScrubbed": 0,
         "identifiersSuppressed": 1,
         "messagesErased": 2,
+        "heldDropped": 0,
+        "listingsRedacted": 0,
+        "searchesRedacted": 0,
+        "notesRedacted": 0,
     }

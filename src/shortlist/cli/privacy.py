@@ -27,8 +27,18 @@ def register(app: typer.Typer, privacy_app: typer.Typer) -> None:
 
 def forget_command(
     target: Annotated[
-        str, typer.Argument(help="The person: an e-mail address, a LinkedIn URL or a candidate id")
-    ],
+        str,
+        typer.Argument(
+            help="The person: an e-mail address, a LinkedIn URL (any host), a provider's id"
+            " (pdl:ID) or a candidate id; empty with --name and --company"
+        ),
+    ] = "",
+    name: Annotated[
+        str | None, typer.Option("--name", help="The person's full name (with --company)")
+    ] = None,
+    company: Annotated[
+        str | None, typer.Option("--company", help="Where the person named by --name works")
+    ] = None,
 ) -> None:
     """Forget a person: profile, marks and notes deleted, result rows turned into tombstones,
     the e-mail they sent or are named in erased, identifiers kept only as keyed hashes so no
@@ -38,7 +48,12 @@ def forget_command(
     async def run(url: str) -> privacy.Erasure:
         async with open_command_pool(url, max_size=1, name="shortlist") as pool:
             return await privacy.forget(
-                pool, target, configured_key=settings.privacy_key, actor=f"cli:{_operator()}"
+                pool,
+                target,
+                name=name,
+                company=company,
+                configured_key=settings.privacy_key,
+                actor=f"cli:{_operator()}",
             )
 
     with prepared_database(settings) as db:
@@ -51,7 +66,9 @@ def forget_command(
         f"forgot {len(erasure.candidate_ids)} profile(s): {erasure.results_tombstoned} result"
         f" row(s) tombstoned, {erasure.attempts_scrubbed} backfill attempt(s) scrubbed,"
         f" {erasure.identifiers_suppressed} identifier(s) on the suppression list,"
-        f" {erasure.messages_erased} e-mail message(s) erased"
+        f" {erasure.messages_erased} e-mail message(s) erased, {erasure.held_dropped} held"
+        f" list(s) cut, {erasure.listings_redacted} listing(s), {erasure.searches_redacted}"
+        f" search(es) and {erasure.notes_redacted} note(s) redacted"
     )
 
 

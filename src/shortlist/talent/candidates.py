@@ -36,7 +36,7 @@ from shortlist.embedding.base import EmbeddingPermanentError, EmbeddingTransient
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import Spaces
 from shortlist.errors import TransientError
-from shortlist.privacy import is_suppressed, person_keys, scrub_attempt
+from shortlist.privacy import ingest_allowed, is_suppressed, person_keys, scrub_attempt
 from shortlist.queue import LeaseTable
 from shortlist.talent import headline
 from shortlist.talent import repository as repo
@@ -240,6 +240,15 @@ class CandidateQueue:
         facts: headline.AppendFacts | None = None
         try:
             async with self.pool.connection() as conn, conn.transaction():
+                # Checked again where it commits, under the erasure lock (taken first, as an
+                # erasure does): an erasure between the check after the enrichment and here
+                # would otherwise be followed by this ingest.
+                keys = {stub.external_id} | person_keys(
+                    email=record.email,
+                    profile_url=record.profile_url,
+                    external_id=record.external_id,
+                )
+                allowed = await ingest_allowed(conn, keys, self.privacy_key)
                 # The search row first, as every transaction that writes a search's work
                 # (see queries.sql): one lock order, no deadlock with a retry.
                 await repo.lock_search(conn, stub.search_id)
@@ -250,57 +259,65 @@ class CandidateQueue:
                         stub.id,
                     )
                     return
-                candidate_id = await repo.upsert_candidate(conn, record, vector, space)
-                score = await repo.backfill_score(conn, stub.search_id, candidate_id, space)
-                search = await repo.get_search(conn, stub.search_id)
-                assert search is not None, "searches are never deleted under their backfill"
-                brief = search.understood()
-                judgement = judge(
-                    Wanted.of(brief.location, brief.min_years_experience, brief.skills),
-                    held_of(record),
-                )
-                failure = judgement.failure
-                if record.email is None and not record.email_on_file:
-                    status, error = CandidateStatus.failed_no_email, NO_EMAIL
-                    outcome = "no e-mail"
-                elif failure is not None:
-                    # As the relevance floor: ingested (it was paid for), not a result, and
-                    # not counted toward the target.
-                    status = CandidateStatus.below_threshold
-                    error = f"outside the brief: {failure.detail}"
-                    outcome = error
-                elif judgement.fit(score) < self.min_score:
-                    # Ingested (it was paid for), but not a result: no stranger fills a place
-                    # (the floor is on the fit to the whole brief, as for internal hits).
-                    status = CandidateStatus.below_threshold
-                    fit = judgement.fit(score)
-                    error = f"score {fit:.3f} is below the relevance floor {self.min_score:.2f}"
-                    outcome = error
+                if not allowed:
+                    await repo.finish_candidate(
+                        conn, stub.id, worker_id, CandidateStatus.failed_permanent, error=FORGOTTEN
+                    )
+                    await scrub_attempt(conn, stub.id)
+                    await repo.touch_search(conn, stub.search_id)
+                    outcome = FORGOTTEN
                 else:
-                    appended = await repo.append_result(
-                        conn,
-                        search_id=stub.search_id,
-                        candidate_id=candidate_id,
-                        search_candidate_id=stub.id,
-                        tier=stub.tier,
-                        score=judgement.fit(score),
-                        role_score=score,
-                        judgement=judgement,
+                    candidate_id = await repo.upsert_candidate(conn, record, vector, space)
+                    score = await repo.backfill_score(conn, stub.search_id, candidate_id, space)
+                    search = await repo.get_search(conn, stub.search_id)
+                    assert search is not None, "searches are never deleted under their backfill"
+                    brief = search.understood()
+                    judgement = judge(
+                        Wanted.of(brief.location, brief.min_years_experience, brief.skills),
+                        held_of(record),
                     )
-                    status, error = CandidateStatus.succeeded, None
-                    if appended:
-                        facts = await headline.appended_result_facts(
-                            conn, stub.search_id, appended.rank
+                    failure = judgement.failure
+                    if record.email is None and not record.email_on_file:
+                        status, error = CandidateStatus.failed_no_email, NO_EMAIL
+                        outcome = "no e-mail"
+                    elif failure is not None:
+                        # As the relevance floor: ingested (it was paid for), not a result, and
+                        # not counted toward the target.
+                        status = CandidateStatus.below_threshold
+                        error = f"outside the brief: {failure.detail}"
+                        outcome = error
+                    elif judgement.fit(score) < self.min_score:
+                        # Ingested (it was paid for), but not a result: no stranger fills a place
+                        # (the floor is on the fit to the whole brief, as for internal hits).
+                        status = CandidateStatus.below_threshold
+                        fit = judgement.fit(score)
+                        error = f"score {fit:.3f} is below the relevance floor {self.min_score:.2f}"
+                        outcome = error
+                    else:
+                        appended = await repo.append_result(
+                            conn,
+                            search_id=stub.search_id,
+                            candidate_id=candidate_id,
+                            search_candidate_id=stub.id,
+                            tier=stub.tier,
+                            score=judgement.fit(score),
+                            role_score=score,
+                            judgement=judgement,
                         )
-                    outcome = (
-                        f"rank {appended.rank} (score {appended.score:.3f})"
-                        if appended
-                        else "already in the results"
+                        status, error = CandidateStatus.succeeded, None
+                        if appended:
+                            facts = await headline.appended_result_facts(
+                                conn, stub.search_id, appended.rank
+                            )
+                        outcome = (
+                            f"rank {appended.rank} (score {appended.score:.3f})"
+                            if appended
+                            else "already in the results"
+                        )
+                    await repo.finish_candidate(
+                        conn, stub.id, worker_id, status, candidate_id=candidate_id, error=error
                     )
-                await repo.finish_candidate(
-                    conn, stub.id, worker_id, status, candidate_id=candidate_id, error=error
-                )
-                await repo.touch_search(conn, stub.search_id)
+                    await repo.touch_search(conn, stub.search_id)
         except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
             # Something in this profile the schema refuses: this candidate's failure, not the
             # worker's (raising would re-queue it forever).

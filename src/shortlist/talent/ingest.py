@@ -25,7 +25,7 @@ from shortlist.ingest_files import (
     RecordFileReader,
     ingest_records,
 )
-from shortlist.privacy import person_keys, suppressed_among
+from shortlist.privacy import hold_ingest_lock, person_keys, suppressed_among
 from shortlist.validation import storable
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ async def insert_candidates(
         id(c): person_keys(email=c.email, profile_url=c.profile_url, external_id=c.external_id)
         for c in batch
     }
+    await hold_ingest_lock(conn)  # an erasure finishes before, or finds these after
     suppressed = await suppressed_among(
         conn, set().union(*keys.values()) if keys else set(), privacy_key
     )

@@ -204,8 +204,9 @@ WITH done AS (
     RETURNING s.id
 ),
 skipped AS (
+    -- A profile a discovery left on a skipped stub is let go with it (a retry enriches again).
     UPDATE search_candidates AS c
-       SET status = 'skipped', updated_at = now()
+       SET status = 'skipped', enriched_profile = NULL, updated_at = now()
       FROM done
      WHERE c.search_id = done.id AND c.status = 'queued'
 )

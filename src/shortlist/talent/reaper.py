@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
-from shortlist.privacy import purge_expired_mail, purge_expired_profiles
+from shortlist.privacy import purge_expired_attempts, purge_expired_mail, purge_expired_profiles
 from shortlist.talent import repository as repo
 
 log = logging.getLogger(__name__)
@@ -98,6 +98,8 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
     purged = await purge_expired_profiles(pool, settings.profile_retention_days)
     # ... and inbound e-mail's personal data (the row stays), past its time.
     erased_mail = await purge_expired_mail(pool, settings.mail_retention_days)
+    # ... and who the attempts and held people of long-finished searches were.
+    await purge_expired_attempts(pool, settings.attempt_retention_days)
     report = ReapReport(
         purged_profiles=len(purged),
         erased_mail=erased_mail,

@@ -23,6 +23,10 @@ class ErasureOut(_Out):
     attempts_scrubbed: int
     identifiers_suppressed: int
     messages_erased: int
+    held_dropped: int
+    listings_redacted: int
+    searches_redacted: int
+    notes_redacted: int
 
 
 class AuditEntryOut(_Out):
