@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "relevance": "bench.bench_relevance",
     "first-run": "bench.bench_first_run",
     "crawl": "bench.bench_crawl",
+    "mail-classifier": "bench.bench_mail_classifier",
 }
 
 

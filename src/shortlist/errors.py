@@ -39,9 +39,13 @@ class PermanentError(ShortlistError):
 class BadInput(ShortlistError):
     """The caller sent something we cannot accept (HTTP 400/422)."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.field = field
+        self.extra = extra or {}
+        """More members of the error's JSON body (e.g. ``rejected_as``)."""
 
 
 class NotFound(ShortlistError):

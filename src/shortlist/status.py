@@ -77,7 +77,7 @@ async def collect_status(
       "inbound_mail": {                 # the e-mail intake's parse queue
         "by_status": {"queued": int, "running": int, "posted": int, "rejected": int,
                       "failed": int},
-        "failures": [{"id", "company", "status", "reason", "attempts", "at"}]  # newest first
+        "failures": [{"id", "company", "status", "rejected_as", "reason", "attempts", "at"}]
       }
       "job_sources": [                  # shortlist.listings.sources
         {"id", "spec", "status", "listings_open", "last_crawl_at", "last_success_at",

@@ -735,3 +735,70 @@ async def test_a_forgotten_senders_post_is_accepted_but_neither_kept_nor_answere
     await wait_for(lambda: _replied(pool, 1), message="the third message answered")
     assert [to for to, _raw in relay.received] == [["a.schmidt@lindwurm-software.de"]]
     assert all(r["replied_at"] is None for r in (stored[rows[0]["id"]], stored[rows[1]["id"]]))
+
+
+AUTOMATIC_HEADERS = {
+    "auto-submitted": "Auto-Submitted: auto-replied\n",
+    "precedence": "Precedence: bulk\n",
+    "list-id": "List-Id: Jobs <jobs.lists.example>\n",
+    "list-unsubscribe": "List-Unsubscribe: <https://lists.example/u/1>\n",
+    "dsn": "MIME-Version: 1.0\nContent-Type: multipart/report; report-type=delivery-status;"
+    ' boundary="b"\n',
+    "arf": "MIME-Version: 1.0\nContent-Type: multipart/report; report-type=feedback-report;"
+    ' boundary="b"\n',
+}
+
+
+async def test_automatic_mail_is_never_posted_nor_answered(
+    intake: int, client: httpx.AsyncClient, pool: AsyncPool, relay: Relay
+) -> None:
+    # Each carries the text of a real job post and a non-null envelope sender (an answer
+    # could go somewhere): only its headers tell it apart.
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    post = (MAIL / "english.eml").read_bytes()
+    head, _, body = post.partition(b"\n\n")
+    for n, (kind, headers) in enumerate(AUTOMATIC_HEADERS.items()):
+        head_lines = [
+            line
+            for line in head.split(b"\n")
+            if not line.lower().startswith((b"message-id", b"content-type", b"mime-version"))
+        ]
+        raw = b"\n".join(head_lines) + f"\nMessage-ID: <auto-{n}@x.example>\n".encode()
+        raw += headers.encode()
+        if "multipart/report" in headers:
+            report = "delivery-status" if kind == "dsn" else "feedback-report"
+            raw += (
+                f"\n--b\nContent-Type: text/plain\n\n{body.decode()}\n--b\n"
+                f"Content-Type: message/{report}\n\nReporting-MTA: dns; mx.example\n\n--b--\n"
+            ).encode()
+        else:
+            raw += b"Content-Type: text/plain; charset=utf-8\n\n" + body
+        await asyncio.to_thread(send, intake, address, raw, "someone@northwind.example")
+    rows = await settled(pool, len(AUTOMATIC_HEADERS))
+    assert [r["status"] for r in rows] == ["rejected"] * len(AUTOMATIC_HEADERS), rows
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT rejected_as FROM inbound_mail ORDER BY id")
+        assert {r["rejected_as"] for r in await cur.fetchall()} == {"automatic"}
+        report = await collect_status(conn)
+    assert report["inbound_mail"]["failures"][0]["rejected_as"] == "automatic"
+    assert "automatic mail" in report["inbound_mail"]["failures"][0]["reason"]
+    # Then a job post: its answer is the first, and only, one the relay sees.
+    await asyncio.to_thread(send, intake, address, post)
+    await settled(pool, len(AUTOMATIC_HEADERS) + 1)
+    await wait_for(lambda: _replied(pool, 1), message="the job post answered")
+    assert len(relay.received) == 1
+
+
+async def test_the_email_route_answers_why_a_message_was_not_posted(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    token = await company_token(pool, "Northwind")
+    raw = b"Auto-Submitted: auto-replied\n" + (MAIL / "english.eml").read_bytes()
+    response = await client.post(
+        "/api/jobs/email",
+        content=raw,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "message/rfc822"},
+    )
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["rejected_as"] == "automatic" and "automatic mail" in error["message"]

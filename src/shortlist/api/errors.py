@@ -74,7 +74,8 @@ def _domain(request: Request, exc: Exception) -> JSONResponse:
             if isinstance(exc, QuotaExceeded):
                 body = error_body("quota_exceeded", str(exc), limit=exc.limit)
                 return JSONResponse(body, status, headers=headers)
-            return JSONResponse(error_body(code, str(exc), field), status, headers=headers)
+            extra = exc.extra if isinstance(exc, BadInput) else {}
+            return JSONResponse(error_body(code, str(exc), field, **extra), status, headers=headers)
     log.error("unmapped domain error on %s", request.url.path, exc_info=exc)
     return JSONResponse(error_body("internal", "internal error"), 500)
 

@@ -166,11 +166,17 @@ def print_status(report: dict[str, Any], console: Console) -> None:
         counts = ", ".join(f"{state} {n}" for state, n in mail["by_status"].items())
         console.print(f"E-mail intake: {counts}")
         unposted = Table(title="Latest e-mails not posted")
-        for column in ("id", "company", "status", "attempts", "at", "reason"):
+        for column in ("id", "company", "status", "as", "attempts", "at", "reason"):
             unposted.add_column(column, overflow="fold")
         for f in mail["failures"]:
             unposted.add_row(
-                str(f["id"]), f["company"], f["status"], str(f["attempts"]), f["at"], f["reason"]
+                str(f["id"]),
+                f["company"],
+                f["status"],
+                f.get("rejected_as") or "",
+                str(f["attempts"]),
+                f["at"],
+                f["reason"],
             )
         if unposted.row_count:
             console.print(unposted)

@@ -32,7 +32,8 @@ def to_listing(reading: Reading, company: str | None) -> ListingCreate:
     if city is None:
         raise NoJob(
             "the message names no city: put it in the subject (e.g. 'Data Engineer — Berlin')"
-            " or a line 'Location: …'"
+            " or a line 'Location: …'",
+            "incomplete",
         )
     title = jobpost.title_without_place(reading.title)
     # "Senior Data Engineer at Copper Analytics": the company is not part of the title.
@@ -40,7 +41,7 @@ def to_listing(reading: Reading, company: str | None) -> ListingCreate:
     named = reading.company or (at.group("company") if at else None) or reading.sender_company
     posting_as = company or named
     if not posting_as:
-        raise NoJob("the message names no company: add a line 'Company: …'")
+        raise NoJob("the message names no company: add a line 'Company: …'", "incomplete")
     if at:
         title = at.group("title")
     salary = reading.salary

@@ -39,6 +39,8 @@ from email.message import Message
 from shortlist.errors import BadInput
 from shortlist.listings import jobpost
 from shortlist.listings.jobpost import Salary, clean_title, find_work_mode
+from shortlist.listings.mail import screen
+from shortlist.listings.mail.screen import RejectedAs
 from shortlist.listings.models import MAX_DESCRIPTION, MAX_TITLE, WorkMode
 
 # --- bounds ---------------------------------------------------------------------------------
@@ -76,10 +78,13 @@ NOT_A_JOB = (
 
 
 class NoJob(BadInput):
-    """The message holds no job post we can publish; the text says why (the sender reads it)."""
+    """The message holds no job post we can publish; the text says why (the sender reads it),
+    ``kind`` what it is instead (:data:`screen.RejectedAs`, stored as
+    ``inbound_mail.rejected_as``)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, field="body")
+    def __init__(self, message: str, kind: RejectedAs = "not_a_job_post") -> None:
+        super().__init__(message, field="body", extra={"rejected_as": kind})
+        self.kind: RejectedAs = kind
 
 
 @dataclass
@@ -561,8 +566,11 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         senders = _addresses(msg, "from")
         reply_to = _addresses(msg, "reply-to") or senders
         parts = _walk(msg)
+        automatic = screen.automatic(msg, subject, [a for _d, a in senders], raw)
     except RecursionError:
         raise BadInput("the message is nested too deeply to read") from None
+    if automatic is not None:
+        raise NoJob(f"automatic mail, never posted nor answered: {automatic}", "automatic")
     message_id = " ".join(str(msg.get("message-id", "")).split())[:998] or None
 
     if parts.plain and any(p.strip() for p in parts.plain):
@@ -622,10 +630,14 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
     signals = jobpost.job_score(job_text) + labelled
     if not description or (not title and not signals):
         raise NoJob(NOT_A_JOB)
+    verdict = screen.text_verdict(subject, title, job_text)
+    if verdict is not None:
+        raise NoJob(verdict.reason, verdict.kind)
     if not title:
         raise NoJob(
             "the message names no job title: put it in the subject (e.g. 'Senior Data Engineer"
-            " — Lisbon') or a line 'Role: …'"
+            " — Lisbon') or a line 'Role: …'",
+            "incomplete",
         )
     currency = _first_label(all_lines, _CURRENCY_LABEL)
     salary = jobpost.find_salary(all_lines, subject)

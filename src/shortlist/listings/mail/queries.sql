@@ -62,9 +62,10 @@ RETURNING id
 
 -- name: finish_unposted
 -- A message that will not become a listing: running -> rejected (no job in it) | failed (the
--- parser crashed or ran out of time), with the reason.
+-- parser crashed or ran out of time), with the reason (and, rejected, what it is instead).
 UPDATE inbound_mail
-   SET status = %(status)s::inbound_mail_status, reason = %(reason)s, locked_by = NULL,
+   SET status = %(status)s::inbound_mail_status, reason = %(reason)s,
+       rejected_as = %(rejected_as)s, locked_by = NULL,
        locked_until = NULL, updated_at = now()
  WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
    AND %(status)s IN ('rejected', 'failed')
@@ -84,7 +85,7 @@ SELECT s.status::text AS status, count(m.id) AS n
 
 -- name: inbound_failures
 -- The latest messages that did not become a listing, newest first.
-SELECT id, company_name, status::text AS status, reason, attempts, updated_at
+SELECT id, company_name, status::text AS status, rejected_as, reason, attempts, updated_at
   FROM inbound_mail
  WHERE status IN ('rejected', 'failed')
  ORDER BY updated_at DESC, id DESC
@@ -92,5 +93,6 @@ SELECT id, company_name, status::text AS status, reason, attempts, updated_at
 
 -- name: inbound_row
 -- One inbound message's state (tests, the HTTP producer).
-SELECT id, company_name, status::text AS status, reason, listing_id, attempts, replied_at
+SELECT id, company_name, status::text AS status, rejected_as, reason, listing_id, attempts,
+       replied_at
   FROM inbound_mail WHERE id = %(id)s

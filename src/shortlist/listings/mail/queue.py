@@ -25,8 +25,9 @@ from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
 from shortlist.listings.mail.listing import to_listing
-from shortlist.listings.mail.parse import Reading
+from shortlist.listings.mail.parse import NoJob, Reading
 from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout, ParseTooLarge
+from shortlist.listings.mail.screen import RejectedAs
 from shortlist.listings.mail.store import SQL
 from shortlist.listings.models import ListingOut
 from shortlist.listings.repository import insert_listing
@@ -111,8 +112,11 @@ class MailQueue:
                 else "rejected"
             )
             to = reading.reply_to if reading is not None else item.mail_from
-            finished = await self._finish_unposted(worker_id, item, status, str(exc), reading)
-            if finished == "kept":
+            # Automatic mail is never answered (RFC 3834: no mail loops), nor a scam (its
+            # From is as likely forged: no backscatter).
+            kind = exc.kind if isinstance(exc, NoJob) else None
+            finished = await self._finish_unposted(worker_id, item, status, str(exc), reading, kind)
+            if finished == "kept" and kind not in ("automatic", "scam"):
                 await self._reply(item, reading, to, reply.rejected_text(str(exc)))
             return
         try:
@@ -144,13 +148,20 @@ class MailQueue:
         status: str,
         reason: str,
         reading: Reading | None = None,
+        rejected_as: RejectedAs | None = None,
     ) -> Literal["kept", "erased", None]:
         """``running -> rejected | failed``; None when the row is no longer ours, "erased" when
         its sender is a forgotten person (not to be answered)."""
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 SQL["finish_unposted"],
-                {"id": item.id, "worker_id": worker_id, "status": status, "reason": reason[:2000]},
+                {
+                    "id": item.id,
+                    "worker_id": worker_id,
+                    "status": status,
+                    "reason": reason[:2000],
+                    "rejected_as": rejected_as if status == "rejected" else None,
+                },
             )
             if await cur.fetchone() is None:
                 return None

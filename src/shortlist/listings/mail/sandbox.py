@@ -34,6 +34,7 @@ _PRELOAD = [
     "docx",
     "mailparser_reply.parser",
     "price_parser",
+    "flufl.bounce",
 ]
 
 
@@ -65,7 +66,7 @@ def _read(raw: bytes, max_bytes: int) -> Outcome:
     except MemoryError:
         return ("memory", "")
     except NoJob as exc:
-        return ("nojob", str(exc))
+        return ("nojob", (exc.kind, str(exc)))
     except BadInput as exc:
         return ("bad", str(exc))
     except Exception as exc:  # a parser bug or a library failing on hostile input
@@ -138,7 +139,9 @@ class ParserPool:
             assert isinstance(value, Reading)
             return value
         if kind == "nojob":
-            raise NoJob(str(value))
+            assert isinstance(value, tuple)
+            rejected_as, reason = value
+            raise NoJob(str(reason), rejected_as)
         if kind == "bad":
             raise BadInput(str(value), field="body")
         if kind == "memory":

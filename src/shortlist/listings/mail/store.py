@@ -151,6 +151,7 @@ async def inbound_status(conn: AsyncConn) -> dict[str, object]:
             "id": r["id"],
             "company": r["company_name"],
             "status": r["status"],
+            "rejected_as": r["rejected_as"],
             "reason": redact_emails(r["reason"] or ""),
             "attempts": r["attempts"],
             "at": r["updated_at"].isoformat(),
