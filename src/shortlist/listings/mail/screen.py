@@ -134,7 +134,20 @@ def _bounced(head: bytes) -> bool:
         temporary, permanent = all_failures(msg)
     except Exception:  # a detector failing on odd input: no bounce found
         return False
-    return bool(temporary or permanent)
+    # Mailman runs these only on mail to a list's bounce address; some are loose there (LLNL's
+    # takes any line holding ", someone@host," — a signature): a bounce also says what failed.
+    text = head.decode("utf-8", "replace")
+    return bool(temporary or permanent) and _FAILURE_WORDS.search(text) is not None
+
+
+_FAILURE_WORDS = re.compile(
+    r"undeliver|could\snot\sbe\sdelivered|delivery\s(?:to|has|failed|failure|problem|status)"
+    r"|not\sdelivered|returned\s(?:mail|to\ssender)|permanent(?:ly)?\s(?:error|fail)"
+    r"|user\sunknown|unknown\s(?:user|recipient|address)|no\ssuch\s(?:user|mailbox|address)"
+    r"|mailbox\s(?:unavailable|full|is\sfull|not\sfound)|quota|recipient|bounce|failed"
+    r"|[45]\.\d{1,3}\.\d{1,3}|5[45]\d\s|unzustellbar|nicht\szugestellt",
+    re.IGNORECASE,
+)
 
 
 # --- the text ------------------------------------------------------------------------------------
@@ -175,6 +188,7 @@ _ROLE = re.compile(
     r"|electrician|plumber|mechanic|welder|carpenter|installer|fitter|labou?rer|handler"
     r"|picker|packer|warehouse|cleaner|caretaker|carer|caregiver|intern|trainee|apprentice"
     r"|researcher|owner|partner|counsel|lawyer|solicitor|paralegal|auditor|underwriter"
+    r"|d[ée]veloppeur|ing[ée]nieur|vendeur|vendeuse|serveur|serveuse|comptable|infirmi[eè]re?"
     r"|entwickler(?:in)?|ingenieur(?:in)?|berater(?:in)?|leiter(?:in)?|referent(?:in)?"
     r"|sachbearbeiter(?:in)?|kaufmann|kauffrau|mitarbeiter(?:in)?|techniker(?:in)?"
     r"|pflegefachkraft|erzieher(?:in)?|werkstudent(?:in)?|praktikant(?:in)?|fachkraft"
@@ -239,7 +253,17 @@ def text_verdict(subject: str, title: str | None, text: str) -> Verdict | None:
     hiring = len({m.group().lower() for m in _HIRING.finditer(whole)})
     news = len(_NEWS.findall(head))
     personal = len(_PERSONAL.findall(head))
-    job = (role and work >= 2 and (hiring >= 1 or role_in_title)) or (role and work >= 4)
+    job = (
+        (role and work >= 2 and (hiring >= 1 or role_in_title))
+        or (role and work >= 4)
+        # A title that names a role, and a line or two about it: a terse post is still one.
+        or (
+            role_in_title
+            and not news
+            and not personal
+            and (work >= 1 or hiring >= 1 or len(head.strip()) < 400)
+        )
+    )
     if job and news >= 3 and news > work:
         job = False  # reporting about hiring
     if job and personal >= 3 and personal > work:
