@@ -312,8 +312,7 @@ async def test_wrong_content_types_are_refused(
 
 def _nested_multipart(depth: int) -> bytes:
     head = (
-        b"Subject: Engineer at Acme (Berlin)\r\n"
-        b"Content-Type: multipart/mixed; boundary=b0\r\n\r\n"
+        b"Subject: Engineer at Acme (Berlin)\r\nContent-Type: multipart/mixed; boundary=b0\r\n\r\n"
     )
     body = b"".join(
         b"--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n" % (i, i + 1)
