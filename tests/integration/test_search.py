@@ -141,10 +141,10 @@ def test_fuse_orders_by_each_hits_own_score() -> None:
 
 
 def test_fusion_windows_double_until_the_last_position_is_covered() -> None:
-    assert fusion_windows(10, 0) == fusion_windows(5, 5) == fusion_windows(1, 0) == [10]
-    assert fusion_windows(10, 10) == fusion_windows(20, 0) == fusion_windows(1, 19) == [10, 20]
-    assert fusion_windows(50, 0) == [10, 20, 40, 80]
-    assert fusion_windows(50, 1000) == [10, 20, 40, 80, 160, 320, 640, 1280]
+    assert fusion_windows(10, 0) == fusion_windows(5, 35) == fusion_windows(1, 0) == [40]
+    assert fusion_windows(10, 40) == fusion_windows(80, 0) == fusion_windows(1, 79) == [40, 80]
+    assert fusion_windows(50, 0) == [40, 80]
+    assert fusion_windows(50, 1000) == [40, 80, 160, 320, 640, 1280]
 
 
 def test_windowed_fusion_places_each_position_from_its_own_window() -> None:
@@ -356,7 +356,7 @@ async def test_paging_is_consistent(
     await insert(pool, list(iter_sample_listings(300)))
     await embed_pending()
     q = "senior engineer python"
-    # Across fusion windows (10, 20, 40, 80): same order whatever the page size, no repeats.
+    # Across fusion windows (40, 80): same order whatever the page size, no repeats.
     whole = await search_jobs(pool, embedder, q, size=50)
     offsets = range(0, 50, 10)
     pages = [await search_jobs(pool, embedder, q, size=10, offset=o) for o in offsets]

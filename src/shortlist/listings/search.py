@@ -27,17 +27,18 @@
    abbreviations spelled out; the full-text list looks for any of its words but seniority ones.
 
 **Fusion windows.** Each list contributes its top ``W`` to the fusion, and ``W`` grows in
-steps: 10, 20, 40, … Positions 0–9 of the result are the fusion of the two top-10 lists;
-positions 10–19 are the best of the fusion of the top-20 lists *that are not already placed*;
+steps: 40, 80, 160, … (:data:`FIRST_WINDOW`). Positions 0–39 of the result are the fusion of
+the two top-40 lists; positions 40–79 are the best of the fusion of the top-80 lists *that are
+not already placed*;
 and so on. So position ``p`` always comes from the same window whatever the page size and
 offset: consecutive pages neither overlap nor skip a hit (exactly for the full-text list; up to
 the approximation of the HNSW scan for the vector list, whose longer fetch may find a nearer
 row the shorter one missed). A request fetches both lists once, at the window of its last
 position (``fusion_windows``), and ranks every step from prefixes of them.
-Why windows as short as the default page: a filtered vector scan must walk past every
-non-matching neighbour, so its cost grows with the number of matches it has to find:
-bench/bench_search.py measured a first window of 20 at ~1.5 ms more per search with a 10%
-location filter at 100k listings, and the former fixed pool of 100 at ~8x the bare query.
+Why windows no longer: a filtered vector scan must walk past every non-matching neighbour, so
+its cost grows with the number of matches it has to find: bench/bench_search.py measured a
+first window of 20 at ~1.5 ms more per search than one of 10 with a 10% location filter at
+100k listings, and the former fixed pool of 100 at ~8x the bare query.
 
 ``score`` (in [0, 1], higher is better) is that probability: of the hits scored about X, about
 X are relevant on the development set. A listing pending its embedding is scored on its words.
@@ -202,7 +203,12 @@ is ranked, so a corpus of fewer listings is searched exactly as before."""
 BROAD_WINDOW = 2_000
 """The newest matches of the query's broad words that are ranked (never fewer than the
 fusion window)."""
-FIRST_WINDOW = 10
+FIRST_WINDOW = 40
+"""The first fusion window: the calibrated score chooses the first page among the top 40 of
+each list. With the top 10 (the page) it could only reorder what each list put first, and a
+list's tenth was often worse than the other's thirtieth: on the relevance development set
+(bench/README.md) held-out P@10 0.635 → 0.654, nDCG@10 0.644 → 0.669; tune half P@10 0.680
+either way (nDCG 0.697 → 0.693). The HNSW walk costs the same up to its ``ef_search``."""
 EF_SEARCH = HNSW_EF_SEARCH
 """The longest HNSW candidate list a connection scans with (shortlist.db.pool; small graphs
 scan a shorter one, ``vector_search.ef_search_for``, where the iterative scan carries a longer
@@ -247,7 +253,7 @@ class Candidate:
 
 
 def fusion_windows(size: int, offset: int) -> list[int]:
-    """The fusion windows that rank positions ``0 … offset + size - 1``: 10, 20, … up to the
+    """The fusion windows that rank positions ``0 … offset + size - 1``: 40, 80, … up to the
     first that covers the last position (see the module docstring)."""
     windows = [FIRST_WINDOW]
     while windows[-1] < offset + size:
@@ -281,7 +287,16 @@ def _rank(
                 cand.vector_rank = rank
             else:
                 cand.text_rank = rank
-    return sorted(by_id.values(), key=lambda c: (-c.score, str(c.id)))
+    return sorted(by_id.values(), key=_order)
+
+
+_LAST = 1 << 30
+
+
+def _order(c: Candidate) -> tuple[float, int, int, str]:
+    """Best score first; an equal score goes to the better full-text rank (which weighs every
+    word of the query), then the better vector rank, then by id (deterministic)."""
+    return (-c.score, c.text_rank or _LAST, c.vector_rank or _LAST, str(c.id))
 
 
 def fuse(
