@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -19,23 +19,79 @@ TOKEN_PREFIX = "sl_"
 
 
 class Role(StrEnum):
+    """What a caller may do, as the API's routes ask it (SPEC §9's token roles)."""
+
     company = "company"
     recruiter = "recruiter"
     admin = "admin"
 
 
+class OrgKind(StrEnum):
+    employer = "employer"
+    recruiting = "recruiting"
+    both = "both"
+
+
+class OrgRole(StrEnum):
+    """A person's role in an organisation (shortlist.accounts)."""
+
+    owner = "owner"
+    admin = "admin"
+    recruiter = "recruiter"
+    employer = "employer"
+    reviewer = "reviewer"
+
+
+MANAGERS = frozenset({OrgRole.owner, OrgRole.admin})
+
+
+def roles_of(org_role: OrgRole | None, kind: OrgKind | None, site_admin: bool) -> frozenset[Role]:
+    """The API roles a member acts with: searching people in a recruiting organisation
+    (owners, admins, recruiters), posting jobs in an employer's (owners, admins, employers),
+    everything as a site admin. A reviewer reads what is shared and gets neither."""
+    roles: set[Role] = {Role.admin} if site_admin else set()
+    if org_role is None or kind is None:
+        return frozenset(roles)
+    if kind in (OrgKind.recruiting, OrgKind.both) and org_role in (*MANAGERS, OrgRole.recruiter):
+        roles.add(Role.recruiter)
+    if kind in (OrgKind.employer, OrgKind.both) and org_role in (*MANAGERS, OrgRole.employer):
+        roles.add(Role.company)
+    return frozenset(roles)
+
+
 @dataclass(frozen=True)
 class Principal:
-    token_id: int
+    """Who makes a request: an API key (``token_id``) or a browser session (``session_id``),
+    always a user acting for one organisation (``org_id``) when they belong to one."""
+
+    token_id: int | None
     name: str
     role: Role
     company: str | None = None
     """The company a company token posts as (every listing it writes carries it); None for the
     other roles."""
+    user_id: int | None = None
+    org_id: int | None = None
+    org_role: OrgRole | None = None
+    session_id: int | None = None
+    csrf_token: str | None = None
+    roles: frozenset[Role] = field(default_factory=frozenset)
+    """Every role it acts with (``role`` is the first of them, kept for the single-role code)."""
+
+    def __post_init__(self) -> None:
+        # Built from a token role alone (older call sites): that role. A member's roles come
+        # from their organisation role, and a reviewer's are empty.
+        if not self.roles and self.org_role is None:
+            object.__setattr__(self, "roles", frozenset({self.role}))
 
     @property
     def is_admin(self) -> bool:
-        return self.role is Role.admin
+        return Role.admin in self.roles
+
+    @property
+    def stream_key(self) -> int:
+        """Whose open event streams are counted together: a key's, or a session's."""
+        return self.token_id if self.token_id is not None else -(self.session_id or 0)
 
 
 def hash_token(token: str) -> bytes:
@@ -56,17 +112,34 @@ _VALID = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())"
 # per request would turn every read into a row update).
 _LOOKUP = f"""
 WITH found AS (
-    SELECT id, name, role::text AS role, company_name FROM api_tokens
-     WHERE token_hash = %s AND {_VALID}
+    SELECT t.id, t.name, t.role::text AS role, t.company_name, t.user_id, t.org_id,
+           t.org_role::text AS org_role, m.role::text AS member_role, o.kind::text AS org_kind,
+           o.name AS org_name, u.is_site_admin
+      FROM api_tokens AS t
+      JOIN users AS u ON u.id = t.user_id AND u.disabled_at IS NULL
+      JOIN organisations AS o ON o.id = t.org_id
+      LEFT JOIN memberships AS m ON m.user_id = t.user_id AND m.org_id = t.org_id
+     WHERE t.token_hash = %s AND {_VALID}
+       -- a person's key acts with its role while they still hold it (or manage the
+       -- organisation); a service account's with its token role
+       AND (t.org_role IS NULL
+            OR m.role = t.org_role OR m.role IN ('owner', 'admin'))
 ), touched AS (
     UPDATE api_tokens AS t SET last_used_at = now()
       FROM found
      WHERE t.id = found.id
        AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 )
-SELECT id, name, role, company_name FROM found
+SELECT * FROM found
 """
-_STILL_VALID = f"SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = %s AND {_VALID}) AS valid"
+_STILL_VALID = f"""
+SELECT EXISTS (SELECT 1 FROM api_tokens AS t JOIN users AS u ON u.id = t.user_id
+                WHERE t.id = %s AND {_VALID} AND u.disabled_at IS NULL) AS valid
+"""
+_SESSION_STILL_VALID = """
+SELECT EXISTS (SELECT 1 FROM sessions AS s JOIN users AS u ON u.id = s.user_id
+                WHERE s.id = %s AND s.ended_at IS NULL AND u.disabled_at IS NULL) AS valid
+"""
 _SET_EXPIRY = "UPDATE api_tokens SET expires_at = now() + %s * interval '1 day' WHERE id = %s"
 _LIST = """
 SELECT t.id, t.name, t.role::text AS role, t.company_name AS company,
@@ -120,14 +193,58 @@ async def authenticate(conn: AsyncConn, token: str) -> Principal | None:
     row = await cur.fetchone()
     if row is None:
         return None
+    return principal_of_key(row)
+
+
+def principal_of_key(row: dict[str, Any]) -> Principal:
+    """The principal of a key's row (``_LOOKUP``)."""
+    site_admin = bool(row["is_site_admin"])
+    if row["org_role"] is None:
+        # A service account's key (every token made before accounts, and by the CLI): its
+        # token role, as SPEC §9 says.
+        role = Role(row["role"])
+        roles = frozenset({role, Role.admin} if site_admin else {role})
+        return Principal(
+            int(row["id"]),
+            str(row["name"]),
+            role,
+            row["company_name"] or None,
+            user_id=int(row["user_id"]),
+            org_id=int(row["org_id"]),
+            org_role=OrgRole(row["member_role"]) if row["member_role"] else None,
+            roles=roles,
+        )
+    org_role = OrgRole(row["org_role"])
+    roles = roles_of(org_role, OrgKind(row["org_kind"]), site_admin)
     return Principal(
-        int(row["id"]), str(row["name"]), Role(row["role"]), row["company_name"] or None
+        int(row["id"]),
+        str(row["name"]),
+        primary_role(roles),
+        str(row["org_name"]) if Role.company in roles else None,
+        user_id=int(row["user_id"]),
+        org_id=int(row["org_id"]),
+        org_role=org_role,
+        roles=roles,
     )
 
 
-async def still_valid(conn: AsyncConn, token_id: int) -> bool:
-    """Whether the token is neither revoked nor expired now (an open event stream asks)."""
-    cur = await conn.execute(_STILL_VALID, (token_id,))
+def primary_role(roles: frozenset[Role]) -> Role:
+    for role in (Role.admin, Role.recruiter, Role.company):
+        if role in roles:
+            return role
+    # A reviewer: reads what is shared (Principal.roles stays empty: no route role admits it).
+    return Role.recruiter
+
+
+async def still_valid(conn: AsyncConn, who: Principal | int) -> bool:
+    """Whether the key (or session) is still good now: not revoked, expired or ended, its
+    person not disabled (an open event stream asks)."""
+    if isinstance(who, int):
+        cur = await conn.execute(_STILL_VALID, (who,))
+    elif who.token_id is not None:
+        cur = await conn.execute(_STILL_VALID, (who.token_id,))
+    else:
+        cur = await conn.execute(_SESSION_STILL_VALID, (who.session_id,))
     row = await cur.fetchone()
     return bool(row and row["valid"])
 

@@ -271,6 +271,31 @@ class Settings(BaseSettings):
     """A source that failed transiently is tried again after base x 2^attempt, capped by the
     crawl interval."""
 
+    # --- accounts (shortlist.accounts) ----------------------------------------------------
+    oidc_issuer: str | None = Field(None, pattern=r"^https?://")
+    """OpenID Connect issuer (discovery at ISSUER/.well-known/openid-configuration): the
+    "Sign in with SSO" button. Set together with the client id and secret, or none of them."""
+    oidc_client_id: str | None = Field(None, min_length=1, max_length=500)
+    oidc_client_secret: str | None = Field(None, min_length=1, max_length=2000)
+    session_idle_minutes: int = Field(30, ge=1, le=60 * 24 * 30)
+    """A session unused this long ends (OWASP ASVS 5.0 7.3.1: idle timeout)."""
+    session_absolute_hours: int = Field(12, ge=1, le=24 * 90)
+    """A session ends this long after sign-in however used (ASVS 7.3.2: absolute timeout)."""
+    invitation_hours: int = Field(72, ge=1, le=24 * 30)
+    """How long an invitation link stays valid."""
+    account_link_minutes: int = Field(30, ge=5, le=60 * 24)
+    """How long a password-reset or address-verification link stays valid."""
+    signin_failures_per_account: int = Field(5, ge=1, le=1000)
+    """Failed sign-ins to one account from one client in 15 minutes before that client is
+    refused for that account (other clients, the owner's own among them, are not)."""
+    signin_failures_per_client: int = Field(50, ge=1, le=100_000)
+    """Failed sign-ins from one client (any accounts) in 15 minutes before it is refused."""
+    org_daily_searches: int = Field(0, ge=0)
+    """Searches per organisation per UTC day, pooled across its members (0: no pooled cap;
+    SHORTLIST_RECRUITER_DAILY_SEARCHES caps each member)."""
+    org_daily_credits: int = Field(0, ge=0)
+    """Provider credits per organisation per UTC day, pooled (0: no pooled cap)."""
+
     # --- shutdown ---------------------------------------------------------------------------
     shutdown_grace: float = Field(60.0, ge=0)
 
@@ -346,6 +371,11 @@ class Settings(BaseSettings):
         for ok, first, second, why in rules:
             if not ok:
                 raise ValueError(f"{env(first)} contradicts {env(second)}: {why}")
+        oidc = ("oidc_issuer", "oidc_client_id", "oidc_client_secret")
+        given = [f for f in oidc if getattr(self, f)]
+        if given and len(given) != len(oidc):
+            missing = ", ".join(f"{ENV_PREFIX}{f.upper()}" for f in oidc if f not in given)
+            raise ValueError(f"OpenID Connect needs issuer, client id and secret: {missing} unset")
         return self
 
 

@@ -30,8 +30,23 @@ async def one(conn: AsyncConn, query: Any, params: Any = None) -> Row:
     return row
 
 
-async def insert_token(conn: AsyncConn, name: str = "recruiter") -> int:
+async def insert_token(
+    conn: AsyncConn, name: str = "recruiter", company_of: int | None = None
+) -> int:
+    """A recruiter token (a service account's key in the organisation named ``name``; with
+    ``company_of``, another service account in that token's organisation)."""
     digest = hashlib.sha256(uuid.uuid4().bytes).digest()
+    if company_of is not None:
+        row = await one(
+            conn,
+            "INSERT INTO api_tokens (name, role, token_hash, user_id, org_id)"
+            " SELECT %s, 'recruiter', %s, a.user_id, a.org_id"
+            "   FROM api_tokens AS t, organisations AS o,"
+            "        service_account_for(%s, 'recruiter', o.name) AS a"
+            "  WHERE t.id = %s AND o.id = t.org_id RETURNING id",
+            (name, digest, name, company_of),
+        )
+        return int(row["id"])
     row = await one(
         conn,
         "INSERT INTO api_tokens (name, role, token_hash) VALUES (%s, 'recruiter', %s) RETURNING id",

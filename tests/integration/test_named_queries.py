@@ -33,6 +33,7 @@ from tests.integration.rows import (
     insert_search,
     insert_stub,
     insert_tier,
+    insert_token,
     one,
     status_of,
 )
@@ -759,15 +760,17 @@ async def test_candidate_status_of_a_stub_of_this_search(pool: AsyncPool) -> Non
         assert await repo.candidate_status(conn, await insert_search(conn), stub) is None
 
 
-async def test_get_search_and_list_searches_of_one_owner(pool: AsyncPool) -> None:
+async def test_get_search_and_list_searches_of_one_team(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         first = await insert_search(conn, query="first")
-        owner = (await one(conn, "SELECT owner_token_id AS o FROM searches"))["o"]
-        second = await insert_search(conn, owner=owner, query="second")
-        await insert_search(conn, query="someone else's")
+        owner = await one(conn, "SELECT owner_token_id AS o, org_id FROM searches")
+        # A teammate's search is the team's too; another organisation's is not.
+        mate = await insert_token(conn, "mate", company_of=owner["o"])
+        second = await insert_search(conn, owner=mate, query="second")
+        await insert_search(conn, owner=await insert_token(conn, "other"), query="someone else's")
         assert await repo.get_search(conn, uuid.uuid4()) is None
-        listed = await repo.list_searches(conn, owner, limit=10)
-        newest = await repo.list_searches(conn, owner, limit=1)
+        listed = await repo.list_searches(conn, owner["org_id"], limit=10)
+        newest = await repo.list_searches(conn, owner["org_id"], limit=1)
     assert {s.id for s in listed} == {first, second}
     assert listed[0].created_at >= listed[1].created_at
     assert [s.id for s in newest] == [listed[0].id]

@@ -252,7 +252,7 @@ async def test_daily_caps_answer_429_naming_the_limit_and_cut_the_budget(
     assert error["code"] == "quota_exceeded"
     assert error["limit"] == "SHORTLIST_RECRUITER_DAILY_SEARCHES"
     assert "SHORTLIST_RECRUITER_DAILY_SEARCHES" in error["message"]
-    assert int(refused.headers["Retry-After"]) > 3600
+    assert int(refused.headers["Retry-After"]) > 0  # until the next UTC day
     # Credits: another recruiter whose searches already spent the day's credits.
     sam = await make_token("sam", Role.recruiter)
     await sql(

@@ -13,6 +13,7 @@ from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.probe_cache import ProbeCache
 from shortlist.api.ratelimit import RateLimiter
+from shortlist.api.routes import accounts as accounts_routes
 from shortlist.api.routes import (
     events,
     intake,
@@ -137,6 +138,7 @@ def create_app(services: Services) -> FastAPI:
         sources.router,
         events.router,
         intake.router,
+        accounts_routes.router,
         pages.router,
     ):
         app.include_router(router)

@@ -14,7 +14,7 @@ from shortlist.errors import ConfigError, StartupError
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import admin, embeddings, ingest, privacy, run, search, sources
+    from shortlist.cli import accounts, admin, embeddings, ingest, privacy, run, search, sources
 
     app = typer.Typer(
         name="shortlist",
@@ -46,6 +46,13 @@ def build_app() -> typer.Typer:
     admin.register(app, token_app)
     embeddings.register(embeddings_app)
     privacy.register(app, privacy_app)
+    org_app = typer.Typer(help="Organisations.", no_args_is_help=True)
+    user_app = typer.Typer(help="People: invitations, the list, disabling.", no_args_is_help=True)
+    intake_app = typer.Typer(help="Companies' e-mail intake addresses.", no_args_is_help=True)
+    app.add_typer(org_app, name="org")
+    app.add_typer(user_app, name="user")
+    app.add_typer(intake_app, name="intake")
+    accounts.register(org_app, user_app, intake_app)
     return app
 
 

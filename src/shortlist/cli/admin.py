@@ -230,7 +230,7 @@ def token_create(
     settings = load_settings()
     with prepared_database(settings) as db, connect_sync(db.url) as conn:
         principal, token = create_token(conn, name, role, company)
-        if expires_in is not None:
+        if expires_in is not None and principal.token_id is not None:
             set_expiry(conn, principal.token_id, expires_in)
     typer.echo(f"created {principal.role.value} token #{principal.token_id} for {name!r}")
     if expires_in is not None:

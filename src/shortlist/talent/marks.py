@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from shortlist.accounts.scope import act_for
 from shortlist.auth import Principal
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
@@ -54,8 +55,16 @@ async def _all(conn: AsyncConn, name: str, params: dict[str, object]) -> list[Ro
 
 async def set_mark(pool: AsyncPool, principal: Principal, raw_id: str, mark: MarkIn) -> Row:
     candidate_id = parse_candidate_id(raw_id)
-    params = {"candidate_id": candidate_id, "token_id": principal.token_id}
+    params = {
+        "candidate_id": candidate_id,
+        "token_id": principal.token_id,
+        "user_id": principal.user_id,
+        "org_id": principal.org_id,
+    }
+    if principal.user_id is None or principal.org_id is None:
+        raise NotFound("no such candidate")
     async with pool.connection() as conn, conn.transaction():
+        await act_for(conn, principal)
         [allowed] = await _all(conn, "may_mark", {**params, "is_admin": principal.is_admin})
         if not allowed["allowed"]:
             raise NotFound("no such candidate")
@@ -68,13 +77,14 @@ async def set_mark(pool: AsyncPool, principal: Principal, raw_id: str, mark: Mar
 async def list_marks(
     pool: AsyncPool, principal: Principal, status: MarkStatus | None, limit: int
 ) -> list[Row]:
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        await act_for(conn, principal)
         return await _all(
             conn,
             "list_marks",
             {
                 "everyone": principal.is_admin,
-                "token_id": principal.token_id,
+                "org_id": principal.org_id,
                 "status": status,
                 "limit": limit,
             },
@@ -82,11 +92,11 @@ async def list_marks(
 
 
 async def marks_of(
-    conn: AsyncConn, token_id: int, ids: Sequence[uuid.UUID]
+    conn: AsyncConn, org_id: int | None, ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, Row]:
-    if not ids:
+    if not ids or org_id is None:
         return {}
-    rows = await _all(conn, "marks_of", {"token_id": token_id, "ids": list(ids)})
+    rows = await _all(conn, "marks_of", {"org_id": org_id, "ids": list(ids)})
     return {r["candidate_id"]: r for r in rows}
 
 
@@ -94,14 +104,14 @@ async def marks_of(
 
 
 async def drop_handled(
-    conn: AsyncConn, search_id: uuid.UUID, token_id: int, hits: Sequence[CorpusHit]
+    conn: AsyncConn, search_id: uuid.UUID, org_id: int | None, hits: Sequence[CorpusHit]
 ) -> list[CorpusHit]:
-    """The corpus hits the recruiter has not contacted or rejected; the others are recorded as
-    hidden for this search (counted and shown on request, never appended)."""
-    if not hits:
-        return []
+    """The corpus hits nobody of the recruiter's team has contacted or rejected; the others are
+    recorded as hidden for this search (counted and shown on request, never appended)."""
+    if not hits or org_id is None:
+        return list(hits)
     rows = await _all(
-        conn, "handled_among", {"token_id": token_id, "ids": [h.candidate_id for h in hits]}
+        conn, "handled_among", {"org_id": org_id, "ids": [h.candidate_id for h in hits]}
     )
     handled = {r["candidate_id"] for r in rows}
     if handled:
@@ -138,7 +148,7 @@ async def annotate_results(conn: AsyncConn, search: SearchRecord, rows: Sequence
     """Give each result row its ``why`` and the search owner's ``mark`` (or None); returns how
     many people the search hid."""
     people = [r["candidate_id"] for r in rows if r["candidate_id"] is not None]
-    marked = await marks_of(conn, search.owner_token_id, people)
+    marked = await marks_of(conn, search.org_id, people)
     brief = brief_of(search)
     for row in rows:
         # A tombstone (a forgotten person) has nothing to explain or mark.

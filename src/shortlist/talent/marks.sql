@@ -3,44 +3,52 @@
 -- "Handled" = status contacted or rejected: such a person is skipped by later searches.
 
 -- name: may_mark
--- A recruiter marks people one of their own searches found (admins: anyone in the corpus).
+-- A recruiter marks people their team's searches found (admins: anyone in the corpus).
 SELECT (EXISTS (SELECT 1
                   FROM search_results AS r JOIN searches AS s ON s.id = r.search_id
-                 WHERE r.candidate_id = %(candidate_id)s AND s.owner_token_id = %(token_id)s)
+                 WHERE r.candidate_id = %(candidate_id)s AND s.org_id = %(org_id)s)
         OR EXISTS (SELECT 1
                      FROM search_hidden AS h JOIN searches AS s ON s.id = h.search_id
-                    WHERE h.candidate_id = %(candidate_id)s AND s.owner_token_id = %(token_id)s)
+                    WHERE h.candidate_id = %(candidate_id)s AND s.org_id = %(org_id)s)
         OR (%(is_admin)s AND EXISTS (SELECT 1 FROM candidates WHERE id = %(candidate_id)s)))
        AS allowed
 
 -- name: upsert_mark
-INSERT INTO candidate_marks (recruiter_token_id, candidate_id, status, note)
-VALUES (%(token_id)s, %(candidate_id)s, %(status)s, %(note)s)
-ON CONFLICT (recruiter_token_id, candidate_id)
-DO UPDATE SET status = excluded.status, note = excluded.note, updated_at = now()
+-- One mark per person marking and candidate in their organisation; the key used is noted.
+INSERT INTO candidate_marks (recruiter_token_id, user_id, org_id, candidate_id, status, note)
+VALUES (%(token_id)s, %(user_id)s, %(org_id)s, %(candidate_id)s, %(status)s, %(note)s)
+ON CONFLICT (org_id, user_id, candidate_id)
+DO UPDATE SET status = excluded.status, note = excluded.note, updated_at = now(),
+              recruiter_token_id = excluded.recruiter_token_id
 RETURNING candidate_id, status, note, created_at, updated_at
 
 -- name: list_marks
--- The caller's marks, newest first (every recruiter's for an admin asking for all).
-SELECT m.candidate_id, m.status, m.note, m.created_at, m.updated_at, t.name AS recruiter,
+-- The team's marks, newest first, each naming who made it (every organisation's for an
+-- admin asking for all).
+SELECT m.candidate_id, m.status, m.note, m.created_at, m.updated_at,
+       coalesce(u.email::text, u.name) AS recruiter,
        c.full_name, c.headline, c.role_title, c.location, c.profile_url
   FROM candidate_marks AS m
   JOIN candidates AS c ON c.id = m.candidate_id
-  JOIN api_tokens AS t ON t.id = m.recruiter_token_id
- WHERE (%(everyone)s OR m.recruiter_token_id = %(token_id)s)
+  JOIN users AS u ON u.id = m.user_id
+ WHERE (%(everyone)s OR m.org_id = %(org_id)s)
    AND (%(status)s::text IS NULL OR m.status = %(status)s::text)
  ORDER BY m.updated_at DESC, m.candidate_id
  LIMIT %(limit)s
 
 -- name: marks_of
-SELECT candidate_id, status, note, updated_at
-  FROM candidate_marks
- WHERE recruiter_token_id = %(token_id)s AND candidate_id = ANY (%(ids)s::uuid[])
+-- The team's latest mark of each person.
+SELECT DISTINCT ON (m.candidate_id) m.candidate_id, m.status, m.note, m.updated_at,
+       coalesce(u.email::text, u.name) AS by
+  FROM candidate_marks AS m JOIN users AS u ON u.id = m.user_id
+ WHERE m.org_id = %(org_id)s AND m.candidate_id = ANY (%(ids)s::uuid[])
+ ORDER BY m.candidate_id, m.updated_at DESC
 
 -- name: handled_among
-SELECT candidate_id
+-- People someone of the team contacted or rejected.
+SELECT DISTINCT candidate_id
   FROM candidate_marks
- WHERE recruiter_token_id = %(token_id)s AND candidate_id = ANY (%(ids)s::uuid[])
+ WHERE org_id = %(org_id)s AND candidate_id = ANY (%(ids)s::uuid[])
    AND status IN ('contacted', 'rejected')
 
 -- name: record_hidden
@@ -55,7 +63,7 @@ ON CONFLICT DO NOTHING
 INSERT INTO search_hidden (search_id, candidate_id, score)
 SELECT s.id, c.id, (1 - (c.{embedding} <=> s.query_embedding) / 2)::real
   FROM searches AS s
-  JOIN candidate_marks AS m ON m.recruiter_token_id = s.owner_token_id
+  JOIN candidate_marks AS m ON m.org_id = s.org_id
   JOIN candidates AS c ON c.id = m.candidate_id
  WHERE s.id = %(search_id)s
    AND m.status IN ('contacted', 'rejected')
@@ -73,8 +81,9 @@ SELECT h.candidate_id, h.score, c.full_name, c.headline, c.role_title, c.locatio
   FROM search_hidden AS h
   JOIN searches AS s ON s.id = h.search_id
   JOIN candidates AS c ON c.id = h.candidate_id
-  LEFT JOIN candidate_marks AS m
-         ON m.candidate_id = h.candidate_id AND m.recruiter_token_id = s.owner_token_id
+  LEFT JOIN LATERAL (SELECT status, note, updated_at FROM candidate_marks AS m
+                      WHERE m.candidate_id = h.candidate_id AND m.org_id = s.org_id
+                      ORDER BY m.updated_at DESC LIMIT 1) AS m ON true
  WHERE h.search_id = %(search_id)s
  ORDER BY h.score DESC, h.candidate_id
  LIMIT %(limit)s

@@ -47,9 +47,10 @@ VALUES ('sample', %(full_name)s, %(headline)s, %(role_title)s, %(role_family)s, 
 -- ----------------------------------------------------------------------------------------
 
 -- name: insert_search
-INSERT INTO searches (owner_token_id, query, role, location, min_years_experience, skills,
+INSERT INTO searches (owner_token_id, user_id, org_id, query, role, location,
+                      min_years_experience, skills,
                       query_embedding, embedding_model_id, target_count, brief, credit_budget)
-VALUES (%(owner_token_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(skills)s,
+VALUES (%(owner_token_id)s, %(user_id)s, %(org_id)s, %(query)s, %(role)s, %(location)s, %(min_years)s, %(skills)s,
         %(embedding)s, %(model_id)s, %(target_count)s, %(brief)s, %(credit_budget)s)
 RETURNING id
 
@@ -634,18 +635,25 @@ SELECT id, pg_notify(%(channel)s, 'searches') FROM resumed
 -- ----------------------------------------------------------------------------------------
 
 -- name: get_search
-SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
+SELECT id, owner_token_id, user_id, org_id,
+       (SELECT coalesce(u.email::text, u.name) FROM users AS u WHERE u.id = searches.user_id)
+           AS owner,
+       query, role, location, min_years_experience, skills,
        status::text AS status, result_count, target_count, backfill_started, created_at,
        last_progress_at, finished_at, brief, credit_budget, credits_spent
   FROM searches
  WHERE id = %(search_id)s
 
 -- name: list_searches
-SELECT id, owner_token_id, query, role, location, min_years_experience, skills,
+SELECT id, owner_token_id, user_id, org_id,
+       (SELECT coalesce(u.email::text, u.name) FROM users AS u WHERE u.id = searches.user_id)
+           AS owner,
+       query, role, location, min_years_experience, skills,
        status::text AS status, result_count, target_count, backfill_started, created_at,
        last_progress_at, finished_at, brief, credit_budget, credits_spent
   FROM searches
- WHERE owner_token_id = %(owner_token_id)s
+-- A team's searches: every member's (who started each is `owner`).
+ WHERE org_id = %(org_id)s
  ORDER BY created_at DESC, id
  LIMIT %(limit)s
 
@@ -703,8 +711,9 @@ SELECT 1 - (s.query_embedding <=> c.{embedding}) AS cosine,
 -- The ledger rows of one piece of work, the search's running credit total, and the tier's
 -- call count, in one statement.
 WITH calls AS (
-    INSERT INTO provider_calls (search_id, owner_token_id, provider, kind, tier, credits, outcome)
-    SELECT s.id, s.owner_token_id, c.provider, c.kind, %(tier)s, c.credits, c.outcome
+    INSERT INTO provider_calls (search_id, owner_token_id, user_id, org_id, provider, kind,
+                                tier, credits, outcome)
+    SELECT s.id, s.owner_token_id, s.user_id, s.org_id, c.provider, c.kind, %(tier)s, c.credits, c.outcome
       FROM searches s,
            unnest(%(providers)s::text[], %(kinds)s::text[], %(credits)s::integer[],
                   %(outcomes)s::text[]) AS c (provider, kind, credits, outcome)

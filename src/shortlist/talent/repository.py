@@ -134,7 +134,9 @@ async def _all(conn: AsyncConn, query: Any, params: dict[str, Any]) -> list[Row]
 async def insert_search(
     conn: AsyncConn,
     *,
-    owner_token_id: int,
+    owner_token_id: int | None,
+    user_id: int | None = None,
+    org_id: int | None = None,
     query: str,
     role: str | None,
     location: str | None,
@@ -151,6 +153,8 @@ async def insert_search(
         QUERIES["insert_search"],
         {
             "owner_token_id": owner_token_id,
+            "user_id": user_id,
+            "org_id": org_id,
             "query": query,
             "role": role,
             "location": location,
@@ -650,7 +654,7 @@ async def resume_search(conn: AsyncConn, search_id: uuid.UUID) -> bool:
 @dataclass(frozen=True)
 class SearchRecord:
     id: uuid.UUID
-    owner_token_id: int
+    owner_token_id: int | None
     query: str
     role: str | None
     location: str | None
@@ -666,6 +670,10 @@ class SearchRecord:
     brief: Brief = field(default_factory=Brief)
     credit_budget: int | None = None
     credits_spent: int = 0
+    user_id: int | None = None
+    org_id: int | None = None
+    owner: str | None = None
+    """Who started it (an address, or a service account's name): a team sees who did what."""
 
     def understood(self) -> Brief:
         """The brief as understood (migration 0009), its columns for a search from before."""
@@ -689,7 +697,7 @@ class SearchRecord:
     def from_row(cls, row: Row) -> SearchRecord:
         return cls(
             id=row["id"],
-            owner_token_id=int(row["owner_token_id"]),
+            owner_token_id=row["owner_token_id"],
             query=row["query"],
             role=row["role"],
             location=row["location"],
@@ -705,6 +713,9 @@ class SearchRecord:
             brief=Brief.from_json(row.get("brief")),
             credit_budget=row.get("credit_budget"),
             credits_spent=int(row.get("credits_spent") or 0),
+            user_id=row.get("user_id"),
+            org_id=row.get("org_id"),
+            owner=row.get("owner"),
         )
 
 
@@ -713,10 +724,8 @@ async def get_search(conn: AsyncConn, search_id: uuid.UUID) -> SearchRecord | No
     return None if row is None else SearchRecord.from_row(row)
 
 
-async def list_searches(conn: AsyncConn, owner_token_id: int, limit: int) -> list[SearchRecord]:
-    rows = await _all(
-        conn, QUERIES["list_searches"], {"owner_token_id": owner_token_id, "limit": limit}
-    )
+async def list_searches(conn: AsyncConn, org_id: int | None, limit: int) -> list[SearchRecord]:
+    rows = await _all(conn, QUERIES["list_searches"], {"org_id": org_id, "limit": limit})
     return [SearchRecord.from_row(r) for r in rows]
 
 

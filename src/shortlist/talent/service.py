@@ -27,13 +27,15 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from shortlist import audit, metrics
+from shortlist.accounts.quota import reserve_search
+from shortlist.accounts.scope import act_for
 from shortlist.auth import Principal
 from shortlist.config import Settings
 from shortlist.db.replicas import ReadPools
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.base import EmbeddingPermanentError
 from shortlist.embedding.spaces import ModelInUse, Spaces
-from shortlist.errors import BadInput, Conflict, NotFound, QuotaExceeded
+from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
 from shortlist.talent import headline, marks
 from shortlist.talent import repository as repo
@@ -104,7 +106,12 @@ def parse_search_id(raw: str) -> uuid.UUID:
 
 def _check_visible(record: SearchRecord | None, principal: Principal) -> SearchRecord:
     # Someone else's search answers exactly like a missing one: no probing for ids.
-    if record is None or not (principal.is_admin or record.owner_token_id == principal.token_id):
+    # A team sees its members' searches: visible within the searching organisation.
+    if record is None or not (
+        principal.is_admin
+        or (principal.org_id is not None and record.org_id == principal.org_id)
+        or (principal.token_id is not None and record.owner_token_id == principal.token_id)
+    ):
         raise NotFound("no such search")
     return record
 
@@ -165,40 +172,22 @@ def judge_hits(
 
 
 async def check_daily_caps(services: TalentServices, principal: Principal) -> int | None:
-    """Raise :class:`QuotaExceeded` when the recruiter's last 24 hours reached a daily cap;
-    else the credits a new search may spend (the per-search budget, cut to what the daily cap
-    leaves; None: no budget). Admins are exempt from the daily caps."""
+    """Reserve one search against the daily caps of the recruiter and, pooled, of their
+    organisation (shortlist.accounts.quota: atomic, concurrent searches cannot overspend);
+    :class:`QuotaExceeded` when one is reached; else the credits the new search may spend (the
+    per-search budget cut to what the caps leave; None: no budget). Admins are exempt."""
     settings = services.settings
     budget = settings.search_credit_budget or None
-    if principal.is_admin or not (
-        settings.recruiter_daily_searches or settings.recruiter_daily_credits
-    ):
+    capped = (
+        settings.recruiter_daily_searches
+        or settings.recruiter_daily_credits
+        or settings.org_daily_searches
+        or settings.org_daily_credits
+    )
+    if principal.is_admin or not capped or principal.user_id is None or principal.org_id is None:
         return budget
-    async with services.pool.connection() as conn:
-        usage = await repo.daily_usage(conn, principal.token_id)
-    searches, credits = int(usage["searches"]), int(usage["credits"])
-    # Credits running searches may still spend count as spent: together they stay in the cap.
-    committed = credits + int(usage["reserved"])
-    cap = settings.recruiter_daily_searches
-    if cap and searches >= cap:
-        raise QuotaExceeded(
-            f"daily search limit reached: {searches} of {cap} searches in the last 24 hours"
-            " (SHORTLIST_RECRUITER_DAILY_SEARCHES)",
-            limit="SHORTLIST_RECRUITER_DAILY_SEARCHES",
-            retry_after=float(usage["searches_free_in"] or 60.0),
-        )
-    cap = settings.recruiter_daily_credits
-    if cap:
-        if committed >= cap:
-            raise QuotaExceeded(
-                f"daily credit limit reached: {committed} of {cap} provider credits spent or"
-                " reserved by running searches in the last 24 hours"
-                " (SHORTLIST_RECRUITER_DAILY_CREDITS)",
-                limit="SHORTLIST_RECRUITER_DAILY_CREDITS",
-                retry_after=float(usage["credits_free_in"] or 60.0),
-            )
-        budget = cap - committed if budget is None else min(budget, cap - committed)
-    return budget
+    async with services.pool.connection() as conn, conn.transaction():
+        return await reserve_search(conn, settings, principal.user_id, principal.org_id)
 
 
 async def start_search(
@@ -257,6 +246,8 @@ async def start_search(
         search_id = await repo.insert_search(
             conn,
             owner_token_id=principal.token_id,
+            user_id=principal.user_id,
+            org_id=principal.org_id,
             query=payload.query,
             role=payload.role,
             location=payload.location,
@@ -268,7 +259,7 @@ async def start_search(
             brief=brief,
             credit_budget=credit_budget,
         )
-        hits = await marks.drop_handled(conn, search_id, principal.token_id, hits)
+        hits = await marks.drop_handled(conn, search_id, principal.org_id, hits)
         count = await repo.append_internal_hits(conn, search_id, hits) if hits else 0
         if count < target:
             await repo.start_backfill(conn, search_id)
@@ -377,7 +368,8 @@ async def list_searches(
     services: TalentServices, principal: Principal, limit: int = 50
 ) -> list[SearchRecord]:
     async with services.pool.connection() as conn, conn.transaction():
-        return await repo.list_searches(conn, principal.token_id, limit)
+        await act_for(conn, principal)
+        return await repo.list_searches(conn, principal.org_id, limit)
 
 
 # --- retries ---------------------------------------------------------------------------------

@@ -243,7 +243,7 @@ async def search_event_stream(
             # A token revoked or expired while the stream is open: it ends here, within one
             # resync interval, as any other request of that token would now be refused.
             async with services.pool.connection() as conn:
-                valid = await still_valid(conn, principal.token_id)
+                valid = await still_valid(conn, principal)
             if not valid:
                 yield sse_frame("complete", {"searchId": str(search_id), "status": "revoked"})
                 return
@@ -300,7 +300,7 @@ async def search_events(
     if resume_after is not None:
         after = max(after, resume_after)
     slots: StreamSlots = request.app.state.stream_slots
-    slot = slots.acquire(principal.token_id)
+    slot = slots.acquire(principal.stream_key)
     body = holding(slot, search_event_stream(services, principal, page.search.id, after))
     return StreamingResponse(
         body,

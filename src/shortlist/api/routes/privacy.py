@@ -63,7 +63,7 @@ async def get_candidate(
     async with services.pool.connection() as conn, conn.transaction():
         cur = await conn.execute(
             marks.QUERIES["may_mark"],
-            {"candidate_id": cid, "token_id": principal.token_id, "is_admin": principal.is_admin},
+            {"candidate_id": cid, "org_id": principal.org_id, "is_admin": principal.is_admin},
         )
         allowed = await cur.fetchone()
         if not (allowed and allowed["allowed"]):

@@ -54,6 +54,8 @@ class MarkOut(_Out):
     status: str
     note: str
     updated_at: datetime
+    by: str | None = None
+    """Who of the team marked the person."""
 
 
 class ResultOut(_Out):
@@ -141,6 +143,8 @@ class SearchOut(_Out):
     last_progress_at: datetime
     finished_at: datetime | None
     results_url: str
+    started_by: str | None = None
+    """Who started it (a team sees its members' searches)."""
 
 
 class SearchDetailOut(SearchOut):
@@ -218,6 +222,7 @@ def _search(record: SearchRecord) -> dict[str, Any]:
         "last_progress_at": record.last_progress_at,
         "finished_at": record.finished_at,
         "results_url": f"/api/results?searchId={record.id}",
+        "started_by": record.owner,
     }
 
 

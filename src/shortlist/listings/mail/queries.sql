@@ -17,12 +17,21 @@ INSERT INTO mail_intakes (company_name, local_part, owner_token_id)
 VALUES (%(company)s, %(local_part)s, %(token_id)s)
 ON CONFLICT (company_name) DO UPDATE
    SET local_part = EXCLUDED.local_part, owner_token_id = EXCLUDED.owner_token_id,
-       rotated_at = now()
+       rotated_at = now(), disabled_at = NULL
 RETURNING company_name, local_part, owner_token_id
 
 -- name: intake_of_address
--- Who an intake address belongs to (RCPT TO).
-SELECT company_name, local_part, owner_token_id FROM mail_intakes WHERE local_part = %(local_part)s
+-- Who an intake address belongs to (RCPT TO). An address dies with its owner (migration 0029):
+-- disabled by an operator, or its key revoked or expired, or its person disabled, it takes
+-- no more mail until a live key of the company rotates it.
+SELECT i.company_name, i.local_part, i.owner_token_id
+  FROM mail_intakes AS i
+ WHERE i.local_part = %(local_part)s AND i.disabled_at IS NULL
+   AND NOT EXISTS (SELECT 1 FROM api_tokens AS t
+                    WHERE t.id = i.owner_token_id
+                      AND (t.revoked_at IS NOT NULL OR t.expires_at <= now()))
+   AND NOT EXISTS (SELECT 1 FROM users AS u
+                    WHERE u.id = i.user_id AND u.disabled_at IS NOT NULL)
 
 -- name: insert_inbound
 -- A message as received, queued for parsing; nothing when this company already has it.
@@ -96,3 +105,9 @@ SELECT id, company_name, status::text AS status, rejected_as, reason, attempts, 
 SELECT id, company_name, status::text AS status, rejected_as, reason, listing_id, attempts,
        replied_at
   FROM inbound_mail WHERE id = %(id)s
+
+-- name: disable_intake
+-- An operator stops a company's address (shortlist intake disable); rotating gives a new one.
+UPDATE mail_intakes SET disabled_at = coalesce(disabled_at, now())
+ WHERE lower(company_name) = lower(%(company)s)
+RETURNING company_name

@@ -1,0 +1,651 @@
+"""Accounts against the real database and the HTTP API: tokens from before become service
+accounts and keep everything they owned; people sign in with a password (and a second factor),
+by invitation, or by a verified OpenID Connect identity; sessions, CSRF, sign-out everywhere;
+API keys of people; a team shares its searches and marks while another organisation gets 404;
+row-level security holds for a statement that forgets its filter; daily caps cannot be raced;
+an intake address dies with its owner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pyotp
+import pytest
+from typer.testing import CliRunner
+
+from shortlist.accounts import store
+from shortlist.accounts.passwords import hash_password
+from shortlist.accounts.scope import act_for_org
+from shortlist.accounts.signin import SignInRefused, sign_in_verified_identity
+from shortlist.auth import OrgKind, OrgRole, Role
+from shortlist.bootstrap import Services
+from shortlist.cli import build_app
+from shortlist.db.migrate import migrate
+from shortlist.db.types import AsyncPool
+from shortlist.listings.mail import store as intake_store
+from tests.backfill_support import MakeToken, auth
+from tests.integration.test_db import migrate_before
+
+NICHE = {"query": "Rust embedded firmware for battery-powered sensors"}
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def empty_db(pg_server: Any) -> Iterator[str]:
+    name = f"m_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield pg_server.url(name)
+    finally:
+        with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+# --- the migration ---------------------------------------------------------------------------
+
+
+def test_migration_0029_keeps_what_tokens_owned_under_service_accounts(empty_db: str) -> None:
+    """Tokens, searches, marks, listings and an intake address from before 0029 are all there
+    after it, owned by the service account (user, organisation) of their token; the tokens
+    still authenticate as before."""
+    migrate_before(empty_db, 29)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        [(rita,)] = conn.execute(
+            "INSERT INTO api_tokens (name, role, token_hash) VALUES ('rita', 'recruiter', 'r')"
+            " RETURNING id"
+        ).fetchall()
+        [(acme,)] = conn.execute(
+            "INSERT INTO api_tokens (name, role, token_hash, company_name)"
+            " VALUES ('acme-bot', 'company', 'a', 'Acme') RETURNING id"
+        ).fetchall()
+        [(ops,)] = conn.execute(
+            "INSERT INTO api_tokens (name, role, token_hash) VALUES ('ops', 'admin', 'o')"
+            " RETURNING id"
+        ).fetchall()
+        [(search,)] = conn.execute(
+            "INSERT INTO searches (owner_token_id, query, target_count, query_embedding)"
+            " VALUES (%s, 'rust', 5, array_fill(0.1, ARRAY[384])::vector)"
+            " RETURNING id",
+            (rita,),
+        ).fetchall()
+        [(person,)] = conn.execute(
+            "INSERT INTO candidates (full_name) VALUES ('Ada') RETURNING id"
+        ).fetchall()
+        conn.execute(
+            "INSERT INTO candidate_marks (recruiter_token_id, candidate_id, status, note)"
+            " VALUES (%s, %s, 'shortlisted', 'call her')",
+            (rita, person),
+        )
+        [(listing,)] = conn.execute(
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug, owner_token_id) VALUES ('Acme', 'Welder', 'Leeds', 'Weld.',"
+            " 'w', %s) RETURNING id",
+            (acme,),
+        ).fetchall()
+        conn.execute(
+            "INSERT INTO mail_intakes (company_name, local_part, owner_token_id)"
+            " VALUES ('Acme', 'post-0123456789abcdef', %s)",
+            (acme,),
+        )
+    assert min(m.version for m in migrate(empty_db)) == 29
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        owners = {
+            name: rest
+            for name, *rest in conn.execute(
+                "SELECT t.name, o.name, o.kind::text, m.role::text, u.is_site_admin"
+                "  FROM api_tokens AS t JOIN users AS u ON u.id = t.user_id"
+                "  JOIN organisations AS o ON o.id = t.org_id"
+                "  JOIN memberships AS m ON m.user_id = u.id AND m.org_id = o.id"
+            ).fetchall()
+        }
+        assert owners == {
+            "rita": ["rita", "recruiting", "recruiter", False],
+            "acme-bot": ["Acme", "employer", "employer", False],
+            "ops": ["ops", "both", "owner", True],
+        }
+
+        def owner_of(table: str, where: str, key: object) -> tuple[Any, ...]:
+            row = conn.execute(
+                f"SELECT x.user_id = t.user_id AND x.org_id = t.org_id FROM {table} AS x,"
+                f" api_tokens AS t WHERE {where} = %s AND t.id = %s",
+                (key, rita if table in ("searches", "candidate_marks") else acme),
+            ).fetchone()
+            assert row is not None, table
+            return tuple(row)
+
+        assert owner_of("searches", "x.id", search) == (True,)
+        assert owner_of("candidate_marks", "x.candidate_id", person) == (True,)
+        assert owner_of("job_listings", "x.id", listing) == (True,)
+        assert owner_of("mail_intakes", "x.company_name", "Acme") == (True,)
+        mark = conn.execute("SELECT status, note FROM candidate_marks").fetchone()
+        assert mark == ("shortlisted", "call her")
+        # A token made after (the CLI's path) joins its service account too.
+        conn.execute(
+            "INSERT INTO api_tokens (name, role, token_hash) VALUES ('rita', 'recruiter', 'r2')"
+        )
+        [(same,)] = conn.execute(
+            "SELECT count(DISTINCT user_id) FROM api_tokens WHERE name = 'rita'"
+        ).fetchall()
+        assert same == 1
+    assert ops  # the admin token is a site admin's key (checked above)
+
+
+async def test_a_token_from_before_keeps_its_searches_over_the_api(
+    client: httpx.AsyncClient, make_token: MakeToken
+) -> None:
+    rita = await make_token("rita", Role.recruiter)
+    started = await client.post("/api/searches", json=NICHE, headers=auth(rita))
+    assert started.status_code == 202
+    listed = await client.get("/api/searches", headers=auth(rita))
+    assert listed.status_code == 200
+    assert started.json()["searchId"] in json.dumps(listed.json())
+
+
+# --- people, sign-in, sessions ---------------------------------------------------------------
+
+
+async def make_person(
+    pool: AsyncPool,
+    email: str,
+    org: str,
+    role: OrgRole = OrgRole.recruiter,
+    *,
+    kind: OrgKind = OrgKind.recruiting,
+    totp: str | None = None,
+) -> int:
+    async with pool.connection() as conn:
+        try:
+            found = await store.org_by_name(conn, org)
+        except Exception:
+            found = await store.create_org(conn, org, kind)
+        user = await store.create_user(
+            conn, email, password_hash=await hash_password(PASSWORD), verified=True
+        )
+        await store.add_member(conn, user.id, found.id, role)
+        if totp:
+            await conn.execute(
+                "UPDATE users SET totp_secret = %s, totp_enabled_at = now() WHERE id = %s",
+                (totp, user.id),
+            )
+        await conn.commit()
+    return user.id
+
+
+async def sign_in(client: httpx.AsyncClient, email: str, **extra: Any) -> str:
+    """Sign ``client`` in; returns the CSRF token."""
+    answer = await client.post("/api/session", json={"email": email, "password": PASSWORD, **extra})
+    assert answer.status_code == 200, answer.text
+    me = await client.get("/api/me")
+    assert me.status_code == 200
+    token: str = me.json()["csrfToken"]
+    return token
+
+
+async def test_password_sign_in_sets_a_session_cookie_and_me_answers(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    await make_person(pool, "ada@example.com", "Scouts")
+    wrong = await client.post(
+        "/api/session", json={"email": "ada@example.com", "password": "not her password"}
+    )
+    unknown = await client.post(
+        "/api/session", json={"email": "nobody@example.com", "password": "not her password"}
+    )
+    # The same answer for a wrong password and an unknown address (no enumeration).
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.json() == unknown.json()
+    assert "shortlist_session" not in client.cookies
+    answer = await client.post(
+        "/api/session", json={"email": "ADA@example.com", "password": PASSWORD}
+    )
+    assert answer.status_code == 200
+    cookie = answer.headers["set-cookie"]
+    assert "shortlist_session=" in cookie and "HttpOnly" in cookie
+    assert "samesite=lax" in cookie.lower() and "Path=/" in cookie
+    me = (await client.get("/api/me")).json()
+    assert me["user"] == {"email": "ada@example.com", "name": ""}
+    assert [(o["name"], o["role"]) for o in me["organisations"]] == [("Scouts", "recruiter")]
+    assert me["current"] == me["organisations"][0]["id"]
+    assert len(me["csrfToken"]) >= 32
+
+
+def test_the_cookie_is_host_prefixed_and_secure_behind_https(settings: Any) -> None:
+    from starlette.responses import Response
+
+    from shortlist.accounts.signin import SignedIn, set_session_cookie
+
+    https = settings.model_copy(update={"public_url": "https://jobs.example.com"})
+    response = Response()
+    set_session_cookie(response, SignedIn("t" * 43, 1, 1, 1, "c" * 43), https)
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-shortlist_session=")
+    assert "Secure" in cookie and "HttpOnly" in cookie and "Path=/" in cookie
+    assert "Domain" not in cookie
+
+
+async def test_csrf_token_and_same_origin_are_needed_for_changes_by_cookie(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    await make_person(pool, "ada@example.com", "Scouts")
+    csrf = await sign_in(client, "ada@example.com")
+    body = {"name": "laptop", "expiresInDays": 30}
+    without = await client.post("/api/keys", json=body)
+    assert without.status_code == 403
+    assert "CSRF" in without.json()["error"]["message"]
+    wrong = await client.post("/api/keys", json=body, headers={"X-CSRF-Token": "x" * 43})
+    assert wrong.status_code == 403
+    cross = await client.post(
+        "/api/keys", json=body, headers={"X-CSRF-Token": csrf, "Sec-Fetch-Site": "cross-site"}
+    )
+    assert cross.status_code == 403
+    elsewhere = await client.post(
+        "/api/keys", json=body, headers={"X-CSRF-Token": csrf, "Origin": "https://evil.example"}
+    )
+    assert elsewhere.status_code == 403
+    async with pool.connection() as conn:
+        assert await store.keys_of(conn, 1) == [] or True
+        cur = await conn.execute("SELECT count(*) AS n FROM api_tokens WHERE name = 'laptop'")
+        assert (await cur.fetchone() or {})["n"] == 0  # nothing changed
+    made = await client.post(
+        "/api/keys", json=body, headers={"X-CSRF-Token": csrf, "Origin": "http://test"}
+    )
+    assert made.status_code == 201
+    key = made.json()
+    assert key["token"].startswith("sl_") and key["role"] == "recruiter"
+    # The key works as a Bearer token without cookie or CSRF token, for the person's org.
+    bare = httpx.AsyncClient(transport=client._transport, base_url="http://test")
+    async with bare:
+        started = await bare.post("/api/searches", json=NICHE, headers=auth(key["token"]))
+        assert started.status_code == 202
+        listed = (await client.get("/api/keys")).json()["keys"]
+        assert [k["name"] for k in listed] == ["laptop"]
+        revoked = await client.delete(f"/api/keys/{key['id']}", headers={"X-CSRF-Token": csrf})
+        assert revoked.status_code == 204
+        refused = await bare.post("/api/searches", json=NICHE, headers=auth(key["token"]))
+        assert refused.status_code == 401
+
+
+async def test_sign_out_and_sign_out_everywhere(client: httpx.AsyncClient, pool: AsyncPool) -> None:
+    await make_person(pool, "ada@example.com", "Scouts")
+    other = httpx.AsyncClient(transport=client._transport, base_url="http://test")
+    async with other:
+        await sign_in(other, "ada@example.com")
+        csrf = await sign_in(client, "ada@example.com")
+        assert (await other.get("/api/me")).status_code == 200
+        gone = await client.request(
+            "DELETE", "/api/session?everywhere=true", headers={"X-CSRF-Token": csrf}
+        )
+        assert gone.status_code == 204
+        assert (await other.get("/api/me")).status_code == 401
+        assert (await client.get("/api/me")).status_code == 401
+        csrf = await sign_in(client, "ada@example.com")
+        session_cookie = dict(client.cookies)
+        out = await client.delete("/api/session", headers={"X-CSRF-Token": csrf})
+        assert out.status_code == 204
+        # The old cookie, replayed, is worth nothing.
+        replay = httpx.AsyncClient(
+            transport=client._transport, base_url="http://test", cookies=session_cookie
+        )
+        async with replay:
+            assert (await replay.get("/api/me")).status_code == 401
+
+
+async def test_second_factor_is_needed_and_each_code_works_once(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    secret = pyotp.random_base32()
+    await make_person(pool, "ada@example.com", "Scouts", totp=secret)
+    no_code = await client.post(
+        "/api/session", json={"email": "ada@example.com", "password": PASSWORD}
+    )
+    assert no_code.status_code == 401
+    assert "second-factor" in no_code.json()["error"]["message"]
+    wrong = await client.post(
+        "/api/session", json={"email": "ada@example.com", "password": PASSWORD, "otp": "000000"}
+    )
+    assert wrong.status_code == 401
+    code = pyotp.TOTP(secret).now()
+    await sign_in(client, "ada@example.com", otp=code)
+    again = await client.post(
+        "/api/session", json={"email": "ada@example.com", "password": PASSWORD, "otp": code}
+    )
+    assert again.status_code == 401  # a code is good for one sign-in
+
+
+async def test_failed_sign_ins_throttle_the_client_not_the_owner(
+    app: Any, services: Services, pool: AsyncPool
+) -> None:
+    services.settings = services.settings.model_copy(update={"signin_failures_per_account": 3})
+    await make_person(pool, "ada@example.com", "Scouts")
+    attacker = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app, client=("203.0.113.9", 1234)),
+        base_url="http://test",
+    )
+    owner = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app, client=("198.51.100.7", 1234)),
+        base_url="http://test",
+    )
+    async with attacker, owner:
+        bad = {"email": "ada@example.com", "password": "guess guess guess"}
+        codes = [(await attacker.post("/api/session", json=bad)).status_code for _ in range(4)]
+        assert codes == [401, 401, 401, 429]
+        # Even the right password is refused to that client for now...
+        right = {"email": "ada@example.com", "password": PASSWORD}
+        assert (await attacker.post("/api/session", json=right)).status_code == 429
+        # ...and the owner, from their own client, is not locked out.
+        assert (await owner.post("/api/session", json=right)).status_code == 200
+
+
+async def test_disabled_user_loses_sessions_and_keys_at_once(
+    client: httpx.AsyncClient, pool: AsyncPool, cli_env: None
+) -> None:
+    await make_person(pool, "ada@example.com", "Scouts")
+    csrf = await sign_in(client, "ada@example.com")
+    key = (
+        await client.post(
+            "/api/keys", json={"name": "k", "expiresInDays": 5}, headers={"X-CSRF-Token": csrf}
+        )
+    ).json()["token"]
+    result = await asyncio.to_thread(
+        CliRunner().invoke, build_app(), ["user", "disable", "ada@example.com"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (await client.get("/api/me")).status_code == 401
+    bare = httpx.AsyncClient(transport=client._transport, base_url="http://test")
+    async with bare:
+        assert (await bare.get("/api/searches", headers=auth(key))).status_code == 401
+    refused = await client.post(
+        "/api/session", json={"email": "ada@example.com", "password": PASSWORD}
+    )
+    assert refused.status_code == 401
+
+
+# --- invitations -----------------------------------------------------------------------------
+
+
+def test_cli_org_create_invite_list(cli_env: None) -> None:
+    runner = CliRunner()
+    app = build_app()
+    made = runner.invoke(app, ["org", "create", "Scouts", "--kind", "recruiting"])
+    assert made.exit_code == 0, made.output
+    again = runner.invoke(app, ["org", "create", "scouts"])
+    assert again.exit_code == 1 and "exists already" in again.output
+    invited = runner.invoke(
+        app, ["user", "invite", "bo@example.com", "--org", "Scouts", "--role", "admin"]
+    )
+    assert invited.exit_code == 0, invited.output
+    link = invited.output.strip().splitlines()[-1]
+    assert link.startswith("http://127.0.0.1:8000/invitation?token=")
+    nowhere = runner.invoke(
+        app, ["user", "invite", "bo@example.com", "--org", "Nope", "--role", "admin"]
+    )
+    assert nowhere.exit_code == 1 and "no organisation named" in nowhere.output
+    listed = runner.invoke(app, ["user", "list", "--json"])
+    assert listed.exit_code == 0
+    assert json.loads(listed.output) == []  # nobody accepted yet
+
+
+async def test_invitation_is_single_use_and_only_for_its_address(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    async with pool.connection() as conn:
+        org = await store.create_org(conn, "Scouts", OrgKind.recruiting)
+        invitation = await store.invite(
+            conn, org.id, "bo@example.com", OrgRole.recruiter, invited_by=None, hours=72
+        )
+        await conn.commit()
+    token = invitation.token
+    other = await client.post(
+        "/api/invitations/accept",
+        json={"token": token, "password": PASSWORD, "email": "eve@example.com"},
+    )
+    assert other.status_code == 403
+    common = await client.post(
+        "/api/invitations/accept", json={"token": token, "password": "password123"}
+    )
+    assert common.status_code == 400 and common.json()["error"]["field"] == "password"
+    accepted = await client.post(
+        "/api/invitations/accept", json={"token": token, "password": PASSWORD, "name": "Bo"}
+    )
+    assert accepted.status_code == 200, accepted.text
+    me = (await client.get("/api/me")).json()
+    assert me["user"] == {"email": "bo@example.com", "name": "Bo"}
+    assert [(o["name"], o["role"]) for o in me["organisations"]] == [("Scouts", "recruiter")]
+    twice = await client.post(
+        "/api/invitations/accept", json={"token": token, "password": PASSWORD}
+    )
+    assert twice.status_code == 404
+
+
+async def test_an_expired_invitation_is_refused(client: httpx.AsyncClient, pool: AsyncPool) -> None:
+    async with pool.connection() as conn:
+        org = await store.create_org(conn, "Scouts", OrgKind.recruiting)
+        invitation = await store.invite(
+            conn, org.id, "bo@example.com", OrgRole.recruiter, invited_by=None, hours=72
+        )
+        await conn.execute("UPDATE invitations SET expires_at = now() - interval '1 second'")
+        await conn.commit()
+    late = await client.post(
+        "/api/invitations/accept", json={"token": invitation.token, "password": PASSWORD}
+    )
+    assert late.status_code == 404
+    async with pool.connection() as conn:
+        assert await store.user_by_email(conn, "bo@example.com") is None
+
+
+# --- the OpenID Connect seam -----------------------------------------------------------------
+
+
+async def test_verified_identity_signs_in_by_invitation_domain_or_not_at_all(
+    pool: AsyncPool,
+) -> None:
+    async with pool.connection() as conn:
+        org = await store.create_org(conn, "Scouts", OrgKind.recruiting)
+        await store.invite(conn, org.id, "bo@example.com", OrgRole.admin, invited_by=None, hours=72)
+        await store.add_domain(conn, org.id, "scouts.example", OrgRole.reviewer)
+        await conn.commit()
+        common = {"issuer": "https://idp.example", "email_verified": True, "client_ip": None}
+        with pytest.raises(SignInRefused):
+            await sign_in_verified_identity(
+                conn, subject="s0", email="eve@else.example", name=None, **common
+            )
+        with pytest.raises(SignInRefused):
+            await sign_in_verified_identity(
+                conn,
+                subject="s1",
+                email="bo@example.com",
+                name=None,
+                **{**common, "email_verified": False},
+            )
+        await conn.rollback()
+        invited = await sign_in_verified_identity(
+            conn, subject="s2", email="bo@example.com", name="Bo", **common
+        )
+        by_domain = await sign_in_verified_identity(
+            conn, subject="s3", email="cy@scouts.example", name="Cy", **common
+        )
+        await conn.commit()
+        assert len(invited.session_token) >= 43 and invited.org_id == org.id
+        roles = {
+            m.role
+            for u in (invited.user_id, by_domain.user_id)
+            for m in await store.memberships_of(conn, u)
+        }
+        assert roles == {OrgRole.admin, OrgRole.reviewer}
+        # The same (issuer, subject) is the same person, whatever address it shows later.
+        again = await sign_in_verified_identity(
+            conn, subject="s2", email="renamed@example.com", name=None, **common
+        )
+        assert again.user_id == invited.user_id
+        assert again.session_token != invited.session_token
+
+
+# --- teams, isolation, row-level security ----------------------------------------------------
+
+
+async def test_a_team_shares_searches_and_marks_another_org_gets_404(
+    app: Any, pool: AsyncPool
+) -> None:
+    await make_person(pool, "ada@scouts.example", "Scouts")
+    await make_person(pool, "bo@scouts.example", "Scouts")
+    await make_person(pool, "cy@rivals.example", "Rivals")
+
+    def browser() -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("127.0.0.1", 1)), base_url="http://test"
+        )
+
+    async with browser() as ada, browser() as bo, browser() as cy:
+        ada_csrf = await sign_in(ada, "ada@scouts.example")
+        await sign_in(bo, "bo@scouts.example")
+        await sign_in(cy, "cy@rivals.example")
+        started = await ada.post("/api/searches", json=NICHE, headers={"X-CSRF-Token": ada_csrf})
+        assert started.status_code == 202, started.text
+        search_id = started.json()["searchId"]
+        seen = await bo.get(f"/api/searches/{search_id}")
+        assert seen.status_code == 200
+        listed = (await bo.get("/api/searches")).json()
+        assert search_id in json.dumps(listed)
+        assert "ada@scouts.example" in json.dumps(listed)  # who did what
+        for path in (
+            f"/api/searches/{search_id}",
+            f"/api/results?searchId={search_id}",
+            f"/api/searches/{search_id}/results.csv",
+        ):
+            assert (await cy.get(path)).status_code == 404, path
+        assert search_id not in json.dumps((await cy.get("/api/searches")).json())
+
+
+async def test_row_level_security_hides_other_orgs_from_an_unfiltered_statement(
+    pool: AsyncPool, make_token: MakeToken
+) -> None:
+    """A statement that forgets its organisation filter, in a transaction acting for one
+    organisation, sees that organisation's rows only: searches, marks, and the rows that
+    follow a search."""
+    ada = await make_token("ada", Role.recruiter)
+    eve = await make_token("eve", Role.recruiter)
+    del ada, eve
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT t.name, t.id, t.org_id FROM api_tokens AS t ORDER BY t.name"
+        )
+        tokens = {r["name"]: r for r in await cur.fetchall()}
+        for name in ("ada", "eve"):
+            await conn.execute(
+                "INSERT INTO searches (owner_token_id, query, target_count, query_embedding)"
+                " VALUES (%s, %s, 5, array_fill(0.1, ARRAY[384])::vector)",
+                (tokens[name]["id"], f"{name}'s search"),
+            )
+        cur = await conn.execute("INSERT INTO candidates (full_name) VALUES ('P') RETURNING id")
+        person = (await cur.fetchone() or {})["id"]
+        for name in ("ada", "eve"):
+            await conn.execute(
+                "INSERT INTO candidate_marks (recruiter_token_id, candidate_id, status)"
+                " VALUES (%s, %s, 'shortlisted')",
+                (tokens[name]["id"], person),
+            )
+        await conn.execute(
+            "INSERT INTO search_tiers (search_id, tier) SELECT id, 'strict' FROM searches"
+        )
+        await conn.commit()
+        async with conn.transaction():
+            await act_for_org(conn, tokens["ada"]["org_id"])
+            cur = await conn.execute("SELECT query FROM searches")
+            assert [r["query"] for r in await cur.fetchall()] == ["ada's search"]
+            cur = await conn.execute("SELECT count(*) AS n FROM candidate_marks")
+            assert (await cur.fetchone() or {})["n"] == 1
+            cur = await conn.execute("SELECT count(*) AS n FROM search_tiers")
+            assert (await cur.fetchone() or {})["n"] == 1
+            # Nor may it change another organisation's rows.
+            cur = await conn.execute("UPDATE searches SET query = 'x' RETURNING id")
+            assert len(await cur.fetchall()) == 1
+        async with conn.transaction():
+            await act_for_org(conn, None)  # a site admin, a worker: every organisation
+            cur = await conn.execute("SELECT count(*) AS n FROM searches WHERE query <> 'x'")
+            assert (await cur.fetchone() or {})["n"] == 1
+        # Outside any transaction acting for an organisation, the setting is gone.
+        cur = await conn.execute("SELECT count(*) AS n FROM searches")
+        assert (await cur.fetchone() or {})["n"] == 2
+
+
+# --- daily caps ------------------------------------------------------------------------------
+
+
+async def test_concurrent_searches_cannot_overspend_the_daily_cap(
+    app: Any, services: Services, make_token: MakeToken
+) -> None:
+    """8 searches at once against a cap of 3: 3 start, 5 get 429 (was: all 8)."""
+    services.settings = services.settings.model_copy(
+        update={"recruiter_daily_searches": 3, "recruiter_daily_credits": 0}
+    )
+    token = await make_token("rita", Role.recruiter)
+    clients = [
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("127.0.0.1", 1)),
+            base_url="http://test",
+        )
+        for _ in range(8)
+    ]
+    try:
+        answers = await asyncio.gather(
+            *(c.post("/api/searches", json=NICHE, headers=auth(token)) for c in clients)
+        )
+    finally:
+        for c in clients:
+            await c.aclose()
+    codes = sorted(a.status_code for a in answers)
+    assert codes == [202] * 3 + [429] * 5
+
+
+async def test_the_pooled_org_cap_binds_a_team(
+    client: httpx.AsyncClient, services: Services, pool: AsyncPool
+) -> None:
+    services.settings = services.settings.model_copy(
+        update={"recruiter_daily_searches": 5, "org_daily_searches": 2}
+    )
+    await make_person(pool, "ada@scouts.example", "Scouts")
+    await make_person(pool, "bo@scouts.example", "Scouts")
+    csrf = await sign_in(client, "ada@scouts.example")
+    for _ in range(2):
+        ok = await client.post("/api/searches", json=NICHE, headers={"X-CSRF-Token": csrf})
+        assert ok.status_code == 202
+    csrf = await sign_in(client, "bo@scouts.example")
+    refused = await client.post("/api/searches", json=NICHE, headers={"X-CSRF-Token": csrf})
+    assert refused.status_code == 429
+    assert refused.json()["error"]["limit"] == "SHORTLIST_ORG_DAILY_SEARCHES"
+
+
+# --- intake addresses die with their owner ---------------------------------------------------
+
+
+async def test_an_intake_address_dies_with_its_token_and_can_be_disabled(
+    pool: AsyncPool, make_token: MakeToken, cli_env: None
+) -> None:
+    await make_token("acme", Role.company, "Acme")
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT id FROM api_tokens WHERE name = 'acme'")
+        token_id = (await cur.fetchone() or {})["id"]
+        intake = await intake_store.intake_for(conn, "Acme", token_id)
+        assert await intake_store.find_intake(conn, intake.local_part) is not None
+    revoked = await asyncio.to_thread(CliRunner().invoke, build_app(), ["token", "revoke", "acme"])
+    assert revoked.exit_code == 0
+    async with pool.connection() as conn:
+        assert await intake_store.find_intake(conn, intake.local_part) is None
+    rotated = await asyncio.to_thread(CliRunner().invoke, build_app(), ["intake", "rotate", "Acme"])
+    assert rotated.exit_code == 0, rotated.output
+    fresh = rotated.output.strip().splitlines()[-1].partition("@")[0]
+    async with pool.connection() as conn:
+        assert await intake_store.find_intake(conn, fresh) is not None
+    disabled = await asyncio.to_thread(
+        CliRunner().invoke, build_app(), ["intake", "disable", "Acme"]
+    )
+    assert disabled.exit_code == 0
+    async with pool.connection() as conn:
+        assert await intake_store.find_intake(conn, fresh) is None
