@@ -13,8 +13,8 @@ from shortlist.api.clientip import client_ip
 from shortlist.api.errors import error_body, install_error_handlers
 from shortlist.api.probe_cache import ProbeCache
 from shortlist.api.ratelimit import RateLimiter
-from shortlist.api.routes import accounts as accounts_routes
 from shortlist.api.routes import (
+    account_pages,
     events,
     intake,
     jobs,
@@ -25,6 +25,7 @@ from shortlist.api.routes import (
     shortlist,
     sources,
 )
+from shortlist.api.routes import accounts as accounts_routes
 from shortlist.api.streams import StreamSlots
 from shortlist.bootstrap import Services
 
@@ -139,6 +140,7 @@ def create_app(services: Services) -> FastAPI:
         events.router,
         intake.router,
         accounts_routes.router,
+        account_pages.router,
         pages.router,
     ):
         app.include_router(router)
