@@ -330,7 +330,13 @@ async def test_static_files_have_types_and_cache_headers(client: httpx.AsyncClie
     head = await client.head("/static/favicon.svg")
     assert head.status_code == 200 and head.content == b""
     assert head.headers["content-type"] == "image/svg+xml"
-    assert set(static_files()) == {"account.js", "app.css", "favicon.svg", "recruit.js", "status.js"}
+    assert set(static_files()) == {
+        "account.js",
+        "app.css",
+        "favicon.svg",
+        "recruit.js",
+        "status.js",
+    }
 
 
 TRAVERSALS = [
