@@ -20,16 +20,18 @@ from shortlist.runtime import prepared_database
 from shortlist.status import collect_status, iso
 
 
-class Corpus(StrEnum):
+class CorpusChoice(StrEnum):
+    """The values of ``shortlist reindex --corpus`` (the corpora themselves: indexer.Corpus)."""
+
     jobs = "jobs"
     candidates = "candidates"
     all = "all"
 
 
-_CORPUS_TABLE: dict[Corpus, str | None] = {
-    Corpus.jobs: "job_listings",
-    Corpus.candidates: "candidates",
-    Corpus.all: None,
+_CORPUS_TABLE: dict[CorpusChoice, str | None] = {
+    CorpusChoice.jobs: "job_listings",
+    CorpusChoice.candidates: "candidates",
+    CorpusChoice.all: None,
 }
 
 
@@ -67,7 +69,7 @@ def reindex_command(
     all_rows: Annotated[
         bool, typer.Option("--all", help="Re-embed every row with the active model")
     ] = False,
-    corpus: Annotated[Corpus, typer.Option(help="Which corpus")] = Corpus.all,
+    corpus: Annotated[CorpusChoice, typer.Option(help="Which corpus")] = CorpusChoice.all,
     resume: Annotated[
         bool,
         typer.Option(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -52,10 +51,7 @@ _WORD = re.compile(r"[a-z0-9+#]+")
 
 def _words(text: str) -> set[str]:
     """Lower-cased, accent-free words; "front-end" is one word, as "frontend"."""
-    folded = "".join(
-        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-    ).lower()
-    return set(_WORD.findall(folded.replace("-", "")))
+    return set(_WORD.findall(fold(text).replace("-", "")))
 
 
 def _vocabulary(family: RoleFamily) -> frozenset[str]:
@@ -146,9 +142,7 @@ class PdlTitle:
 def pdl_title(role: str) -> PdlTitle:
     """``role`` in PDL's terms: its lowercase title, the levels its seniority words mean, and
     the job_title_role / job_title_sub_role values its keywords point at (empty: none)."""
-    folded = "".join(
-        c for c in unicodedata.normalize("NFKD", role) if not unicodedata.combining(c)
-    ).lower()
+    folded = fold(role)
     words = _TITLE_WORD.findall(folded)
     levels: list[str] = []
     while len(words) > 1 and words[0] in _LEADING_LEVELS:

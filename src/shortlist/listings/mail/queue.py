@@ -196,7 +196,7 @@ class MailQueue:
         if self.relay is None or not to or item.mail_from is None:
             return
         try:
-            msg = reply.compose(
+            msg = reply.build_reply(
                 to=to,
                 sender=f"shortlist <noreply@{self.settings.mail_domain}>",
                 subject=reading.subject if reading is not None else "",

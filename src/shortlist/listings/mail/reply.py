@@ -46,7 +46,7 @@ class Relay:
         )
 
 
-def compose(
+def build_reply(
     *,
     to: str,
     sender: str,
