@@ -321,12 +321,17 @@ async def _find(conn: AsyncConn, person: _Person, candidate_id: uuid.UUID | None
         params = person.params()
         cur = await conn.execute(QUERIES["people_matching"], {"id": candidate_id, **params})
         for r in await cur.fetchall():
-            if r["id"] == candidate_id or person.matches(
-                email=r["email"],
-                profile_url=r["profile_url"],
-                external_id=r["external_id"],
-                name=r["full_name"],
-                about=r["about"],
+            aliases = {str(a) for a in r["aliases"] or ()}
+            if (
+                r["id"] == candidate_id
+                or not aliases.isdisjoint(person.keys)
+                or person.matches(
+                    email=r["email"],
+                    profile_url=r["profile_url"],
+                    external_id=r["external_id"],
+                    name=r["full_name"],
+                    about=r["about"],
+                )
             ):
                 found.candidates[r["id"]] = r
                 grew |= person.found(
@@ -334,6 +339,9 @@ async def _find(conn: AsyncConn, person: _Person, candidate_id: uuid.UUID | None
                     external_id=r["external_id"],
                     name=r["full_name"],
                 )
+                # Every other id they were known by (an older slug, the PDL id): found and
+                # suppressed too, or a web hit on the old URL would buy them again.
+                grew |= person.add_keys(aliases)
         cur = await conn.execute(QUERIES["stubs_matching"], params)
         for r in await cur.fetchall():
             if person.profile_matches(

@@ -24,12 +24,14 @@ SELECT pg_advisory_xact_lock_shared(hashtext('shortlist.privacy.erasure'))
 -- Candidates named by an id, an e-mail address (lower-case), an external id (a LinkedIn one
 -- or a provider's), a LinkedIn profile URL or a name (the caller checks a URL's slug and a
 -- name's company exactly).
-SELECT id, email, profile_url, external_id, full_name,
+SELECT id, email, profile_url, external_id, full_name, aliases,
        concat_ws(' ', headline, role_title, summary) AS about
   FROM candidates
  WHERE id = %(id)s::uuid
     OR lower(email) = ANY (%(emails)s::text[])
     OR external_id = ANY (%(external_ids)s::text[])
+    -- the person's other ids: an older LinkedIn slug, the PDL id (migration 0031)
+    OR aliases && %(external_ids)s::text[]
     OR lower(external_id) = ANY (%(linkedin_ids)s::text[])
     OR profile_url ILIKE ANY (%(url_patterns)s::text[])
     OR lower(btrim(full_name)) = ANY (%(names)s::text[])
@@ -92,7 +94,7 @@ RETURNING search_id, rank
 UPDATE search_candidates
    SET external_id = 'forgotten:' || id,
        display_name = NULL,
-       enriched_profile = NULL,
+       enriched_profile = NULL, aliases = '{}',
        last_error = CASE WHEN last_error IS NULL THEN NULL ELSE 'forgotten on request' END,
        status = CASE WHEN status = 'queued' THEN 'skipped'::candidate_status ELSE status END,
        candidate_id = NULL,
@@ -132,7 +134,7 @@ SELECT c.id
 -- One attempt found to be a forgotten person: it keeps its status, nothing of who it was.
 UPDATE search_candidates
    SET external_id = 'forgotten:' || id, display_name = NULL, enriched_profile = NULL,
-       candidate_id = NULL
+       aliases = '{}', candidate_id = NULL
  WHERE id = %(id)s
 
 -- name: mail_of_senders
@@ -240,6 +242,7 @@ WITH old AS (
 stubs AS (
     UPDATE search_candidates AS c
        SET external_id = 'forgotten:' || c.id, display_name = NULL, enriched_profile = NULL,
+           aliases = '{}',
            last_error = CASE WHEN c.last_error IS NULL THEN NULL ELSE 'past retention' END
       FROM old
      WHERE c.search_id = old.id AND c.external_id NOT LIKE 'forgotten:%%'

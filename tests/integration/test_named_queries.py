@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import uuid
 from dataclasses import replace
 
@@ -120,7 +121,12 @@ async def test_tier_page_done(
         "provider_done": provider_done,
         "held": [
             {"external_id": h.external_id, "display_name": h.display_name}
-            | {"profile": dataclasses.asdict(h.profile) if h.profile else None}
+            | {
+                "profile": json.loads(json.dumps(dataclasses.asdict(h.profile)))
+                if h.profile
+                else None
+            }
+            | {"aliases": list(h.aliases)}
             for h in held
         ],
     }

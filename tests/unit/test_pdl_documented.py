@@ -194,7 +194,9 @@ async def test_search_stubs_carry_older_slugs_as_aliases() -> None:
     )
     api = _pdl(search_answer(moved))
     [stub] = (await api.discover(DiscoveryQuery(role="ceo"), 1, 1)).stubs
-    assert stub.external_id == "linkedin:new-slug" and stub.aliases == ("linkedin:old-slug",)
+    # Its other ids: the older slug, and the PDL id the record names the person by.
+    assert stub.external_id == "linkedin:new-slug"
+    assert stub.aliases == tuple(sorted(["linkedin:old-slug", f"pdl:{moved['id']}"]))
     await api.aclose()
 
 

@@ -508,11 +508,14 @@ class _Cached:
 
 
 def _serp_link(p: Person, rng_key: str) -> str:
-    """Google's LinkedIn links: a regional host and often a tracking parameter."""
+    """Google's LinkedIn links: a regional host and often a tracking parameter; for a member
+    who changed their public URL, often the old one Google indexed first (PDL keeps it in
+    ``profiles[]``, Person Schema; LinkedIn redirects it)."""
     code = p.city.country_code if p.city else "US"
     host = _LINKEDIN_HOSTS.get(code, code.lower())
     digest = int(hashlib.sha1(f"{rng_key}|{p.username}".encode()).hexdigest()[:4], 16)
-    link = f"https://{host}.linkedin.com/in/{p.username}"
+    slug = p.old_slugs[0] if p.old_slugs and digest % 2 == 0 else p.username
+    link = f"https://{host}.linkedin.com/in/{slug}"
     return f"{link}?trk=public_profile_browsemap" if digest % 3 == 0 else link
 
 

@@ -99,6 +99,7 @@ def candidate_record(profile: Profile, tier: Tier) -> CandidateRecord:
         summary=_cut(profile.summary, 20000),
         profile_url=_cut(profile.profile_url, 2000) or None,
         email_on_file=on_file,
+        aliases=tuple(a for a in profile.aliases if a and a != profile.external_id)[:50],
     )
 
 
@@ -141,7 +142,7 @@ class CandidateQueue:
                 return await self.sources.talent.enrich(stub.external_id)
             finally:
                 await repo.record_provider_calls(
-                    self.pool, stub.search_id, stub.tier, calls, discovery=False
+                    self.pool, stub.search_id, stub.tier, calls, discovery=False, attempt=stub.id
                 )
 
     async def _forgotten(self, keys: set[str]) -> bool:

@@ -154,6 +154,9 @@ class NewStub(NamedTuple):
     external_id: str
     display_name: str
     profile: Profile | None
+    aliases: tuple[str, ...] = ()
+    """The person's other ids the discovery answer gave (a PDL record's older LinkedIn slugs,
+    its PDL id): nobody the search knows by any of them is attempted again."""
 
 
 @dataclass(frozen=True)

@@ -256,31 +256,85 @@ RETURNING t.id, t.tier, t.next_page, t.cursor, t.held, t.provider_done, t.attemp
           s.location, s.min_years_experience, s.skills, s.brief
 
 -- name: known_external_ids
--- Who not to attempt again: everyone this search already attempted, whatever the outcome,
--- plus internal hits that came from a provider (a person ingested by an earlier search).
-SELECT external_id FROM search_candidates WHERE search_id = %(search_id)s
+-- Who not to attempt again: everyone this search already attempted, whatever the outcome, by
+-- every id they are known by (migration 0031: the stub's aliases, and those the bought record
+-- gave its candidate), plus internal hits that came from a provider (a person ingested by an
+-- earlier search).
+SELECT unnest(array_prepend(external_id, aliases)) AS external_id
+  FROM search_candidates WHERE search_id = %(search_id)s
 UNION
-SELECT c.external_id
+SELECT unnest(array_prepend(c.external_id, c.aliases))
+  FROM search_candidates sc
+  JOIN candidates c ON c.id = sc.candidate_id
+ WHERE sc.search_id = %(search_id)s
+UNION
+SELECT unnest(array_prepend(c.external_id, c.aliases))
   FROM search_results r
   JOIN candidates c ON c.id = r.candidate_id
  WHERE r.search_id = %(search_id)s AND c.external_id IS NOT NULL
 UNION
 -- and people the search's recruiter already contacted or rejected (candidate_marks, 0011)
-SELECT c.external_id
+SELECT unnest(array_prepend(c.external_id, c.aliases))
   FROM searches s
   JOIN candidate_marks m ON m.recruiter_token_id = s.owner_token_id
   JOIN candidates c ON c.id = m.candidate_id
  WHERE s.id = %(search_id)s AND m.status IN ('contacted', 'rejected')
    AND c.external_id IS NOT NULL
 
+-- name: attach_records
+-- Whole records (a PDL search hit) of people already queued as a bare web hit, before anyone
+-- paid to enrich them: the record goes onto that stub, which is then never enriched (the
+-- search page paid for it already, one credit a record). Run before insert_stubs, under the
+-- search's lock, so the record's own stub is then skipped as someone already attempted.
+WITH page AS (
+    SELECT s.profile, ARRAY(SELECT jsonb_array_elements_text(s.ids)) AS ids
+      FROM unnest(%(profiles)s::jsonb[], %(ids)s::jsonb[]) AS s (profile, ids)
+)
+UPDATE search_candidates sc
+   SET enriched_profile = page.profile,
+       aliases = ARRAY(SELECT DISTINCT a FROM unnest(sc.aliases || page.ids) AS a
+                        WHERE a <> sc.external_id),
+       credits = sc.credits + 1,
+       updated_at = now()
+  FROM page
+ WHERE sc.search_id = %(search_id)s
+   AND sc.status = 'queued'
+   AND sc.enriched_profile IS NULL
+   AND (sc.external_id = ANY (page.ids) OR sc.aliases && page.ids)
+RETURNING sc.id
+
 -- name: insert_stubs
--- Written before any enrichment, so every later discovery call sees them as known. The
--- unique (search_id, external_id) is the real dedup; the known set only saves the round trip.
-INSERT INTO search_candidates (search_id, external_id, tier, display_name, enriched_profile)
-SELECT %(search_id)s, s.external_id, %(tier)s, s.display_name, s.profile
-  FROM unnest(%(external_ids)s::text[], %(display_names)s::text[], %(profiles)s::jsonb[])
-       WITH ORDINALITY AS s (external_id, display_name, profile, ord)
- ORDER BY s.ord
+-- Written before any enrichment, so every later discovery call sees them as known. A stub none
+-- of whose ids (external_id, aliases) the search already knows by any id goes in: the search's
+-- lock (held by the caller) makes that check exact; the unique (search_id, external_id) is
+-- the last word, and the known set only saves the round trip. `credits`: what the attempt
+-- cost so far (1 for a record a paid search page carried).
+WITH taken AS (
+    SELECT unnest(array_prepend(external_id, aliases)) AS id
+      FROM search_candidates WHERE search_id = %(search_id)s
+    UNION
+    SELECT unnest(array_prepend(c.external_id, c.aliases))
+      FROM search_candidates sc JOIN candidates c ON c.id = sc.candidate_id
+     WHERE sc.search_id = %(search_id)s
+    UNION
+    SELECT unnest(array_prepend(c.external_id, c.aliases))
+      FROM search_results r JOIN candidates c ON c.id = r.candidate_id
+     WHERE r.search_id = %(search_id)s AND c.external_id IS NOT NULL
+),
+page AS (
+    SELECT s.external_id, s.display_name, s.profile, s.credits, s.ord,
+           ARRAY(SELECT jsonb_array_elements_text(s.aliases)) AS aliases
+      FROM unnest(%(external_ids)s::text[], %(display_names)s::text[], %(profiles)s::jsonb[],
+                  %(aliases)s::jsonb[], %(credits)s::integer[])
+           WITH ORDINALITY AS s (external_id, display_name, profile, aliases, credits, ord)
+)
+INSERT INTO search_candidates (search_id, external_id, tier, display_name, enriched_profile,
+                               aliases, credits)
+SELECT %(search_id)s, p.external_id, %(tier)s, p.display_name, p.profile, p.aliases, p.credits
+  FROM page p
+ WHERE NOT EXISTS (SELECT 1 FROM taken
+                    WHERE taken.id = ANY (array_prepend(p.external_id, p.aliases)))
+ ORDER BY p.ord
 ON CONFLICT (search_id, external_id) DO NOTHING
 RETURNING id
 
@@ -422,19 +476,32 @@ SELECT {text} AS text
                %(role_title)s::text AS role_title, %(location)s::text AS location,
                %(skills)s::text[] AS skills, %(summary)s::text AS summary) AS candidates
 
+-- name: candidate_by_ids
+-- The corpus row of a person known by any of these ids (its own external_id first).
+SELECT external_id
+  FROM candidates
+ WHERE external_id = ANY (%(ids)s::text[]) OR aliases && %(ids)s::text[]
+ ORDER BY external_id = %(external_id)s DESC, created_at
+ LIMIT 1
+
 -- name: upsert_candidate
 -- Ingest into the corpus by external id, vector included: the profile is searchable at once
 -- and the indexer has nothing to redo (see mark_candidate_embedded). A row's source is where
--- it first came from; a later ingest refreshes its fields.
+-- it first came from; a later ingest refreshes its fields. The caller names the row by the id
+-- the person already has in the corpus when any of theirs is there (candidate_by_ids); the
+-- aliases gather every id the person was ever known by (migration 0031).
 INSERT INTO candidates (external_id, source, full_name, headline, role_title, role_family,
                         skills, years_experience, location, email, email_on_file, summary,
-                        profile_url, {embedding}, embedding_status, embedded_at)
+                        profile_url, aliases, {embedding}, embedding_status, embedded_at)
 VALUES (%(external_id)s, %(source)s, %(full_name)s, %(headline)s, %(role_title)s,
         %(role_family)s, %(skills)s, %(years_experience)s, %(location)s, %(email)s,
-        %(email_on_file)s, %(summary)s, %(profile_url)s, %(embedding)s, 'embedded',
-        clock_timestamp())
+        %(email_on_file)s, %(summary)s, %(profile_url)s,
+        ARRAY(SELECT DISTINCT a FROM unnest(%(aliases)s::text[]) AS a WHERE a <> %(external_id)s),
+        %(embedding)s, 'embedded', clock_timestamp())
 ON CONFLICT (external_id) DO UPDATE
-   SET full_name = EXCLUDED.full_name,
+   SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(candidates.aliases || EXCLUDED.aliases) AS a
+                        WHERE a <> candidates.external_id),
+       full_name = EXCLUDED.full_name,
        headline = EXCLUDED.headline,
        role_title = EXCLUDED.role_title,
        role_family = EXCLUDED.role_family,
@@ -470,12 +537,19 @@ RETURNING id
 -- repeat however many workers append at once; (search_id, candidate_id) turns a duplicate into
 -- a no-op (no row returned). The score is the person's fit to the whole brief: the role
 -- probability (relevance_evidence) times the factors of the constraints judged
--- (shortlist.talent.constraints), both stored beside it.
+-- (shortlist.talent.constraints), both stored beside it. One person is one row, whatever id
+-- each provider gave them: a row of another candidate sharing any of this one's ids (its
+-- external_id and aliases, migration 0031: two rows ingested side by side by two searches
+-- before either knew the other id) makes this append a no-op too.
 WITH target AS (
     SELECT id, result_count
       FROM searches
      WHERE id = %(search_id)s
        FOR NO KEY UPDATE
+),
+me AS (
+    SELECT array_remove(array_prepend(external_id, aliases), NULL) AS ids
+      FROM candidates WHERE id = %(candidate_id)s
 ),
 appended AS (
     INSERT INTO search_results (search_id, rank, candidate_id, search_candidate_id, tier, score,
@@ -483,6 +557,13 @@ appended AS (
     SELECT target.id, target.result_count + 1, %(candidate_id)s, %(search_candidate_id)s,
            %(tier)s, %(score)s, %(role_score)s, %(constraints)s
       FROM target
+     WHERE NOT EXISTS (
+           SELECT 1
+             FROM search_results r
+             JOIN candidates c ON c.id = r.candidate_id, me
+            WHERE r.search_id = target.id
+              AND r.candidate_id <> %(candidate_id)s
+              AND (c.external_id = ANY (me.ids) OR c.aliases && me.ids))
     ON CONFLICT (search_id, candidate_id) DO NOTHING
     RETURNING rank, score
 )
@@ -724,6 +805,12 @@ tier AS (
     UPDATE search_tiers
        SET calls = calls + (SELECT count(*) FROM calls)
      WHERE search_id = %(search_id)s AND tier = %(tier)s AND %(discovery)s
+),
+attempt AS (
+    -- an enrichment's credits go to the person it was for (credits_on_results)
+    UPDATE search_candidates
+       SET credits = credits + (SELECT coalesce(sum(credits), 0) FROM calls)
+     WHERE id = %(attempt)s::bigint
 )
 UPDATE searches
    SET credits_spent = credits_spent + (SELECT coalesce(sum(credits), 0) FROM calls)
@@ -737,6 +824,14 @@ SELECT provider, sum(credits)::integer AS credits, count(*) FILTER (WHERE kind =
  WHERE search_id = %(search_id)s
  GROUP BY provider
  ORDER BY provider
+
+-- name: credits_on_results
+-- What the search paid for the people who became its results: a search record's credit, or
+-- the enrichment's (search_candidates.credits, migration 0031).
+SELECT coalesce(sum(sc.credits), 0)::integer AS credits
+  FROM search_results r
+  JOIN search_candidates sc ON sc.id = r.search_candidate_id
+ WHERE r.search_id = %(search_id)s
 
 -- name: corpus_skills
 -- The skill vocabulary of the corpus (the brief parser's), most common spelling first.

@@ -100,6 +100,8 @@ class CandidateRecord:
     profile_url: str | None
     email_on_file: bool = False
     """The provider has an address it does not show on this plan (migration 0018)."""
+    aliases: tuple[str, ...] = ()
+    """The person's other ids (migration 0031): older LinkedIn slugs, the PDL id."""
 
     def text_params(self) -> dict[str, Any]:
         return {
@@ -324,7 +326,15 @@ async def claim_tiers(
 def _held(rows: list[dict[str, Any]]) -> list[NewStub]:
     """The stubs ``tier_page_done`` held, back from JSON (a profile that no longer fits
     :class:`Profile` is dropped, so that person is enriched instead)."""
-    return [NewStub(h["external_id"], h["display_name"], _kept_profile(h["profile"])) for h in rows]
+    return [
+        NewStub(
+            h["external_id"],
+            h["display_name"],
+            _kept_profile(h["profile"]),
+            tuple(str(a) for a in h.get("aliases") or ()),
+        )
+        for h in rows
+    ]
 
 
 def _profile_json(profile: Profile | None) -> dict[str, Any] | None:
@@ -338,6 +348,7 @@ def _held_json(stubs: Sequence[NewStub]) -> Jsonb:
                 "external_id": s.external_id,
                 "display_name": s.display_name,
                 "profile": _profile_json(s.profile),
+                "aliases": list(s.aliases),
             }
             for s in stubs
         ]
@@ -356,11 +367,25 @@ async def insert_stubs(
     tier: Tier,
     stubs: Sequence[NewStub],
 ) -> int:
-    """Insert ``(external_id, display_name, profile)`` stubs as queued (a profile the discovery
-    answer already carried is kept on the stub, so it is never enriched); returns how many
-    were new."""
+    """Insert ``(external_id, display_name, profile, aliases)`` stubs as queued (a profile the
+    discovery answer already carried is kept on the stub, so it is never enriched), none of
+    whom the search knows by any id; returns how many were new. Run under the search's lock.
+
+    A whole record of someone already queued as a bare web hit goes onto that stub first
+    (``attach_records``): the search page paid for the record, so the hit is never enriched."""
     if not stubs:
         return 0
+    records = [s for s in stubs if s.profile is not None]
+    if records:
+        await _all(
+            conn,
+            QUERIES["attach_records"],
+            {
+                "search_id": search_id,
+                "profiles": [Jsonb(_profile_json(s.profile)) for s in records],
+                "ids": [Jsonb([s.external_id, *s.aliases]) for s in records],
+            },
+        )
     rows = await _all(
         conn,
         QUERIES["insert_stubs"],
@@ -372,6 +397,9 @@ async def insert_stubs(
             "profiles": [
                 None if s.profile is None else Jsonb(_profile_json(s.profile)) for s in stubs
             ],
+            "aliases": [Jsonb(list(s.aliases)) for s in stubs],
+            # PDL bills a search per record returned: a record on the stub cost one credit.
+            "credits": [0 if s.profile is None else 1 for s in stubs],
         },
     )
     return len(rows)
@@ -477,9 +505,11 @@ def _kept_profile(value: object) -> Profile | None:
     if not isinstance(value, dict):
         return None
     try:
-        return Profile(**value)
+        profile = Profile(**value)
     except TypeError:
         return None
+    # JSON gave a list where the dataclass holds a tuple.
+    return dataclasses.replace(profile, aliases=tuple(profile.aliases))
 
 
 async def keep_enriched_profile(
@@ -523,11 +553,22 @@ async def query_in_space(pool: AsyncPool, search_id: uuid.UUID, model: ModelInUs
 async def upsert_candidate(
     conn: AsyncConn, record: CandidateRecord, embedding: Sequence[float], space: ModelSpace
 ) -> uuid.UUID:
+    """Ingest ``record`` into the row of the person it is, known by any of their ids (a new
+    row when none is there)."""
+    external_id = record.external_id
+    ids = [external_id, *record.aliases]
+    if record.aliases:
+        known = await _one(
+            conn, QUERIES["candidate_by_ids"], {"ids": ids, "external_id": external_id}
+        )
+        if known is not None:
+            external_id = str(known["external_id"])
     row = await _one(
         conn,
         _IN_SPACE.get("upsert_candidate", space),
         {
-            "external_id": record.external_id,
+            "external_id": external_id,
+            "aliases": ids,
             "source": record.source,
             "full_name": record.full_name,
             "headline": record.headline,
@@ -783,9 +824,11 @@ async def record_provider_calls(
     calls: Sequence[CallRecord],
     *,
     discovery: bool,
+    attempt: int | None = None,
 ) -> None:
     """Ledger rows for ``calls`` (made for ``search_id`` by ``tier``); the search's credit
-    total and, for discovery calls, the tier's call count follow in the same statement."""
+    total, for discovery calls the tier's call count, and for an enrichment the credits of
+    the attempt it was for (``attempt``: the stub's id) follow in the same statement."""
     if not calls:
         return
     async with single_statement(pool) as conn:
@@ -795,6 +838,7 @@ async def record_provider_calls(
                 "search_id": search_id,
                 "tier": tier.value,
                 "discovery": discovery,
+                "attempt": attempt,
                 "providers": [c.provider for c in calls],
                 "kinds": [c.kind for c in calls],
                 "credits": [c.credits for c in calls],
@@ -805,6 +849,12 @@ async def record_provider_calls(
 
 async def credits_by_provider(conn: AsyncConn, search_id: uuid.UUID) -> list[Row]:
     return await _all(conn, QUERIES["credits_by_provider"], {"search_id": search_id})
+
+
+async def credits_on_results(conn: AsyncConn, search_id: uuid.UUID) -> int:
+    """The credits the search spent on people who became its results."""
+    row = await _one(conn, QUERIES["credits_on_results"], {"search_id": search_id})
+    return 0 if row is None else int(row["credits"])
 
 
 async def corpus_skills(conn: AsyncConn, limit: int) -> list[str]:

@@ -301,6 +301,8 @@ class SearchSummary:
     candidate_counts: dict[str, int] = field(default_factory=dict)
     credits: list[Row] = field(default_factory=list)
     """Per provider: credits spent and enrichment calls made (the ledger)."""
+    credits_on_results: int = 0
+    """What the search paid for the people who became its results."""
 
 
 def _all_counts(counts: dict[str, int]) -> dict[str, int]:
@@ -361,7 +363,8 @@ async def search_summary(
         tiers = await repo.tiers_of_search(conn, search_id)
         counts = await repo.candidate_counts(conn, search_id)
         credits = await repo.credits_by_provider(conn, search_id)
-    return SearchSummary(search, tiers, _all_counts(counts), credits)
+        on_results = await repo.credits_on_results(conn, search_id)
+    return SearchSummary(search, tiers, _all_counts(counts), credits, on_results)
 
 
 async def list_searches(

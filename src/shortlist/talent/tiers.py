@@ -179,7 +179,12 @@ class TierQueue:
         if claimed.held:
             # People an earlier page brought beyond the shortfall: taken before the provider
             # is asked (and paid) for another page.
-            fresh = [s for s in claimed.held if s.external_id not in known]
+            fresh = [
+                s
+                for s in claimed.held
+                if s.external_id not in known
+                and (s.profile is not None or known.isdisjoint(s.aliases))
+            ]
             await self._record_page(
                 worker_id, claimed, fresh, not claimed.provider_done, fetched=False
             )
@@ -264,6 +269,7 @@ class TierQueue:
         page: DiscoveryPage, known: set[str], *, role: str | None = None
     ) -> tuple[list[NewStub], bool]:
         fresh: dict[str, NewStub] = {}
+        page_ids: list[set[str]] = []
         for stub in page.stubs:
             # A web result's title says what the person does; one who does something else is
             # not worth an enrichment (paid) to find out.
@@ -274,12 +280,20 @@ class TierQueue:
                 and not title_holds_role(role, stub.headline)
             ):
                 continue
-            # Known by any of their ids (a PDL record's older LinkedIn slugs): not again.
-            if stub.external_id not in known and known.isdisjoint(stub.aliases):
-                fresh.setdefault(
-                    stub.external_id,
-                    NewStub(stub.external_id, stub.display_name[:200], stub.profile),
-                )
+            # Known by any of their ids (a PDL record's older LinkedIn slugs, its PDL id): not
+            # again — except a whole record known only by another id, which may still spare
+            # the enrichment of that person's queued web hit (repo.insert_stubs attaches it;
+            # the database decides, under the search's lock).
+            ids = {stub.external_id, *stub.aliases}
+            if stub.external_id in known or (stub.profile is None and not known.isdisjoint(ids)):
+                continue
+            if any(not ids.isdisjoint(taken) for taken in page_ids):
+                continue  # the same person twice on one page
+            page_ids.append(ids)
+            fresh.setdefault(
+                stub.external_id,
+                NewStub(stub.external_id, stub.display_name[:200], stub.profile, stub.aliases),
+            )
         # A page of people all known still advances (the next page may have new ones); an
         # empty page ends the tier whatever has_more says, so a confused provider cannot keep
         # it paging forever.

@@ -120,6 +120,9 @@ class BriefOut(_Out):
 class CreditsOut(_Out):
     total: int
     by_provider: dict[str, int]
+    on_results: int
+    """Of the total, what was spent on the people who became results (a search record's
+    credit, or the enrichment's)."""
 
 
 class BudgetOut(_Out):
@@ -305,6 +308,7 @@ async def get_search(
         credits=CreditsOut(
             total=record.credits_spent,
             by_provider={str(c["provider"]): int(c["credits"]) for c in summary.credits},
+            on_results=summary.credits_on_results,
         ),
         enrichments=sum(int(c["enrichments"]) for c in summary.credits),
         budget=BudgetOut(credits=record.credit_budget, reached=record.budget_reached),

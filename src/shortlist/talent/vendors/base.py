@@ -99,6 +99,9 @@ class Profile:
     email_on_file: bool = False
     """The vendor says an address exists but did not show it (PDL Free and trial plans answer
     ``true`` for a contact field): a person one can still reach through the vendor."""
+    aliases: tuple[str, ...] = ()
+    """The person's other ids as the vendor knows them (a PDL record's older LinkedIn slugs
+    from ``profiles[]``, its PDL id): one person is one candidate under any of them."""
 
 
 # --- errors ---------------------------------------------------------------------------------

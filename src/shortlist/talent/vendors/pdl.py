@@ -158,6 +158,13 @@ class PdlPerson(BaseModel):
                 found.add(LINKEDIN_PREFIX + slug)
         return found
 
+    def ids(self) -> set[str]:
+        """Every id this record names the person by: its LinkedIn ones and its PDL id."""
+        found = self.linkedin_ids()
+        if self.id:
+            found.add(PDL_PREFIX + self.id)
+        return found
+
     def _contacts(self) -> list[object]:
         return [self.work_email, self.recommended_personal_email, *self.personal_emails]
 
@@ -192,6 +199,7 @@ class PdlPerson(BaseModel):
                 if self.linkedin_url and "://" not in self.linkedin_url
                 else self.linkedin_url
             ),
+            aliases=tuple(sorted(self.ids() - {external_id})),
         )
 
 
@@ -563,7 +571,7 @@ class PdlTalentAPI:
                     username=profile.username,
                     display_name=profile.full_name or profile.username,
                     profile=profile,
-                    aliases=tuple(sorted(person.linkedin_ids() - {external_id})),
+                    aliases=profile.aliases,
                 )
             )
         has_more = bool(body.scroll_token) and bool(body.data)
