@@ -13,10 +13,10 @@ from dataclasses import replace
 
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import first_space
-from shortlist.sources.base import Profile
 from shortlist.talent import repository as repo
 from shortlist.talent.models import NewStub, Tier
 from shortlist.talent.repository import CandidateRecord
+from shortlist.talent.vendors.base import Profile
 from tests.fakes import hash_embed
 from tests.integration.rows import insert_search, one
 
