@@ -1,8 +1,10 @@
 """The audit log: who saw whose contact details, when, in which search — and who erased whom.
 
-Recorded on every read that hands out e-mail addresses or profile links: a page of
+Recorded on every read that hands out e-mail addresses, profile links or names: a page of
 ``GET /api/results`` (and each batch of an event stream's ``result`` rows), the CSV export, a
-search's hidden people, a candidate's detail; and on every erasure. Read by admins only
+search's hidden people, a candidate's detail, a recruiter's shortlist (``GET /api/shortlist``),
+the backfill attempts a page or a stream shows (``attempts``: a name and a LinkedIn id each,
+named by attempt id); and on every erasure. Read by admins only
 (``GET /api/audit``, ``shortlist audit``), filtered by person and by token.
 
 A row names people by candidate id only, never by name or address; after an erasure the id
@@ -21,7 +23,9 @@ from shortlist.db.types import AsyncConn
 
 QUERIES = load_queries("shortlist", "audit.sql")
 
-Action = Literal["results", "stream", "export", "candidate", "hidden", "forget", "purge"]
+Action = Literal[
+    "results", "stream", "export", "candidate", "hidden", "forget", "purge", "shortlist", "attempts"
+]
 MAX_ENTRIES = 1000
 
 
@@ -33,11 +37,13 @@ async def record(
     *,
     search_id: uuid.UUID | None = None,
     actor: str | None = None,
+    attempt_ids: Sequence[int] = (),
 ) -> None:
     """One audit row in the caller's transaction (``who`` None: an operator at the CLI,
     named ``actor``). Nothing is recorded for a read that showed nobody."""
     ids = sorted({i for i in candidate_ids if i is not None}, key=str)
-    if not ids and action not in ("forget", "purge"):
+    attempts = sorted(set(attempt_ids))
+    if not ids and not attempts and action not in ("forget", "purge"):
         return
     await conn.execute(
         QUERIES["record"],
@@ -47,6 +53,7 @@ async def record(
             "action": action,
             "search_id": search_id,
             "candidate_ids": ids,
+            "attempt_ids": attempts,
         },
     )
 
@@ -80,6 +87,7 @@ async def entries(
             "action": r["action"],
             "searchId": None if r["search_id"] is None else str(r["search_id"]),
             "candidateIds": [str(c) for c in r["candidate_ids"]],
+            "attemptIds": [int(a) for a in r["attempt_ids"]],
         }
         for r in await cur.fetchall()
     ]

@@ -364,3 +364,64 @@ async def test_attempts_and_held_people_of_long_finished_searches_are_scrubbed(
     assert old["external_id"].startswith("forgotten:") and old["display_name"] is None
     assert old["enriched_profile"] is None and old["held"] == []
     assert new["external_id"] == "pdl:x" and new["held"] != []
+
+
+# --- point 7: the audit log covers the shortlist and the attempts -------------------------------
+
+
+async def test_the_shortlist_and_attempts_handed_out_are_audited(
+    client: httpx.AsyncClient, services: Services, make_token: MakeToken
+) -> None:
+    rita = await make_token("rita", Role.recruiter)
+    [token] = await sql(services, "SELECT id FROM api_tokens WHERE name = 'rita'")
+    [jane] = await sql(
+        services,
+        "INSERT INTO candidates (source, full_name, profile_url) VALUES ('import', 'Jane Doe',"
+        " 'https://www.linkedin.com/in/jane-doe') RETURNING id",
+    )
+    await sql(
+        services,
+        "INSERT INTO candidate_marks (recruiter_token_id, candidate_id, status) VALUES"
+        " (%s, %s, 'shortlisted')",
+        token["id"],
+        jane["id"],
+    )
+    [search] = await sql(
+        services,
+        "INSERT INTO searches (owner_token_id, query, target_count, query_embedding) VALUES"
+        " (%s, 'firmware', 10, array_fill(0.05, ARRAY[384])::vector) RETURNING id",
+        token["id"],
+    )
+    [stub] = await sql(
+        services,
+        "INSERT INTO search_candidates (search_id, external_id, tier, status, display_name,"
+        " last_error) VALUES (%s, 'linkedin:joe-bloggs', 'serp', 'failed_transient',"
+        " 'Joe Bloggs', 'timeout') RETURNING id",
+        search["id"],
+    )
+    listed = await client.get("/api/shortlist", headers=auth(rita))
+    assert listed.status_code == 200 and "jane-doe" in listed.text
+    results = await client.get(
+        "/api/results", params={"searchId": str(search["id"])}, headers=auth(rita)
+    )
+    assert results.status_code == 200 and "Joe Bloggs" in results.text
+    rows = await sql(
+        services,
+        "SELECT action, token_id, search_id, candidate_ids, attempt_ids FROM audit_log ORDER BY id",
+    )
+    assert rows == [
+        {
+            "action": "shortlist",
+            "token_id": token["id"],
+            "search_id": None,
+            "candidate_ids": [jane["id"]],
+            "attempt_ids": [],
+        },
+        {
+            "action": "attempts",
+            "token_id": token["id"],
+            "search_id": search["id"],
+            "candidate_ids": [],
+            "attempt_ids": [stub["id"]],
+        },
+    ]

@@ -335,6 +335,7 @@ async def results_page(
         hidden = await marks.annotate_results(conn, search, rows)
     if audit_as is not None:
         await record_contact_views(services.pool, principal, audit_as, rows, search_id)
+        await record_attempt_views(services.pool, principal, attempts, search_id)
     next_after = int(rows[-1]["rank"]) if rows else after
     return ResultsPage(search, rows, _all_counts(counts), attempts, next_after, hidden)
 
@@ -351,6 +352,23 @@ async def record_contact_views(
     if shown:
         async with pool.connection() as conn, conn.transaction():
             await audit.record(conn, principal, action, shown, search_id=search_id)
+
+
+async def record_attempt_views(
+    pool: AsyncPool, principal: Principal, attempts: Sequence[Row], search_id: uuid.UUID
+) -> None:
+    """Audit the backfill attempts handed out (each names a person: a name, a LinkedIn id)."""
+    shown = [int(r["id"]) for r in attempts if not str(r["external_id"]).startswith("forgotten:")]
+    if shown:
+        async with pool.connection() as conn, conn.transaction():
+            await audit.record(
+                conn,
+                principal,
+                "attempts",
+                [r.get("candidate_id") for r in attempts],
+                search_id=search_id,
+                attempt_ids=shown,
+            )
 
 
 async def search_summary(

@@ -37,6 +37,7 @@ class AuditEntryOut(_Out):
     action: str
     search_id: str | None
     candidate_ids: list[str]
+    attempt_ids: list[int]
 
 
 class AuditOut(_Out):

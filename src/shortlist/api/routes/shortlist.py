@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from shortlist import audit
 from shortlist.api.deps import RecruiterDep, ServicesDep
 from shortlist.api.routes.searches import CandidateOut, MarkOut, _Out, candidate_out
 from shortlist.talent import marks
@@ -76,6 +77,10 @@ async def shortlist(
 ) -> ShortlistOut:
     """Your marks, newest first (an admin sees every recruiter's)."""
     rows = await marks.list_marks(services.pool, principal, status, limit)
+    # Every entry names a person (and links a profile): audited, as a results page is.
+    if rows:
+        async with services.pool.connection() as conn, conn.transaction():
+            await audit.record(conn, principal, "shortlist", [r["candidate_id"] for r in rows])
     return ShortlistOut(
         marks=[ShortlistEntryOut(**{**r, "candidate_id": str(r["candidate_id"])}) for r in rows]
     )
