@@ -15,8 +15,8 @@
    only its :data:`BROAD_WINDOW` newest matches ranked, so a word every listing has does not make a
    search read every listing (at a million, "engineer" took seconds).
    Both lists come from one statement, and the page's listings from a second; before them,
-   a small one tells the query's narrow words from its broad ones (its answer reused for
-   :data:`WORDS_TTL` seconds): two or three round trips per search. The candidates
+   a small one tells the query's narrow words from its broad ones, only for words not seen in
+   the last :data:`WORDS_TTL` seconds: two round trips per search, rarely three. The candidates
    statement also counts the facets (``shortlist.listings.facets``) on the full-text matches
    it reads anyway; the page's carries each hit's ``why`` (``shortlist.listings.why``).
 3. **Rerank** — every listing either list found is scored on its own evidence (cosine
@@ -144,30 +144,42 @@ def candidates_statement(
 
 
 WORDS_TTL = 60.0
-"""Seconds a query's narrow / broad split is reused: it follows the table's statistics, which
-ANALYZE refreshes far less often, and a popular query is then one statement shorter."""
-_words: TTLCache[tuple[object, ...], dict[str, str | None]] = TTLCache(
-    maxsize=4096, ttl=WORDS_TTL, timer=time.monotonic
+"""Seconds a word's lexemes and their narrow / broad split are reused: the split follows the
+table's statistics, which ANALYZE refreshes far less often. Kept per word, not per query: the
+words of queries repeat far more than whole queries do, so a query never asked before rarely
+needs the round trip that asks (search.sql, ``word_lexemes``)."""
+_lexemes: TTLCache[tuple[object, ...], tuple[tuple[str, bool], ...]] = TTLCache(
+    maxsize=65536, ttl=WORDS_TTL, timer=time.monotonic
 )
-"""By database (host, port, name), terms and :data:`BROAD_MATCHES`."""
+"""By database (host, port, name), word and :data:`BROAD_MATCHES`: (quoted lexeme, broad)."""
 
 
 async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
-    """``{"narrow": tsquery text, "broad": tsquery text}`` of ``terms`` (None: no such word),
-    for the candidates statement (search.sql, ``query_words``)."""
-    key = (conn.info.host, conn.info.port, conn.info.dbname, terms, BROAD_MATCHES)
-    cached = _words.get(key)
-    if cached is not None:
-        return cached
-    cur = await conn.execute(
-        QUERIES["query_words"], {"terms": terms, "broad_matches": BROAD_MATCHES}, prepare=False
-    )
-    row = await cur.fetchone()
-    words: dict[str, str | None] = {"narrow": None, "broad": None}
-    if row is not None:
-        words = {"narrow": row["narrow"], "broad": row["broad"]}
-    _words[key] = words
-    return words
+    """``{"narrow": tsquery text, "broad": tsquery text}`` of ``terms``: any of its narrow
+    lexemes, any of its broad ones (None: no such lexeme), for the candidates statement."""
+    db = (conn.info.host, conn.info.port, conn.info.dbname)
+    words = list(dict.fromkeys(terms.split()))
+    known = {w: _lexemes.get((*db, w, BROAD_MATCHES)) for w in words}
+    missing = [w for w, lexemes in known.items() if lexemes is None]
+    if missing:
+        cur = await conn.execute(
+            QUERIES["word_lexemes"],
+            {"words": missing, "broad_matches": BROAD_MATCHES},
+            prepare=False,
+        )
+        found: dict[str, list[tuple[str, bool]]] = {w: [] for w in missing}
+        for row in await cur.fetchall():
+            found[row["word"]].append((row["quoted"], bool(row["broad"])))
+        for w in missing:
+            known[w] = _lexemes[(*db, w, BROAD_MATCHES)] = tuple(found[w])
+    split: dict[bool, dict[str, None]] = {False: {}, True: {}}
+    for w in words:
+        for quoted, broad in known[w] or ():
+            split[broad][quoted] = None
+    return {
+        "narrow": " | ".join(split[False]) or None,
+        "broad": " | ".join(k for k in split[True] if k not in split[False]) or None,
+    }
 
 
 def match_terms(normalised: str, terms: str) -> str:
@@ -200,9 +212,13 @@ BROAD_MATCHES = 20_000
 """A query word more listings than this contain (by the planner's statistics) is *broad*: the
 text list ranks only its :data:`BROAD_WINDOW` newest matches (search.sql). Below it every match
 is ranked, so a corpus of fewer listings is searched exactly as before."""
-BROAD_WINDOW = 2_000
-"""The newest matches of the query's broad words that are ranked (never fewer than the
-fusion window)."""
+BROAD_WINDOW = 0
+"""The newest matches of the query's broad words that are ranked, beyond the request's fusion
+window (never fewer than that window). Zero: the window itself, as the vector list reads its k
+nearest. A broad word barely tells one listing from another (the vector list does); ranking
+its 2,000 newest matches, and counting the facets over them, was a third of PostgreSQL's work
+per search on the 100k-listing benchmark, whose every listing says "engineer". Below
+:data:`BROAD_MATCHES` (a corpus of fewer listings) nothing changes: every match is ranked."""
 FIRST_WINDOW = 40
 """The first fusion window: the calibrated score chooses the first page among the top 40 of
 each list. With the top 10 (the page) it could only reorder what each list put first, and a

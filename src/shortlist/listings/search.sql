@@ -16,32 +16,28 @@
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: query_words
--- The query's words (%(terms)s) as two tsqueries of any of them: the narrow ones and the broad
--- ones, those that by the statistics ANALYZE keeps of search_tsv (the share of listings that
--- have each of its most common lexemes) more than %(broad_matches)s listings contain. A word
--- not among those lexemes, or a table not yet analysed, is narrow. NULL: no word of that kind.
--- Each lexeme is quoted as tsquery input wants it (shortlist_quote_lexeme, migration 0016), so
--- no word of a query is read as an operator.
-WITH words AS (
-    SELECT shortlist_quote_lexeme(t.lexeme) AS quoted,
-           coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
-      FROM unnest(to_tsvector('english', %(terms)s)) AS t
-     CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
-      LEFT JOIN LATERAL (
-           SELECT e.freq
-             FROM pg_stats AS st,
-                  unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs)
-                      AS e (lexeme, freq)
-            WHERE st.schemaname = 'public'
-              AND st.tablename = 'job_listings'
-              AND st.attname = 'search_tsv'
-              AND e.lexeme = t.lexeme
-           ) AS f ON true
-)
-SELECT string_agg(quoted, ' | ') FILTER (WHERE NOT broad) AS narrow,
-       string_agg(quoted, ' | ') FILTER (WHERE broad) AS broad
-  FROM words
+-- name: word_lexemes
+-- Each word of %(words)s (a query's words, split at white space as the parser splits them) with
+-- its lexemes, each quoted as tsquery input wants it (shortlist_quote_lexeme, migration 0016,
+-- so no word of a query is read as an operator), and whether it is *broad*: by the statistics
+-- ANALYZE keeps of search_tsv (the share of listings that have each of its most common
+-- lexemes), more than %(broad_matches)s listings contain it. A lexeme not among those, or a
+-- table not yet analysed, is narrow. A word without lexemes (a stop word) has no row.
+SELECT w.word, shortlist_quote_lexeme(t.lexeme) AS quoted,
+       coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
+  FROM unnest(%(words)s::text[]) AS w (word)
+ CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS t
+ CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
+  LEFT JOIN LATERAL (
+       SELECT e.freq
+         FROM pg_stats AS st,
+              unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs)
+                  AS e (lexeme, freq)
+        WHERE st.schemaname = 'public'
+          AND st.tablename = 'job_listings'
+          AND st.attname = 'search_tsv'
+          AND e.lexeme = t.lexeme
+       ) AS f ON true
 
 -- name: listing_filters
 -- What listing l must be, spliced ({listing_filters}) into each scan of candidate_ctes, so both
@@ -80,7 +76,7 @@ l.created_at >= now() - make_interval(days => %(posted_within_days)s::int)
 --           matched are %(narrow)s and %(broad)s; a place the query names is ranked but not
 --           matched (shortlist.listings.search.match_terms: "nurse in Toronto" ranks the
 --           Toronto nurses first but is no match of every Toronto listing). Every match
---           of a *narrow* word (%(narrow)s, from query_words) is ranked; of a *broad* word
+--           of a *narrow* word (%(narrow)s, from word_lexemes) is ranked; of a *broad* word
 --           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
 --           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
 --           read through the created_at index. Ranking every listing of a million that says
