@@ -18,6 +18,7 @@ from shortlist.api.routes import (
     events,
     intake,
     jobs,
+    oidc,
     pages,
     privacy,
     probes,
@@ -129,6 +130,7 @@ def create_app(services: Services) -> FastAPI:
         per_token=settings.sse_per_token, total=settings.sse_max_streams
     )
     install_error_handlers(app)
+    app.state.oidc = oidc.client_for(settings)
 
     for router in (
         probes.router,
@@ -141,6 +143,7 @@ def create_app(services: Services) -> FastAPI:
         intake.router,
         accounts_routes.router,
         account_pages.router,
+        oidc.router,
         pages.router,
     ):
         app.include_router(router)
