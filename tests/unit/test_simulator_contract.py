@@ -177,14 +177,26 @@ async def test_serpapi_shapes_limits_and_account(sim: httpx.AsyncClient) -> None
     ).json()
     assert len(page["organic_results"]) == 10
     assert all(".linkedin.com/in/" in r["link"] for r in page["organic_results"])
-    # location narrows results to people there.
-    toronto = (
-        await sim.get(
-            "/search.json", params={**params, "q": "nurse", "location": "Toronto, Ontario, Canada"}
-        )
-    ).json()
+
+    # location is where the search originates (Google Search API), not whom it returns:
+    # people there come first, people elsewhere follow on the pages after.
+    def shown(r: dict[str, Any]) -> str:
+        extensions = (r.get("rich_snippet") or {}).get("top", {}).get("extensions", [])
+        return " ".join([r["snippet"], *extensions])
+
+    toronto_params = {**params, "q": "nurse", "location": "Toronto, Ontario, Canada"}
+    toronto = (await sim.get("/search.json", params=toronto_params)).json()
     assert toronto["organic_results"]
-    assert all("Toronto" in r["displayed_link"] for r in toronto["organic_results"])
+    located = [shown(r) for r in toronto["organic_results"] if "Location:" in shown(r)]
+    assert located and all("Toronto" in text for text in located[:3])
+    later = [
+        shown(r)
+        for start in (10, 20, 30, 40)
+        for r in (await sim.get("/search.json", params={**toronto_params, "start": start}))
+        .json()
+        .get("organic_results", [])
+    ]
+    assert any("Location:" in text and "Toronto" not in text for text in later)
     # The documented empty result.
     empty = (
         await sim.get("/search.json", params={**params, "q": "underwater basket weaving sommelier"})

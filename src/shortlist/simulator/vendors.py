@@ -519,6 +519,45 @@ def _serp_link(p: Person, rng_key: str) -> str:
     return f"{link}?trk=public_profile_browsemap" if digest % 3 == 0 else link
 
 
+def _organic(p: Person, position: int, rng_key: str) -> dict[str, Any]:
+    """A LinkedIn profile as Google Organic Results show it (serpapi.com/organic-results:
+    ``position``, ``title``, ``link``, ``displayed_link``, ``snippet``, ``rich_snippet.top
+    .extensions``), in the shapes real pages take: the title "Name - Title - Company |
+    LinkedIn", or "Name - Company | LinkedIn" (no title), an en dash, no "| LinkedIn"; the
+    place, title and company as the rich snippet's extensions on some, "Location: …" in the
+    snippet on others, nothing on the rest."""
+    digest = int(hashlib.sha1(f"{rng_key}|{p.username}|shape".encode()).hexdigest()[:6], 16)
+    dash = " \u2013 " if digest % 5 == 0 else " - "
+    site = "" if digest % 7 == 0 else " | LinkedIn"
+    if digest % 4 == 0:
+        title = f"{p.full_name}{dash}{p.company}{site}"
+    else:
+        title = f"{p.full_name}{dash}{p.job_title}{dash}{p.company}{site}"
+    link = _serp_link(p, rng_key)
+    host = link.split("/")[2]
+    slug = link.split("/in/", 1)[1].split("?")[0]
+    city = p.city
+    where = (
+        ", ".join(x for x in (city.name, city.region_name, city.country_name) if x) if city else ""
+    )
+    hit: dict[str, Any] = {
+        "position": position,
+        "title": title,
+        "link": link,
+        "displayed_link": f"https://{host} \u203a in \u203a {slug}",
+        "snippet": p.summary[:160],
+    }
+    shape = (digest >> 8) % 3
+    if where and shape == 0:
+        hit["rich_snippet"] = {"top": {"extensions": [where, p.job_title, p.company]}}
+    elif where and shape == 1:
+        hit["snippet"] = (
+            f"{p.summary[:120]} · Experience: {p.company} · Location: {where}"
+            " · 500+ connections on LinkedIn."
+        )
+    return hit
+
+
 def register_serpapi_routes(
     app: FastAPI, state: SimulatorState, index: PopulationIndex, vendors: VendorState
 ) -> None:
@@ -536,8 +575,10 @@ def register_serpapi_routes(
         return serp_error(429, SERP_THROUGHPUT, headers)
 
     def place_filter(location: str, gl: str) -> Callable[[Person], bool]:
-        """``location`` ("Munich, Bavaria, Germany") or ``gl`` (a country code) narrow the
-        results to people there, as a Google search from that place would rank them."""
+        """Whether a person is where the search originates (``location`` "Munich, Bavaria,
+        Germany", ``gl`` a country code). Google Search API: ``location`` and ``gl`` set where
+        the search is made from, not whom it returns: people there rank first, the others
+        follow (a real page carries people elsewhere)."""
         parts = [fold(x.strip()) for x in location.split(",") if x.strip()]
         country = countries_by_code.get(gl.lower()) if gl else None
 
@@ -594,10 +635,9 @@ def register_serpapi_routes(
             vendors.searches_used += 1
             vendors.bill(SERPAPI, 1)
             vendors.answered(SERPAPI, key)
-            keep = place_filter(location, gl)
-            ranked = [
-                p for p in index.relevant(text, 10 * state.config.serp_max_results) if keep(p)
-            ][: state.config.serp_max_results]
+            local = place_filter(location, gl)
+            found = index.relevant(text, 10 * state.config.serp_max_results)
+            ranked = sorted(found, key=lambda p: not local(p))[: state.config.serp_max_results]
             page = ranked[start : start + SERP_PAGE]
             created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             search_id = hashlib.sha1(f"{key}|{time.time()}".encode()).hexdigest()[:24]
@@ -626,14 +666,7 @@ def register_serpapi_routes(
                     "organic_results_state": "Results for exact spelling"
                 }
                 payload["organic_results"] = [
-                    {
-                        "position": start + i + 1,
-                        "title": f"{p.full_name} - {p.job_title} - {p.company} | LinkedIn",
-                        "link": _serp_link(p, key),
-                        "displayed_link": f"{p.city.name if p.city else ''} · {p.company}",
-                        "snippet": p.summary[:160],
-                    }
-                    for i, p in enumerate(page)
+                    _organic(p, start + i + 1, key) for i, p in enumerate(page)
                 ]
                 if start + SERP_PAGE < len(ranked):
                     payload["serpapi_pagination"] = {

@@ -33,6 +33,7 @@ from shortlist.privacy import person_keys, suppressed_among
 from shortlist.queue import LeaseTable
 from shortlist.talent import marks
 from shortlist.talent import repository as repo
+from shortlist.talent.constraints import ConstraintKind, Held, Wanted, judge
 from shortlist.talent.models import (
     ClaimedTier,
     NewStub,
@@ -131,6 +132,22 @@ def page_size(wanted: int) -> int:
     return max(MIN_PAGE_SIZE, min(wanted, MAX_PAGE_SIZE))
 
 
+def acceptable_web_hit(stub: ProfileStub, role: str | None, wanted: Wanted | None) -> bool:
+    """Whether a web result may be someone the brief accepts, read from the page itself before
+    anyone pays to enrich them: not when its title says for sure they do other work (and
+    nothing else on the page says they do this), nor when it shows them in a place the brief
+    excludes (another country, as the brief's judge would find after the purchase)."""
+    said_other_work = bool(role and stub.headline and not title_holds_role(role, stub.headline))
+    if said_other_work and not (role and title_holds_role(role, stub.page_text)):
+        return False
+    if wanted is not None and wanted.place is not None and stub.location:
+        held = Held(location=stub.location, years=None, skills=())
+        failure = judge(wanted, held).failure
+        if failure is not None and failure.kind is ConstraintKind.location:
+            return False
+    return True
+
+
 class TierQueue:
     """:class:`shortlist.queue.Queue` over ``search_tiers``."""
 
@@ -226,7 +243,12 @@ class TierQueue:
                 await repo.complete_search_if_done(conn, search_id)
             return
         page = await self._without_forgotten(page)
-        stubs, has_more = self._fresh_stubs(page, known, role=recognised_role(claimed.search))
+        stubs, has_more = self._fresh_stubs(
+            page,
+            known,
+            role=recognised_role(claimed.search),
+            wanted=Wanted.of(claimed.search.location, None, ()),
+        )
         # People the recruiter already handled are in `known`; the page counts them.
         await marks.record_hidden_discovered(
             self.pool,
@@ -266,19 +288,16 @@ class TierQueue:
 
     @staticmethod
     def _fresh_stubs(
-        page: DiscoveryPage, known: set[str], *, role: str | None = None
+        page: DiscoveryPage,
+        known: set[str],
+        *,
+        role: str | None = None,
+        wanted: Wanted | None = None,
     ) -> tuple[list[NewStub], bool]:
         fresh: dict[str, NewStub] = {}
         page_ids: list[set[str]] = []
         for stub in page.stubs:
-            # A web result's title says what the person does; one who does something else is
-            # not worth an enrichment (paid) to find out.
-            if (
-                role
-                and stub.profile is None
-                and stub.headline
-                and not title_holds_role(role, stub.headline)
-            ):
+            if stub.profile is None and not acceptable_web_hit(stub, role, wanted):
                 continue
             # Known by any of their ids (a PDL record's older LinkedIn slugs, its PDL id): not
             # again — except a whole record known only by another id, which may still spare

@@ -68,8 +68,13 @@ class ProfileStub:
     """Other external ids of the same person (a PDL record's older LinkedIn slugs, from its
     ``profiles``): a person already known by one of them is not taken again."""
     headline: str = ""
-    """What the discovery answer says the person does (a search result's title: "Backend
-    Engineer"), before anyone pays to enrich them; empty when it says nothing."""
+    """What the discovery answer says for sure the person does (a search result's title:
+    "Backend Engineer"), before anyone pays to enrich them; empty when it does not say."""
+    page_text: str = ""
+    """The rest of what a web result shows of them (a title segment that may be their title or
+    their company, the rich snippet, the snippet): evidence for their role, never against."""
+    location: str = ""
+    """Where the web result shows them ("Berlin, Berlin, Germany"); empty when it does not."""
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,15 @@ host (``de.linkedin.com/in/x?trk=…``) is the same profile as ``www.linkedin.co
 from __future__ import annotations
 
 import logging
+import re
 import time
+from dataclasses import dataclass
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortlist.config import Settings
-from shortlist.places import Place, PlaceKind
+from shortlist.places import Place, PlaceKind, resolve
 from shortlist.talent.vendors.base import (
     DiscoveryPage,
     ProfileStub,
@@ -61,13 +63,33 @@ _ACCOUNT_TIMEOUT = 10.0
 _OUT_OF_SEARCHES = "run out of searches"
 
 
+class _RichSnippetPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    extensions: list[Text] = Field(default_factory=list)
+
+
+class _RichSnippet(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    top: _RichSnippetPart | None = None
+
+
 class _Organic(BaseModel):
+    """Google Organic Results API (serpapi.com/organic-results): ``position``, ``title``,
+    ``link``, ``displayed_link``, ``snippet``, ``rich_snippet`` {``top`` {``extensions``}}."""
+
     model_config = ConfigDict(extra="ignore")
 
     position: int | None = None
     title: Text = ""
     link: Text = ""
     snippet: Text = ""
+    rich_snippet: _RichSnippet | None = None
+
+    def extensions(self) -> list[str]:
+        top = self.rich_snippet.top if self.rich_snippet is not None else None
+        return [e for e in (top.extensions if top is not None else []) if e.strip()]
 
 
 class _Pagination(BaseModel):
@@ -120,15 +142,49 @@ def search_params(text: str, page: int, place: Place | None, api_key: str) -> di
     return params
 
 
-def _display_name(title: str) -> str:
-    # "Jane Doe - Backend Engineer - Acme | LinkedIn": the name comes first.
-    return title.split(" - ")[0].split(" | ")[0].strip()
+# A LinkedIn profile's page title as Google shows it, in the shapes it takes: "Jane Doe -
+# Backend Engineer - Acme | LinkedIn" (name, title, company), "Jane Doe - Acme | LinkedIn"
+# (name, then the title OR the company: which one, the page does not say), with an en or em
+# dash, with "| LinkedIn" cut off by Google's title length or missing, and "…" where Google
+# truncated it.
+_SEGMENT = re.compile(r"\s+[-\u2013\u2014|]\s+")
+_SITE_SUFFIX = re.compile(r"\s*[|\-\u2013\u2014]\s*linkedin\s*$", re.IGNORECASE)
+# "… · Location: Berlin, Germany · 500+ connections on LinkedIn" (the snippet of a profile)
+_SNIPPET_LOCATION = re.compile(r"\bLocation:\s*([^·|\n]+)", re.IGNORECASE)
 
 
-def _headline(title: str) -> str:
-    # "Jane Doe - Backend Engineer - Acme | LinkedIn": what they do comes second.
-    parts = title.split(" | ")[0].split(" - ")
-    return parts[1].strip() if len(parts) >= 2 else ""
+@dataclass(frozen=True)
+class PageTitle:
+    """What a profile result's title says: the name, what the person does when the title
+    shows it for sure (three segments: name, title, company), and the second segment of a
+    two-segment title (their title or their company: unknown which)."""
+
+    name: str
+    headline: str
+    either: str
+
+
+def page_title(title: str) -> PageTitle:
+    text = _SITE_SUFFIX.sub("", title.strip()).strip().rstrip("…").rstrip(".").strip()
+    parts = [p.strip() for p in _SEGMENT.split(text) if p.strip()]
+    if not parts:
+        return PageTitle("", "", "")
+    if len(parts) >= 3:
+        return PageTitle(parts[0], " - ".join(parts[1:-1]), "")
+    return PageTitle(parts[0], "", parts[1] if len(parts) == 2 else "")
+
+
+def displayed_location(hit: _Organic) -> str:
+    """Where the page says the person is: the place among the rich snippet's extensions
+    ("Berlin, Berlin, Germany · Backend Engineer · Acme"), or the snippet's "Location: …"."""
+    for extension in hit.extensions():
+        # "City, Region, Country" (a company is rarely written so; a one-word company may
+        # share a town's name, so a bare word counts only as a country).
+        place = resolve(extension)
+        if place is not None and ("," in extension or place.kind is PlaceKind.country):
+            return extension.strip()
+    match = _SNIPPET_LOCATION.search(hit.snippet)
+    return match.group(1).strip() if match else ""
 
 
 def _cached(response: httpx.Response) -> bool:
@@ -274,12 +330,17 @@ class SerpApiSearch:
             external_id = canonical_external_id(linkedin=hit.link, provider="", provider_id=None)
             if external_id is None:
                 continue  # not a profile page (a company page, a post …)
+            title = page_title(hit.title)
             stubs.append(
                 ProfileStub(
                     external_id=external_id,
                     username=external_id.split(":", 1)[1],
-                    display_name=_display_name(hit.title) or external_id,
-                    headline=_headline(hit.title),
+                    display_name=title.name or external_id,
+                    headline=title.headline,
+                    page_text=" · ".join(
+                        t for t in (title.either, *hit.extensions(), hit.snippet) if t
+                    ),
+                    location=displayed_location(hit),
                 )
             )
         has_more = bool(body.organic_results) and bool(
