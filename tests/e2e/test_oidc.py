@@ -5,6 +5,7 @@ leaves the other sign-ins under way alone."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -378,3 +379,30 @@ def test_unreachable_issuer_pauses_sso_without_stopping_the_server(
         time.sleep(0.05)
     assert len(paused) == 1 and paused[0].exc_info is None
     assert provider.issuer in paused[0].getMessage()
+
+
+def test_waiting_on_the_issuer_holds_no_database_connection(
+    oidc_provider_factory: Callable[..., OidcProvider],
+    live_server_factory: Callable[..., LiveServer],
+) -> None:
+    """A server with one pooled connection: while a sign-in waits on an issuer that accepted
+    the connection and does not answer, the database is still there for everyone else."""
+    provider = oidc_provider_factory()  # its socket listens; nothing answers on it: the test
+    provider.sock.settimeout(30)  # accepts the server's connections to the issuer itself
+    server = live_server_factory(
+        settings_overrides=provider.settings(), use_simulator=False, workers=set(), pool_max=1
+    )
+    warm_up, _ = provider.sock.accept()  # the discovery started with the server
+    warm_up.close()  # fails at once: the next sign-in asks the issuer again
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        login = pool.submit(httpx.get, server.url("/auth/oidc/login"), timeout=60)
+        waiting, _ = provider.sock.accept()  # the sign-in is waiting on the issuer now
+        try:
+            ready = httpx.get(server.url("/readyz"), timeout=30)
+            assert ready.status_code == 200, ready.text
+            assert not login.done()
+        finally:
+            waiting.close()
+        answer = login.result(60)
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == "sso_unavailable"
