@@ -1,22 +1,22 @@
-"""Fixtures for tests of the HTTP API, loaded with ``pytest_plugins = ["tests.api_fixtures"]``
-(not imported: pytest registers the module itself).
+"""Fixtures for tests of the HTTP API, imported by ``tests/integration/conftest.py`` and
+``tests/e2e/conftest.py``.
 
 * ``settings`` — for the per-test database, samples off, rate limit off; override this fixture
   in a test module to change settings.
 * ``embedder`` — a ``FakeEmbedder``; ``services``, ``app``, ``client`` (httpx over ASGI, peer
   ``127.0.0.1``) are built on it.
 * ``make_token`` — ``await make_token(name, Role.company)`` → a plain API token.
-* ``embed_pending`` — ``await embed_pending()`` does what the indexer does, synchronously:
-  vectors from the same embedder, status flip in the same transaction; returns the count.
+* ``embed_pending`` — ``await embed_pending()`` runs the product's job-listings indexer (its
+  queue on the queue worker, with ``embedder``) until no listing is pending; returns how many
+  listings it embedded.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
 
 import httpx
-import numpy as np
 import pytest
 from fastapi import FastAPI
 
@@ -26,8 +26,11 @@ from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
+from shortlist.indexer import LISTINGS, EmbeddingQueue
+from shortlist.queue import QueueWorker, WorkerConfig
 from shortlist.queue.notify import Notifier
 from tests.fakes import FakeEmbedder
+from tests.helpers import wait_for
 
 # The socket peer ASGITransport reports for every request.
 CLIENT_PEER = ("127.0.0.1", 50000)
@@ -91,38 +94,62 @@ def make_token(pool: AsyncPool) -> MakeToken:
     return make
 
 
-def listing_text(row: dict[str, Any]) -> str:
-    """The text the indexer embeds for a listing (``job_listings_text`` in indexer.sql)."""
-    return (
-        f"{row['job_title']} at {row['company_name']}, {row['city_location']}\n{row['description']}"
-    )
+async def _waiting_listings(pool: AsyncPool) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM job_listings WHERE embedding_status = 'pending'"
+        )
+        row = await cur.fetchone()
+    return int(row["n"]) if row else 0
 
 
-_SELECT_PENDING = (
-    "SELECT id, job_title, company_name, city_location, description FROM job_listings"
-    " WHERE embedding_status = 'pending'"
-)
-_WRITE_VECTOR = (
-    "UPDATE job_listings SET embedding = %s, embedding_status = 'embedded',"
-    " embedded_at = now(), embedded_hash = content_hash WHERE id = %s"
-)
+async def _embedded_listings(pool: AsyncPool) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM job_listings WHERE embedding_status = 'embedded'"
+        )
+        row = await cur.fetchone()
+    return int(row["n"]) if row else 0
 
 
 @pytest.fixture
-def embed_pending(pool: AsyncPool, embedder: FakeEmbedder) -> EmbedPending:
+def embed_pending(services: Services) -> EmbedPending:
     async def embed() -> int:
-        async with pool.connection() as conn:
-            cur = await conn.execute(_SELECT_PENDING)
-            rows = await cur.fetchall()
-            if not rows:
-                return 0
-            vectors = await embedder.embed([listing_text(r) for r in rows])
-            params = [
-                (np.asarray(v, dtype=np.float32), r["id"])
-                for r, v in zip(rows, vectors, strict=True)
-            ]
-            async with conn.transaction(), conn.cursor() as wcur:
-                await wcur.executemany(_WRITE_VECTOR, params)
-        return len(rows)
+        # The product's job-listings indexer (its queue on the queue worker, with the test's
+        # embedder), polling often, until no listing waits for a vector.
+        before = await _embedded_listings(services.pool)
+        queue = EmbeddingQueue(
+            services.pool,
+            services.embedder,
+            LISTINGS,
+            spaces=services.spaces,
+            duplicate_distance=services.settings.duplicate_distance,
+        )
+        config = WorkerConfig(
+            batch_size=services.settings.indexer_batch_size,
+            poll_interval=0.02,
+            backoff_base=0.05,
+            backoff_max=0.5,
+            grace=5.0,
+        )
+        stop = asyncio.Event()
+        worker = asyncio.create_task(QueueWorker(queue, config).run(stop))
+        try:
+            # A deadline for the largest corpora of these tests (2,000 listings, ~16 batches).
+            await wait_for(
+                lambda: _none_waiting(services.pool, worker),
+                timeout=180.0,
+                message="no listing pending",
+            )
+        finally:
+            stop.set()
+            await worker
+        return await _embedded_listings(services.pool) - before
 
     return embed
+
+
+async def _none_waiting(pool: AsyncPool, worker: asyncio.Task[None]) -> bool:
+    if worker.done():
+        worker.result()  # the worker's own failure, raised here
+    return await _waiting_listings(pool) == 0
