@@ -260,6 +260,11 @@ class Settings(BaseSettings):
     """Least seconds between two requests to one host, from every process (robots.txt's
     Crawl-delay lengthens it)."""
     crawl_timeout: float = Field(30.0, gt=0)
+    crawl_fetch_deadline: float = Field(120.0, gt=0)
+    """Seconds one crawler request may take in all (a server sending a byte now and then never
+    times out a read)."""
+    crawl_deadline: float = Field(900.0, gt=0)
+    """Seconds one crawl of a source may take in all; past it the crawl fails transiently."""
     crawl_max_bytes: int = Field(20_000_000, ge=1000)
     """Largest response read; a larger page is refused."""
     crawl_max_redirects: int = Field(5, ge=0, le=20)

@@ -294,6 +294,24 @@ async def test_a_careers_site_publishes_in_its_configured_company_name_only(
     assert (await rows(pool, spec))["se-1"]["company_name"] == "Site Co"
 
 
+async def test_a_sitemap_lists_pages_of_its_own_host_only(
+    pool: AsyncPool, settings: Settings, boards: FakeBoards
+) -> None:
+    base = boards.base_url
+    elsewhere = base.replace("127.0.0.1", "localhost")  # the same server, another host name
+    boards.pages["/sitemap.xml"] = (
+        "application/xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{base}/jobs/a</loc></url><url><loc>{elsewhere}/jobs/other</loc></url>"
+        "</urlset>",
+    )
+    for key in ("a", "other"):
+        boards.pages[f"/jobs/{key}"] = ("text/html", job_posting_page(f"Job {key}", identifier=key))
+    source = await service.add_source(pool, settings, f"{base}/sitemap.xml", "Sitemap Co")
+    assert (await crawl(pool, settings, source.id)).outcome.new == 1
+    assert not boards.served("/jobs/other")
+
+
 async def test_sitemap_source_and_partial_outage(
     pool: AsyncPool, settings: Settings, boards: FakeBoards
 ) -> None:

@@ -4,21 +4,27 @@ this user alone can write, and source specs shown without credentials."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from shortlist.embedding.onnx_model import default_model_path, ensure_graph, graph_path
-from shortlist.errors import ConfigError
+from shortlist.errors import ConfigError, TransientError
+from shortlist.listings.sources import fetch
 from shortlist.redact import redact_emails
 from shortlist.status import spec_shown
 from shortlist.talent import brief
 from shortlist.talent.brief import find_role, find_skills
+from tests.job_boards import FakeBoards
 
 # --- point 13: the redactor ------------------------------------------------------------------
 
@@ -105,3 +111,107 @@ def test_a_source_spec_is_shown_without_its_credentials() -> None:
         "https://careers.example/jobs"
     )
     assert spec_shown("greenhouse:acme") == "greenhouse:acme"
+
+
+# --- points 8, 9: the crawler -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("64:ff9b::a9fe:a9fe", False),  # NAT64 of 169.254.169.254 (cloud metadata)
+        ("64:ff9b:1::a00:1", False),  # local-use NAT64 of 10.0.0.1
+        ("2002:7f00:1::", False),  # 6to4 of 127.0.0.1
+        ("::127.0.0.1", False),  # IPv4-compatible
+        ("::ffff:10.0.0.1", False),  # mapped
+        ("::1", False),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", False),  # Teredo of 10.0.0.1
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8
+        ("2606:4700:4700::1111", True),
+        ("8.8.8.8", True),
+    ],
+)
+def test_ipv6_forms_of_private_addresses_are_refused(address: str, public: bool) -> None:
+    assert fetch._is_public(address) is public
+
+
+def _policy(**overrides: Any) -> fetch.FetchPolicy:
+    return fetch.FetchPolicy(user_agent="shortlist-test", host_delay=0, **overrides)
+
+
+async def test_the_crawler_connects_to_the_address_it_checked(monkeypatch: Any) -> None:
+    boards = FakeBoards().start()
+    try:
+        boards.pages["/careers"] = ("text/html", "<p>jobs</p>")
+        port = urlsplit(boards.base_url).port
+        loop = asyncio.get_running_loop()
+        real = loop.getaddrinfo
+        answers: list[str] = []
+
+        async def rebinding(host: Any, *args: Any, **kwargs: Any) -> Any:
+            # The name's first answer is the address checked; every later one points elsewhere
+            # (an unroutable address: a connection there would never be made).
+            if host != "rebind.test":
+                return await real(host, *args, **kwargs)
+            answers.append(host)
+            address = "127.0.0.1" if len(answers) == 1 else "10.255.255.1"
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+        monkeypatch.setattr(loop, "getaddrinfo", rebinding)
+        # 127.0.0.1 stands for a public address here: the check approves only it.
+        monkeypatch.setattr(fetch, "_is_public", lambda a: a == "127.0.0.1")
+        fetcher = fetch.Fetcher(None, _policy(timeout=3.0))  # type: ignore[arg-type]
+        try:
+            page = await asyncio.wait_for(fetcher.get(f"http://rebind.test:{port}/careers"), 30)
+        finally:
+            await fetcher.aclose()
+        assert page.status == 200 and page.body == b"<p>jobs</p>"
+        assert answers == ["rebind.test"]  # resolved once, by the check
+        [seen] = [r for r in boards.requests if r.path == "/careers"]
+        assert seen.headers["host"] == f"rebind.test:{port}"  # the URL's host, not the address
+    finally:
+        boards.stop()
+
+
+async def test_a_server_sending_a_byte_now_and_then_cannot_hold_a_fetch() -> None:
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n")
+        with contextlib.suppress(ConnectionError):
+            for _ in range(1000):
+                writer.write(b"x")
+                await writer.drain()
+                await asyncio.sleep(0.2)  # each read well within the read timeout
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    fetcher = fetch.Fetcher(
+        None,  # type: ignore[arg-type]
+        _policy(allow_private=True, timeout=5.0, fetch_deadline=1.0),
+    )
+    try:
+        with pytest.raises(TransientError, match="took more than 1 s"):
+            await asyncio.wait_for(fetcher.get(f"http://127.0.0.1:{port}/slow"), 30)
+    finally:
+        await fetcher.aclose()
+        server.close()
+
+
+async def test_robots_txt_is_read_up_to_its_cap() -> None:
+    boards = FakeBoards().start()
+    try:
+        early = "User-agent: *\nDisallow: /early/\n"
+        late = "User-agent: *\nDisallow: /late/\n"
+        filler = "# " + "x" * 98 + "\n"
+        boards.pages["/robots.txt"] = ("text/plain", early + filler * 8000 + late)  # ~800 KB
+        fetcher = fetch.Fetcher(None, _policy(allow_private=True))  # type: ignore[arg-type]
+        try:
+            parsed = await fetcher.robots(f"{boards.base_url}/careers")
+        finally:
+            await fetcher.aclose()
+        assert parsed is not None
+        assert not parsed.can_fetch(f"{boards.base_url}/early/1", "shortlist")
+        # Past the first 500 KiB: not read (RFC 9309 2.5), so not obeyed either.
+        assert parsed.can_fetch(f"{boards.base_url}/late/1", "shortlist")
+    finally:
+        boards.stop()

@@ -279,6 +279,9 @@ async def crawl(ctx: CrawlContext, url: str) -> Board:
         own = []
         if sitemap is not None:
             kind, locs = sitemap
+            # sitemaps.org: every URL of a sitemap is on the sitemap's own host; one naming
+            # another host is not this site's to list (nor the crawler's to fetch).
+            locs = [loc for loc in locs if _same_host(loc, root.url)]
             children = await _expand_index(ctx, locs) if kind == "sitemapindex" else locs
         else:
             text = root.text()
@@ -290,6 +293,10 @@ async def crawl(ctx: CrawlContext, url: str) -> Board:
         await _read_page(ctx, child, board)
     board.skipped += max(0, len(children) - ctx.max_pages)
     return board
+
+
+def _same_host(url: str, of: str) -> bool:
+    return (urlsplit(url).hostname or "").lower() == (urlsplit(of).hostname or "").lower()
 
 
 async def _expand_index(ctx: CrawlContext, sitemaps: list[str]) -> list[str]:
@@ -304,7 +311,7 @@ async def _expand_index(ctx: CrawlContext, sitemaps: list[str]) -> list[str]:
         # the pages it lists for gone.
         found = await asyncio.to_thread(sitemap_locations, fetched.body)
         if found is not None and found[0] == "urlset":
-            pages.extend(found[1])
+            pages.extend(loc for loc in found[1] if _same_host(loc, fetched.url))
         if len(pages) >= ctx.max_pages:
             break
     return pages

@@ -12,8 +12,13 @@
   (``SHORTLIST_CRAWL_MAX_REDIRECTS``), each hop checked again;
 * refuses anything but http(s) to public addresses unless ``SHORTLIST_CRAWL_ALLOW_PRIVATE``:
   every address a host name resolves to must be global (no loopback, private, link-local —
-  cloud metadata —, multicast or reserved ranges). The hosts of the API base settings are the
-  operator's own and always allowed.
+  cloud metadata —, multicast or reserved ranges, nor one of them written as IPv6: mapped,
+  IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo), and the
+  connection goes to the address checked (:class:`PinnedBackend`), never to a second answer
+  of the name (DNS rebinding); TLS and ``Host`` still name the host. The hosts of the API
+  base settings are the operator's own and always allowed;
+* gives each request a deadline in all (``SHORTLIST_CRAWL_FETCH_DEADLINE``), and parses
+  robots.txt off the event loop, its first :data:`ROBOTS_MAX_BYTES` only.
 
 Errors are typed for the crawl queue: network trouble, timeouts, 429 and 5xx are
 ``TransientError`` (the source backs off); 404/410 is :class:`PageGone`; other refusals are
@@ -27,11 +32,13 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 from protego import Protego
 
@@ -47,6 +54,9 @@ log = logging.getLogger(__name__)
 _SQL = load_queries("shortlist.listings.sources")
 ROBOTS_AGENT = "shortlist"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+ROBOTS_MAX_BYTES = 512_000
+"""robots.txt read and parsed at most (RFC 9309 2.5: a crawler must parse at least 500 KiB)."""
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 class FetchRefused(PermanentError):
@@ -80,6 +90,7 @@ class FetchPolicy:
     """``host:port`` of the operator's API bases: fetched whatever their address."""
     host_delay: float = 1.0
     timeout: float = 30.0
+    fetch_deadline: float = 120.0
     max_bytes: int = 20_000_000
     max_redirects: int = 5
 
@@ -100,6 +111,7 @@ class FetchPolicy:
             trusted_hosts=frozenset(host_key(b) for b in bases),
             host_delay=settings.crawl_host_delay,
             timeout=settings.crawl_timeout,
+            fetch_deadline=settings.crawl_fetch_deadline,
             max_bytes=settings.crawl_max_bytes,
             max_redirects=settings.crawl_max_redirects,
         )
@@ -152,15 +164,23 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        # An IPv4 address written as IPv6 reaches that IPv4 address: judged as it.
+        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if embedded is None and (
+            any(ip in net for net in _NAT64) or ip.packed[:12] == bytes(12)  # ::/96
+        ):
+            embedded = ipaddress.IPv4Address(ip.packed[-4:])
+        if embedded is not None:
+            return _is_public(str(embedded)) and not ip.is_multicast
     return ip.is_global and not ip.is_multicast
 
 
-async def check_address(url: str, policy: FetchPolicy) -> None:
+async def check_address(url: str, policy: FetchPolicy) -> str | None:
     """Raise ``FetchRefused`` unless the crawler may fetch ``url`` (scheme and address);
-    ``TransientError`` if its host cannot be resolved now."""
+    ``TransientError`` if its host cannot be resolved now. The address checked, to connect to
+    (None: a host the policy trusts whatever its address)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FetchRefused(f"only http(s) URLs are crawled, not {url[:200]!r}")
@@ -169,7 +189,7 @@ async def check_address(url: str, policy: FetchPolicy) -> None:
     except ValueError as exc:
         raise FetchRefused(f"not a valid URL: {url[:200]!r} ({exc})") from exc
     if policy.allow_private or host_key(url) in policy.trusted_hosts:
-        return
+        return None
     host = parts.hostname
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(
@@ -180,12 +200,76 @@ async def check_address(url: str, policy: FetchPolicy) -> None:
     for info in infos:
         address = str(info[4][0])
         if not _is_public(address):
-            # Checked before the connection (httpx resolves again: a name that changes its
-            # answer between the two is the residual risk, bounded by the short TTL it needs).
             raise FetchRefused(
                 f"{host} resolves to {address}, not a public address (set"
                 " SHORTLIST_CRAWL_ALLOW_PRIVATE=true to crawl private networks)"
             )
+    if not infos:
+        raise TransientError(f"cannot resolve {host}: no address")
+    return str(infos[0][4][0])
+
+
+class PinnedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend connecting each host to the address :func:`check_address`
+    checked for it (``pins``), not to whatever the name resolves to at connect time; a host
+    neither pinned nor trusted is not connected to at all. Only the TCP address changes: the
+    TLS server name and the ``Host`` header are the URL's."""
+
+    def __init__(self) -> None:
+        self.pins: dict[tuple[str, int], str | None] = {}
+        """(host, port) → the address to connect to; None: the host itself (trusted)."""
+        self._inner = httpcore.AnyIOBackend()
+
+    # httpcore's interface names the parameter ``timeout``.
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        key = (host.lower().strip("[]"), port)
+        if key not in self.pins:
+            raise httpcore.ConnectError(f"{host}:{port} was not checked before connecting")
+        return await self._inner.connect_tcp(
+            self.pins[key] or host,
+            port,
+            timeout=timeout,
+            local_address=local_address,
+            socket_options=socket_options,
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("the crawler connects to no Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def pinned_client(policy: FetchPolicy, backend: PinnedBackend) -> httpx.AsyncClient:
+    """An httpx client whose connections go through ``backend``. httpx's transport takes no
+    network backend: its connection pool is replaced by httpcore's own, built as httpx builds
+    it (``httpx/_transports/default.py``) plus the backend."""
+    transport = httpx.AsyncHTTPTransport()
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=10,
+        max_keepalive_connections=10,
+        keepalive_expiry=5.0,
+        network_backend=backend,
+    )
+    return httpx.AsyncClient(
+        transport=transport,
+        timeout=policy.timeout,
+        follow_redirects=False,
+        headers={"User-Agent": policy.user_agent},
+    )
 
 
 class Fetcher:
@@ -197,11 +281,8 @@ class Fetcher:
         self.pool = pool
         self.policy = policy
         self._own_client = client is None
-        self.client = client or httpx.AsyncClient(
-            timeout=policy.timeout,
-            follow_redirects=False,
-            headers={"User-Agent": policy.user_agent},
-        )
+        self.backend = PinnedBackend()
+        self.client = client or pinned_client(policy, self.backend)
         self._robots: dict[str, Protego | None] = {}
         self.requests = 0
         """Requests sent (robots.txt included), for the crawl's outcome and tests."""
@@ -213,7 +294,11 @@ class Fetcher:
     # -- guards ------------------------------------------------------------------------------
 
     async def check_url(self, url: str) -> None:
-        await check_address(url, self.policy)
+        """Check ``url``'s address, and pin its host to it for the connection."""
+        address = await check_address(url, self.policy)
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.backend.pins[((parts.hostname or "").lower(), port)] = address
 
     async def _pace(self, url: str, delay: float) -> None:
         """Wait for this host's next slot, reserved for us in PostgreSQL."""
@@ -238,11 +323,14 @@ class Fetcher:
             return self._robots[origin]
         robots_url = origin + "/robots.txt"
         try:
-            fetched = await self._get(robots_url, None, self.policy.host_delay, robots=False)
+            fetched = await self._get(
+                robots_url, None, self.policy.host_delay, robots=False, cap=ROBOTS_MAX_BYTES
+            )
         except (PageGone, FetchRefused):
             parsed = None  # RFC 9309 2.3.1.3: unavailable (4xx) = no restriction
         else:
-            parsed = Protego.parse(fetched.text())
+            # Parsing is CPU work (a 20 MB file took 2.2 s): off the event loop, and bounded.
+            parsed = await asyncio.to_thread(Protego.parse, fetched.text())
         self._robots[origin] = parsed
         return parsed
 
@@ -269,7 +357,13 @@ class Fetcher:
         return await self._get(url, validators, delay, robots=robots)
 
     async def _get(
-        self, url: str, validators: Validators | None, delay: float, *, robots: bool
+        self,
+        url: str,
+        validators: Validators | None,
+        delay: float,
+        *,
+        robots: bool,
+        cap: int | None = None,
     ) -> Fetched:
         current = url
         for _hop in range(self.policy.max_redirects + 1):
@@ -281,7 +375,13 @@ class Fetcher:
                     headers["If-None-Match"] = validators.etag
                 if validators.last_modified:
                     headers["If-Modified-Since"] = validators.last_modified
-            fetched = await self._one(current, headers)
+            try:
+                async with asyncio.timeout(self.policy.fetch_deadline):
+                    fetched = await self._one(current, headers, cap)
+            except TimeoutError as exc:
+                raise TransientError(
+                    f"{current[:200]} took more than {self.policy.fetch_deadline:g} s"
+                ) from exc
             if fetched.status in REDIRECTS:
                 current = urljoin(current, fetched.location or "")
                 if robots:
@@ -290,7 +390,9 @@ class Fetcher:
             return fetched
         raise FetchRefused(f"more than {self.policy.max_redirects} redirects from {url[:200]}")
 
-    async def _one(self, url: str, headers: dict[str, str]) -> Fetched:
+    async def _one(self, url: str, headers: dict[str, str], cap: int | None = None) -> Fetched:
+        """One request; ``cap``: read that many bytes at most and keep them (robots.txt), where
+        a larger body is otherwise refused."""
         self.requests += 1
         try:
             async with self.client.stream("GET", url, headers=headers) as response:
@@ -312,12 +414,20 @@ class Fetcher:
                 if status >= 400:
                     raise FetchRefused(f"{url[:200]} answered {status}")
                 length = response.headers.get("content-length")
-                if length and length.isdigit() and int(length) > self.policy.max_bytes:
+                if (
+                    cap is None
+                    and length
+                    and length.isdigit()
+                    and int(length) > self.policy.max_bytes
+                ):
                     raise FetchRefused(f"{url[:200]} is larger than {self.policy.max_bytes} bytes")
                 chunks: list[bytes] = []
                 size = 0
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)
+                    if cap is not None and size >= cap:
+                        chunks.append(chunk[: len(chunk) - (size - cap)])
+                        break
                     if size > self.policy.max_bytes:
                         raise FetchRefused(
                             f"{url[:200]} is larger than {self.policy.max_bytes} bytes"

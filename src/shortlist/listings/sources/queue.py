@@ -16,6 +16,7 @@ the diff makes idempotent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -161,9 +162,16 @@ class CrawlQueue:
             previous=previous,
         )
         try:
-            if source.kind == "careers":
-                await ctx.fetcher.check_url(source.spec)
-            return await crawl_board(ctx, source), ctx.memos
+            # A deadline for the whole crawl: a site that answers slowly page after page does
+            # not hold a crawl slot past it.
+            async with asyncio.timeout(self.settings.crawl_deadline):
+                if source.kind == "careers":
+                    await ctx.fetcher.check_url(source.spec)
+                return await crawl_board(ctx, source), ctx.memos
+        except TimeoutError as exc:
+            raise TransientError(
+                f"the crawl took more than {self.settings.crawl_deadline:g} s"
+            ) from exc
         finally:
             result.requests = ctx.fetcher.requests
             await ctx.fetcher.aclose()
