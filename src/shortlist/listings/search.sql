@@ -91,7 +91,12 @@ l.created_at >= now() - make_interval(days => %(posted_within_days)s::int)
 --   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
 WITH query AS MATERIALIZED (
     SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery AS any_word,
-           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes
+           array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes,
+           -- The words the title is compared with: the query's words but stop words ("and",
+           -- "of", "for"), which made any title with "and" or "Development" in it resemble
+           -- "teaching and curriculum development".
+           (SELECT string_agg(w, ' ') FROM regexp_split_to_table(%(terms)s, '\s+') w
+             WHERE to_tsvector('english', w) <> '') AS title_words
 ),
 nearest AS MATERIALIZED (
     SELECT l.id, l.{embedding} <=> %(vector)s::vector AS distance,
@@ -160,14 +165,14 @@ counts AS (
 -- name: candidate_lists
 -- The two lists with each listing's evidence: distance (cosine, NULL without a vector on either
 -- side), title_match (share of the query's lexemes in the title, weight A), title_similarity
--- (pg_trgm word_similarity of the query words and the title: typos).
+-- (pg_trgm word_similarity of the query's words but stop words and the title: typos).
 SELECT p.list, p.rank, l.id, l.company_name, l.job_title,
        l.{embedding} <=> %(vector)s::vector AS distance,
        coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
                     AS t (lexeme)
                   WHERE t.lexeme = ANY (query.lexemes))::float8
                 / nullif(cardinality(query.lexemes), 0), 0) AS title_match,
-       word_similarity(%(terms)s, l.job_title)::float8 AS title_similarity,
+       coalesce(word_similarity(query.title_words, l.job_title), 0)::float8 AS title_similarity,
        NULL::jsonb AS facets
   FROM (SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank, id
           FROM nearest
