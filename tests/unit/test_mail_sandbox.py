@@ -5,6 +5,8 @@ to. A message past them fails with its reason; the next message is read as usual
 from __future__ import annotations
 
 import io
+import multiprocessing.forkserver
+import os
 import time
 import zipfile
 from email.message import EmailMessage
@@ -87,5 +89,27 @@ async def test_a_message_that_needs_more_memory_than_a_parser_may_have_fails_alo
             await pool.read(huge)
         assert "ICU" in (await pool.read(_message(JOB))).description
         assert pool.replaced == 0  # a MemoryError is an answer, not a stuck process
+    finally:
+        pool.close()
+
+
+def test_parser_processes_see_none_of_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 36 point 11: a memory-safety bug in a parser library must not hand over the
+    # database URL, vendor keys or relay password.
+    monkeypatch.setenv("SHORTLIST_DATABASE_URL", "postgresql://u:s3cret@db/x")
+    monkeypatch.setenv("SHORTLIST_PDL_API_KEY", "pdl-s3cret")
+    # A forkserver an earlier test started would not have these: start one afresh with them.
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    pool = ParserPool(processes=1, timeout=60, max_bytes=1_000_000, memory_mb=512)
+    try:
+        executor = pool._pool()
+        # The forkserver and a process, started as a read starts them.
+        pool._submit(executor, b"").result(60)
+        seen = [
+            executor.submit(os.getenv, k).result(60)
+            for k in ("SHORTLIST_DATABASE_URL", "SHORTLIST_PDL_API_KEY")
+        ]
+        assert seen == [None, None]
+        assert os.environ["SHORTLIST_DATABASE_URL"] == "postgresql://u:s3cret@db/x"  # ours kept
     finally:
         pool.close()

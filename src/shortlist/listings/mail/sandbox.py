@@ -10,16 +10,28 @@ with ``MemoryError`` in its process instead of taking the host's memory from the
 PostgreSQL. The pool's processes come from a ``forkserver`` that imported the parser and its
 libraries once, so a replacement starts in milliseconds, and no process is forked from a
 server's threads (https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
+
+A parser process holds none of the server's secrets: the forkserver starts with an environment
+cleared to :data:`ENV_KEPT` (no database URL, vendor keys or relay password), and every parser
+process is forked from it. What it finds comes back as JSON text, validated into a
+:class:`Reading` by its schema on the server's side (never an object the parser built).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import resource
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+
+from pydantic import TypeAdapter, ValidationError
 
 from shortlist.errors import BadInput, TransientError
 from shortlist.listings.mail.parse import NoJob, Reading, read_message
@@ -36,6 +48,28 @@ _PRELOAD = [
     "price_parser",
     "flufl.bounce",
 ]
+
+
+ENV_KEPT = frozenset({"PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"})
+"""The only variables a parser process sees."""
+_READING = TypeAdapter(Reading)
+_forkserver_lock = threading.Lock()
+
+
+def _start_forkserver_cleared() -> None:
+    """Start the forkserver (if it is not running) with the environment cut to
+    :data:`ENV_KEPT`: the process is started from ``os.environ`` as it is at that moment, so
+    the rest is taken out for the start and put back after."""
+    with _forkserver_lock:
+        saved = dict(os.environ)
+        try:
+            for key in list(os.environ):
+                if key not in ENV_KEPT:
+                    del os.environ[key]
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 class ParseTimeout(BadInput):
@@ -62,7 +96,7 @@ def _read(raw: bytes, max_bytes: int) -> Outcome:
     """In the parser process: plain tuples cross the process boundary (exceptions with
     keyword arguments do not pickle back)."""
     try:
-        return ("ok", read_message(raw, max_bytes))
+        return ("ok", json.dumps(dataclasses.asdict(read_message(raw, max_bytes))))
     except MemoryError:
         return ("memory", "")
     except NoJob as exc:
@@ -110,6 +144,10 @@ class ParserPool:
             process.kill()
         executor.shutdown(wait=False, cancel_futures=True)
 
+    def _submit(self, executor: ProcessPoolExecutor, raw: bytes) -> Future[Outcome]:
+        _start_forkserver_cleared()
+        return executor.submit(_read, raw, self.max_bytes)
+
     async def read(self, raw: bytes) -> Reading:
         # The time limit starts when a process is free: a message waiting its turn is not
         # the one that is slow.
@@ -119,7 +157,7 @@ class ParserPool:
                 try:
                     # Submitted from a thread: the executor starts its processes inside
                     # submit(), and the first start waits for the forkserver's imports.
-                    submitted = await asyncio.to_thread(executor.submit, _read, raw, self.max_bytes)
+                    submitted = await asyncio.to_thread(self._submit, executor, raw)
                     kind, value = await asyncio.wait_for(
                         asyncio.wrap_future(submitted), self.timeout
                     )
@@ -136,8 +174,12 @@ class ParserPool:
                     if attempt:
                         raise TransientError("the parser processes keep failing") from None
         if kind == "ok":
-            assert isinstance(value, Reading)
-            return value
+            try:
+                return _READING.validate_json(str(value))
+            except ValidationError as exc:
+                raise ParseCrashed(
+                    f"the parser's answer is not a reading ({exc.error_count()} error(s))"
+                ) from None
         if kind == "nojob":
             assert isinstance(value, tuple)
             rejected_as, reason = value
