@@ -227,6 +227,8 @@ class Settings(BaseSettings):
     domain must lead to the listener."""
     mail_max_bytes: int = Field(10_000_000, ge=10_000, le=100_000_000)
     """Largest message the intake accepts (announced as ESMTP SIZE, refused with 552 above)."""
+    mail_body_timeout: float = Field(30.0, gt=0)
+    """Seconds a client may take to send a message to ``POST /api/jobs/email`` (then 408)."""
     mail_parse_timeout: float = Field(10.0, gt=0)
     """Seconds the parser process may spend on one message before it is killed and replaced."""
     mail_parse_processes: int = Field(1, ge=1, le=64)

@@ -215,3 +215,25 @@ async def test_robots_txt_is_read_up_to_its_cap() -> None:
         assert parsed.can_fetch(f"{boards.base_url}/late/1", "shortlist")
     finally:
         boards.stop()
+
+
+# --- point 16: a client that leaves mid-body ---------------------------------------------------
+
+
+async def test_a_client_leaving_mid_body_is_a_bad_request_not_a_server_error() -> None:
+    from starlette.requests import Request
+
+    from shortlist.api.routes.jobs import read_body
+    from shortlist.errors import BadInput
+
+    messages = [
+        {"type": "http.request", "body": b"From: a@b.example\r\n", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    scope = {"type": "http", "method": "POST", "headers": [], "path": "/api/jobs/email"}
+    with pytest.raises(BadInput, match="disconnected"):
+        await read_body(Request(scope, receive), 10_000, 5.0)

@@ -104,6 +104,7 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
         403: "forbidden",
         404: "not_found",
         405: "method_not_allowed",
+        408: "request_timeout",
         413: "too_large",
         415: "unsupported_media_type",
         429: "rate_limited",

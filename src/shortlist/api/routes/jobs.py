@@ -7,12 +7,15 @@ declared before ``/{id_or_slug}`` so they are never taken for a listing referenc
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from pydantic import BeforeValidator, Field
+from starlette.requests import ClientDisconnect
 
 from shortlist.api.deps import ClientIPDep, CompanyDep, ConnDep, ServicesDep
+from shortlist.errors import BadInput
 from shortlist.listings import service
 from shortlist.listings.mail.listing import to_listing
 from shortlist.listings.mail.store import posted_message_key
@@ -101,6 +104,37 @@ async def create(
     return _created(response, listing)
 
 
+async def read_body(request: Request, max_bytes: int, seconds: float) -> bytes:
+    """The request's body: 413 past ``max_bytes``, 408 past ``seconds``; a client
+    that disconnects is a 400 (it reads no answer; the log says it left). ``seconds``: the
+    time it may take in all (408 past it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise HTTPException(
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            f"the message is larger than {max_bytes} bytes",
+        )
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise HTTPException(
+                        status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                        f"the message is larger than {max_bytes} bytes",
+                    )
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HTTPException(
+            status.HTTP_408_REQUEST_TIMEOUT, f"the message took more than {seconds:g} s to send"
+        ) from None
+    except ClientDisconnect:
+        raise BadInput("the client disconnected before sending the whole message") from None
+    return b"".join(chunks)
+
+
 @router.post(
     "/email",
     status_code=status.HTTP_201_CREATED,
@@ -117,7 +151,6 @@ async def create(
 async def create_from_email(
     request: Request,
     principal: CompanyDep,
-    conn: ConnDep,
     services: ServicesDep,
     response: Response,
 ) -> ListingOut:
@@ -132,18 +165,23 @@ async def create_from_email(
             status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
             f"send the raw e-mail message with Content-Type: {EMAIL_MEDIA_TYPE}",
         )
-    raw = await request.body()
+    # The body is read whole, bounded in size and time, and parsed, before the request takes
+    # a pooled connection: a client sending slowly (or a slow message) holds none.
+    raw = await read_body(
+        request, services.settings.mail_max_bytes, services.settings.mail_body_timeout
+    )
     reading = await services.mail_parser.read(raw)
     data = to_listing(reading, principal.company)
     # The same message posted again (a client's retry, a resend) is the same listing, as a
     # redelivery is on the SMTP intake: 200 with the listing the first post made.
-    listing, created = await service.create_listing_once(
-        conn,
-        data,
-        source="email",
-        owner_token_id=principal.token_id,
-        external_id=posted_message_key(data.company_name, reading.message_id, raw),
-    )
+    async with services.pool.connection() as conn:
+        listing, created = await service.create_listing_once(
+            conn,
+            data,
+            source="email",
+            owner_token_id=principal.token_id,
+            external_id=posted_message_key(data.company_name, reading.message_id, raw),
+        )
     if not created:
         response.status_code = status.HTTP_200_OK
     return _created(response, listing)
