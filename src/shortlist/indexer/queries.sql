@@ -129,8 +129,8 @@ RETURNING t.id
 -- name: link_near_duplicates
 -- One job, one listing (job_listings only: Corpus.links_duplicates), in the transaction of
 -- store_embeddings: each just-embedded open listing, and each open listing that repeated one of
--- them (whose text has just changed), is linked to the oldest earlier listing of the same company
--- and city (shortlist_name_key, migration 0024) that is open, nobody's duplicate, and within
+-- them (whose text has just changed), is linked to the oldest earlier listing of the same company,
+-- city and title (shortlist_name_key, migration 0024), whose pay agrees, that is open, nobody's duplicate, and within
 -- %(max_distance)s cosine distance of it (config.Settings.duplicate_distance says why that
 -- figure); to none when there is none, which lists it again. Only links that change are written.
 -- The originals are locked (FOR SHARE) and read again as they are then: one closed (or linked)
@@ -153,6 +153,11 @@ WITH later AS (
                     FROM job_listings AS c
                    WHERE shortlist_name_key(c.company_name) = shortlist_name_key(n.company_name)
                      AND shortlist_name_key(c.city_location) = shortlist_name_key(n.city_location)
+                     AND shortlist_name_key(c.job_title) = shortlist_name_key(n.job_title)
+                     AND (c.salary_min_ks IS NULL OR n.salary_min_ks IS NULL
+                          OR (c.salary_min_ks, c.currency_code) = (n.salary_min_ks, n.currency_code))
+                     AND (c.salary_max_ks IS NULL OR n.salary_max_ks IS NULL
+                          OR (c.salary_max_ks, c.currency_code) = (n.salary_max_ks, n.currency_code))
                      AND c.status = 'open'
                      AND c.duplicate_of IS NULL
                      AND (c.created_at, c.id) > (n.created_at, n.id)
@@ -190,6 +195,14 @@ judged AS MATERIALIZED (
                     FROM job_listings AS c
                    WHERE shortlist_name_key(c.company_name) = shortlist_name_key(l.company_name)
                      AND shortlist_name_key(c.city_location) = shortlist_name_key(l.city_location)
+                     -- One description, another title or pay band: another job (two roles
+                     -- written from one template). A pay one side does not state is no
+                     -- disagreement.
+                     AND shortlist_name_key(c.job_title) = shortlist_name_key(l.job_title)
+                     AND (c.salary_min_ks IS NULL OR l.salary_min_ks IS NULL
+                          OR (c.salary_min_ks, c.currency_code) = (l.salary_min_ks, l.currency_code))
+                     AND (c.salary_max_ks IS NULL OR l.salary_max_ks IS NULL
+                          OR (c.salary_max_ks, c.currency_code) = (l.salary_max_ks, l.currency_code))
                      AND c.status = 'open'
                      AND c.duplicate_of IS NULL
                      AND (c.created_at, c.id) < (l.created_at, l.id)

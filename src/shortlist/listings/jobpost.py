@@ -382,3 +382,66 @@ def default_currency(city: str) -> str:
     if code in _EURO:
         return "EUR"
     return _NATIONAL.get(code or "", "USD")
+
+
+# --- what a board's description states ------------------------------------------------------
+
+# A remote statement as boards write them: "This position is US - Remote Eligible", "This role
+# is remote within Canada", "Remote-Friendly", "(Remote)". Stricter than find_work_mode's bare
+# "remote": a description mentions remote monitoring, remote teams, remote sensing.
+_STATED_REMOTE = re.compile(
+    r"\bremote[-\s]eligible\b|\bremote[-\s]friendly\b|\bremote\s(?:within|in|from|across)\s"
+    r"(?:the\s)?[A-Z][\w.]*|\b(?:position|role|job|opportunity)\sis\s(?:a\s)?(?:fully\s)?"
+    r"remote\b|\b(?:this\sis\sa|we\sare\shiring\sa)\s(?:fully\s)?remote\s(?:role|position|job)"
+    r"|\(remote\)|^\s?remote\s?$|[-–—|,]\s?remote\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def stated_work_mode(text: str) -> WorkMode | None:
+    """The work mode a posting's description states in so many words: "fully remote", "hybrid",
+    "2 days a week in the office", "on-site", "US - Remote Eligible", "remote within Canada"."""
+    head = text[:20_000]
+    if _FULLY_REMOTE.search(head):
+        return "remote"
+    if _HYBRID.search(head):
+        return "hybrid"
+    if _STATED_REMOTE.search(head):
+        return "remote"
+    if _ONSITE.search(head):
+        return "onsite"
+    return None
+
+
+def salary_in_text(text: str) -> Salary | None:
+    """The pay a description states ("$75k - $105k", "$34.62/hour", "$60,000 - $97,000/year"),
+    read as the e-mail intake reads it: a line with a pay word or a currency, and an amount."""
+    lines = [" ".join(line.split()) for line in text[:50_000].splitlines()]
+    return find_salary([line[:1000] for line in lines if line][:4000])
+
+
+# Postings that name several places in one field: "London, UK; Ontario, CAN; Remote-Friendly,
+# United States; San Francisco, CA". Within one place, commas separate city, region, country.
+_PLACE_LIST = re.compile(r"\s*(?:;|\||\s/\s|\bor\b)\s*")
+MAX_PLACES = 10
+
+
+def places_of_field(text: str) -> list[str]:
+    """The places a location field names, each as the gazetteer names it ("London",
+    "Ontario", "San Francisco"; "Remote" for a remote one), in the field's order, no repeats;
+    a part the gazetteer does not know is kept as written."""
+    from shortlist import places
+
+    out: list[str] = []
+    for part in _PLACE_LIST.split(text[:1000])[:MAX_PLACES]:
+        part = part.strip(" ,")
+        if not part:
+            continue
+        place = places.resolve(part)
+        if re.search(r"\bremote\b", part, re.IGNORECASE):
+            name = "Remote"  # "Remote-Friendly, United States": the work, not a city
+        else:
+            name = place.name if place is not None else part
+        if name not in out:
+            out.append(name)
+    return out

@@ -14,10 +14,13 @@ is read as HTTP defines it (RFC 9110 15.5.5: nothing there), the source gone.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
+from shortlist.listings import jobpost
+from shortlist.listings.models import WorkMode
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched, PageGone
@@ -30,6 +33,36 @@ def board_urls(base: str, token: str) -> tuple[str, str]:
     return root, f"{root}/jobs?content=true"
 
 
+# The board's custom fields (the job's ``metadata``: ``{"id", "name", "value", "value_type"}``,
+# Job Board API, List jobs) that say where the work is done: boards name them as they like.
+_WORKPLACE_FIELD = re.compile(
+    r"workplace|work\s?place|location\s?type|remote|work\s(?:mode|model|type|arrangement|style)"
+    r"|office\s(?:policy|requirement)|on[-\s]?site",
+    re.IGNORECASE,
+)
+
+
+def work_mode_of(job: dict[str, Any], location: str | None) -> WorkMode | None:
+    """The work mode a job's own fields give: a workplace custom field ("Remote", "Hybrid",
+    "On-site"; a yes/no "Remote" field), else the location's name ("Remote - US", "Hybrid -
+    London"). None: the description may state it (shortlist.listings.sources.sync)."""
+    for field in job.get("metadata") or []:
+        if not isinstance(field, dict) or not _WORKPLACE_FIELD.search(str(field.get("name", ""))):
+            continue
+        value = field.get("value")
+        if isinstance(value, bool):
+            if value and "remote" in str(field.get("name", "")).lower():
+                return "remote"
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, str) and item.strip():
+                mode = jobpost.named_work_mode(item) or jobpost.find_work_mode(item[:200])
+                if mode is not None:
+                    return mode
+    return jobpost.find_work_mode(location[:200]) if location else None
+
+
 def map_job(job: dict[str, Any]) -> Posting | None:
     """One job of the jobs list as a posting; None if it has no id or title."""
     job_id, title = job.get("id"), mapping.text_of(job.get("title"), 300)
@@ -40,11 +73,13 @@ def map_job(job: dict[str, Any]) -> Posting | None:
         # Board API, List jobs): an invitation to apply in general, no job.
         return None
     location = mapping.obj(job.get("location"))
+    where = mapping.text_of(location.get("name"), 200)
     return Posting(
         external_id=str(job_id),
         job_title=title,
         description=mapping.plain_text(job.get("content"), escaped=True) or title,
-        city_location=mapping.text_of(location.get("name"), 200),
+        city_location=where,
+        work_mode=work_mode_of(job, where),
         source_url=mapping.text_of(job.get("absolute_url"), 2000),
         posted_at=mapping.timestamp(job.get("first_published") or job.get("updated_at")),
     )

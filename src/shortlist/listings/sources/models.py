@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from shortlist.errors import BadInput, PermanentError
 from shortlist.listings.models import WorkMode
@@ -19,6 +19,12 @@ SourceKind = Literal["greenhouse", "lever", "ashby", "careers"]
 ATS_KINDS: tuple[SourceKind, ...] = ("greenhouse", "lever", "ashby")
 # Board tokens, Lever sites and Ashby board names are URL path segments of this shape.
 _BOARD_KEY = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+# Ashby job board names are the organisation's name as it wrote it, spaces included
+# ("jobs.ashbyhq.com/Foo Bar", requested as ``Foo%20Bar``): written either way, one name. A name
+# with a space is kept as its job board's address (job_sources.spec and job_listings.source
+# admit ``ashby:NAME`` of URL-path characters, or an http(s) URL), as a Lever EU site is.
+ASHBY_JOB_SITE = "https://jobs.ashbyhq.com"
+_ASHBY_BOARD = re.compile(r"^[A-Za-z0-9._-](?:[A-Za-z0-9._ -]{0,198}[A-Za-z0-9._-])?$")
 MAX_URL = 2000
 LeverInstance = Literal["global", "eu"]
 # Lever's two instances, "global (default) and EU", each with its own hosted job site
@@ -45,6 +51,8 @@ class SourceSpec:
             return self.key
         if self.instance == "eu":
             return f"{LEVER_EU_JOB_SITE}/{self.key}"
+        if self.kind == "ashby" and not _BOARD_KEY.match(self.key):
+            return f"{ASHBY_JOB_SITE}/{quote(self.key, safe='')}"
         return f"{self.kind}:{self.key}"
 
     @classmethod
@@ -57,6 +65,10 @@ class SourceSpec:
         value = text.strip()
         prefix, sep, rest = value.partition(":")
         if sep and prefix.lower() in ATS_KINDS:
+            if prefix.lower() == "ashby":
+                rest = " ".join(unquote(rest).split())
+                if _ASHBY_BOARD.match(rest):
+                    return cls("ashby", rest)
             if not _BOARD_KEY.match(rest):
                 raise BadInput(
                     f"{prefix.lower()}: needs a board name of letters, digits, '.', '_' or '-'"
@@ -69,13 +81,22 @@ class SourceSpec:
         if parts.scheme.lower() in ("http", "https") and parts.hostname:
             if len(value) > MAX_URL:
                 raise BadInput(f"a source URL is at most {MAX_URL} characters", field="spec")
-            return _lever_job_site(parts) or cls("careers", value)
+            return _lever_job_site(parts) or _ashby_job_board(parts) or cls("careers", value)
         raise BadInput(
             "a source is greenhouse:TOKEN, lever:SITE (or the address of a Lever job site,"
             " https://jobs.eu.lever.co/SITE on Lever's EU instance), ashby:ORG, or the http(s)"
             f" URL of a careers page or sitemap, not {value[:100]!r}",
             field="spec",
         )
+
+
+def _ashby_job_board(parts: SplitResult) -> SourceSpec | None:
+    """The Ashby board whose job board ``parts`` is the address of (jobs.ashbyhq.com/NAME)."""
+    segments = [s for s in parts.path.split("/") if s]
+    if (parts.hostname or "").lower() != "jobs.ashbyhq.com" or len(segments) != 1:
+        return None
+    name = " ".join(unquote(segments[0]).split())
+    return SourceSpec("ashby", name) if _ASHBY_BOARD.match(name) else None
 
 
 def _lever_job_site(parts: SplitResult) -> SourceSpec | None:

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
+from shortlist.listings import jobpost
 from shortlist.listings.models import (
     MAX_CITY,
     MAX_DESCRIPTION,
@@ -97,8 +98,16 @@ def _listing(posting: Posting, source: SourceRow, board: Board) -> ListingCreate
     # itself, else its host: never the page's own claim (a careers site's
     # ``hiringOrganization.name`` could publish in any company's name).
     company = source.company_name or board.company_name or source.key
-    city = posting.city_location or ("Remote" if posting.work_mode == "remote" else NO_CITY)
+    # The description's own statements where the source has no field for them (the shared
+    # reader of shortlist.listings.jobpost, as the e-mail intake reads a message).
+    mode = posting.work_mode or jobpost.stated_work_mode(posting.description)
+    city = _city(posting.city_location) or ("Remote" if mode == "remote" else NO_CITY)
     low, high = posting.salary_min_ks, posting.salary_max_ks
+    code = posting.currency_code
+    if low is None and high is None:
+        stated = jobpost.salary_in_text(posting.description)
+        if stated is not None:
+            low, high, code = stated.min_ks, stated.max_ks, stated.currency or code
     try:
         return ListingCreate(
             company_name=company[:200],
@@ -107,11 +116,22 @@ def _listing(posting: Posting, source: SourceRow, board: Board) -> ListingCreate
             description=posting.description[:MAX_DESCRIPTION],
             salary_min_ks=low,
             salary_max_ks=high,
-            currency_code=posting.currency_code or "USD",
-            work_mode=posting.work_mode,
+            currency_code=code or "USD",
+            work_mode=mode,
         )
     except ValidationError:
         return None
+
+
+def _city(field: str | None) -> str | None:
+    """A posting's location field; one that names several places ("London, UK; Ontario, CAN;
+    San Francisco, CA") is one listing in each of them: its places by their own names, joined
+    with "; " ("London; Ontario; San Francisco"), which the location filter and the words
+    search both read."""
+    if not field:
+        return None
+    named = jobpost.places_of_field(field)
+    return "; ".join(named) if len(named) > 1 else field
 
 
 _COMPARED = (
