@@ -4,6 +4,7 @@ to. A message past them fails with its reason; the next message is read as usual
 
 from __future__ import annotations
 
+import asyncio
 import io
 import multiprocessing.forkserver
 import os
@@ -113,3 +114,43 @@ def test_parser_processes_see_none_of_the_servers_secrets(monkeypatch: pytest.Mo
         assert os.environ["SHORTLIST_DATABASE_URL"] == "postgresql://u:s3cret@db/x"  # ours kept
     finally:
         pool.close()
+
+
+async def test_parser_processes_are_shared_in_turn_between_companies() -> None:
+    # Issue 36 point 2: one company's ten slow messages never hold up another's behind them.
+    from shortlist.listings.mail.sandbox import FairSlots
+
+    slots = FairSlots(1)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def read(company: str, n: int) -> None:
+        async with slots.slot(company):
+            order.append(f"{company}{n}")
+            await release.wait()
+            release.clear()
+
+    first = asyncio.create_task(read("slowco", 0))
+    await asyncio.sleep(0)
+    tasks = [asyncio.create_task(read("slowco", n)) for n in range(1, 5)]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(read("acme", 0)))
+    await asyncio.sleep(0)
+    for _ in range(6):
+        release.set()
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(asyncio.gather(first, *tasks), 5)
+    assert order.index("acme0") == 1  # next in turn, not behind slowco's four
+
+
+async def test_one_company_keeps_a_process_free_for_the_others() -> None:
+    from shortlist.listings.mail.sandbox import FairSlots
+
+    slots = FairSlots(2)
+    await slots.acquire("slowco")
+    blocked = asyncio.create_task(slots.acquire("slowco"))
+    await asyncio.sleep(0)
+    assert not blocked.done()  # its second message waits: one process stays for others
+    await asyncio.wait_for(slots.acquire("acme"), 1)
+    slots.release("slowco")
+    await asyncio.wait_for(blocked, 1)

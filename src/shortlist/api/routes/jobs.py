@@ -170,7 +170,7 @@ async def create_from_email(
     raw = await read_body(
         request, services.settings.mail_max_bytes, services.settings.mail_body_timeout
     )
-    reading = await services.mail_parser.read(raw)
+    reading = await services.mail_parser.read(raw, principal.company or "")
     data = to_listing(reading, principal.company)
     # The same message posted again (a client's retry, a resend) is the same listing, as a
     # redelivery is on the SMTP intake: 200 with the listing the first post made.

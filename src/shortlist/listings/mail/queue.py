@@ -103,7 +103,7 @@ class MailQueue:
                     f"gave up after {MAX_ATTEMPTS} attempts: reading the message stopped its"
                     " worker each time"
                 )
-            reading = await self.parser.read(item.raw)
+            reading = await self.parser.read(item.raw, item.company_name)
             data = to_listing(reading, item.company_name)
         except BadInput as exc:
             status: Literal["rejected", "failed"] = (
