@@ -227,6 +227,11 @@ class Settings(BaseSettings):
     domain must lead to the listener."""
     mail_max_bytes: int = Field(10_000_000, ge=10_000, le=100_000_000)
     """Largest message the intake accepts (announced as ESMTP SIZE, refused with 552 above)."""
+    mail_smtp_max_sessions: int = Field(50, ge=1)
+    """SMTP sessions the intake serves at once; one more is answered 421 and closed."""
+    mail_max_stored_bytes: int = Field(200_000_000, ge=10_000)
+    """Bytes of messages one intake (company) may have stored and not yet erased from the last
+    24 hours; past it a message is refused for now (452)."""
     mail_body_timeout: float = Field(30.0, gt=0)
     """Seconds a client may take to send a message to ``POST /api/jobs/email`` (then 408)."""
     mail_parse_timeout: float = Field(10.0, gt=0)

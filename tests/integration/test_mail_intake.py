@@ -802,3 +802,38 @@ async def test_the_email_route_answers_why_a_message_was_not_posted(
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["rejected_as"] == "automatic" and "automatic mail" in error["message"]
+
+
+async def test_smtp_sessions_and_stored_bytes_per_intake_are_capped(
+    services: Services, settings: Settings, client: httpx.AsyncClient
+) -> None:
+    # Issue 36 point 17.
+    capped = settings.model_copy(
+        update={"mail_smtp_max_sessions": 2, "mail_max_stored_bytes": 12_000}
+    )
+    token = await company_token(services.pool, "Northwind")
+    to = await intake_address(client, token)
+    sock = bind_socket("127.0.0.1", 0, "the capped intake")
+    port = sock.getsockname()[1]
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve_intake(sock, services.pool, capped, stop))
+    try:
+        first = await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", port, timeout=10)
+        second = await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", port, timeout=10)
+        with pytest.raises(smtplib.SMTPConnectError) as refused:
+            await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", port, timeout=10)
+        assert refused.value.smtp_code == 421
+        for each in (first, second):
+            await asyncio.to_thread(each.quit)
+        # 7 KB stored; the next 7 KB would pass the intake's 12 KB: refused for now.
+        body = "Engineer role in Berlin.\n" + ("x" * 70 + "\n") * 100
+        await asyncio.to_thread(send, port, to, _message("a@northwind.example", body, mid="m1@x"))
+        with pytest.raises(smtplib.SMTPDataError) as deferred:
+            await asyncio.to_thread(
+                send, port, to, _message("a@northwind.example", body, mid="m2@x")
+            )
+        assert deferred.value.smtp_code == 452
+    finally:
+        stop.set()
+        await task
+        sock.close()

@@ -111,3 +111,10 @@ SELECT id, company_name, status::text AS status, rejected_as, reason, listing_id
 UPDATE mail_intakes SET disabled_at = coalesce(disabled_at, now())
  WHERE lower(company_name) = lower(%(company)s)
 RETURNING company_name
+
+-- name: stored_bytes
+-- What one intake (company) holds of the last 24 hours' messages, not yet erased.
+SELECT coalesce(sum(octet_length(raw)), 0)::bigint AS n
+  FROM inbound_mail
+ WHERE company_name = %(company)s AND erased_at IS NULL
+   AND received_at > now() - interval '24 hours'

@@ -56,6 +56,10 @@ class IntakeHandler:
         self.pool = pool
         self.domain = settings.mail_domain
         self.privacy_key = settings.privacy_key
+        self.max_sessions = settings.mail_smtp_max_sessions
+        self.max_stored = settings.mail_max_stored_bytes
+        self.sessions = 0
+        """SMTP sessions open now (:class:`CappedSMTP` counts them)."""
         self.received = 0
         """Messages committed (tests read it)."""
 
@@ -103,6 +107,13 @@ class IntakeHandler:
                 if intake is None:  # rotated between RCPT and DATA
                     continue
                 async with self.pool.connection() as conn:
+                    cur = await conn.execute(
+                        store.SQL["stored_bytes"], {"company": intake.company_name}
+                    )
+                    held = await cur.fetchone()
+                    if held is not None and int(held["n"]) + len(raw) > self.max_stored:
+                        log.warning("mail intake: an intake holds too much mail; deferred")
+                        return "452 4.3.1 this intake holds too much mail; try again later"
                     row = await store.receive(
                         conn,
                         intake,
@@ -128,8 +139,34 @@ class IntakeHandler:
         return "250 2.0.0 OK: already received"
 
 
+class CappedSMTP(SMTP):
+    """An SMTP session counted against the intake's cap: past it, 421 and the connection
+    closes (RFC 5321 §3.8), before the session holds anything."""
+
+    def __init__(self, handler: IntakeHandler, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.intake = handler
+        self.counted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.intake.sessions >= self.intake.max_sessions:
+            assert isinstance(transport, asyncio.WriteTransport)
+            transport.write(b"421 4.7.0 too many connections, try again later\r\n")
+            transport.close()
+            return
+        self.intake.sessions += 1
+        self.counted = True
+        super().connection_made(transport)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        if self.counted:
+            self.counted = False
+            self.intake.sessions -= 1
+            super().connection_lost(error)
+
+
 def make_server(handler: IntakeHandler, settings: Settings) -> SMTP:
-    return SMTP(
+    return CappedSMTP(
         handler,
         data_size_limit=settings.mail_max_bytes,
         enable_SMTPUTF8=True,
