@@ -506,7 +506,7 @@ def locate_place(text: str) -> Found | None:
         found = _longest_place(text[match.end() :], after_preposition=True, shouting=shouting)
         if found is not None:
             place, length = found
-            return Found(place, match.start(), match.end() + length)
+            return Found(_in_context(place, text), match.start(), match.end() + length)
     for match in _BASED.finditer(text):  # "Munich-based", "London based"
         based = resolve(match.group(1))
         if based is not None and based.kind is not PlaceKind.remote:
@@ -519,10 +519,45 @@ def locate_place(text: str) -> Found | None:
         found = _longest_place(text[word.start() :], after_preposition=False, shouting=shouting)
         if found is not None:
             place, length = found
-            return Found(place, word.start(), word.start() + length)
+            return Found(_in_context(place, text), word.start(), word.start() + length)
     if any(w in _REMOTE_WORDS for w in _key(text).replace("-", " ").split()):
         return Found(REMOTE, 0, 0)
     return None
+
+
+def _in_context(place: Place, text: str) -> Place:
+    """An ambiguous city name read as the text's other places say: "London … our Ontario
+    office" is London, Ontario; with none, the most populous of the name (as read)."""
+    if place.kind is not PlaceKind.city:
+        return place
+    g = _gazetteer()
+    named: list[tuple[str, str | None]] = []
+    words = [w for w in _WORD.finditer(text[:2000]) if w.group()[:1].isupper()]
+    for i, word in enumerate(words):
+        for span in (
+            word.group(),
+            f"{word.group()} {words[i + 1].group()}" if i + 1 < len(words) else "",
+        ):
+            if (
+                len(span) <= _MAX_CODE
+                or _key(span) in _common_words()
+                or _key(span) == place.locality
+            ):
+                continue
+            country = g.country(span)
+            if country is not None:
+                named.append((country.country_code or "", None))
+                continue
+            region = g.region(span)
+            if region is not None and region.population >= _BARE_NAME_MIN_POPULATION:
+                named.append((region.country_code or "", region.region))
+    if not named or any(
+        code == place.country_code and region in (None, place.region) for code, region in named
+    ):
+        return place
+    options = [g.city(place.name, code=code, region=region) for code, region in named]
+    found = [c for c in options if c is not None and _key(c.name) == _key(place.name)]
+    return max(found, key=lambda c: c.population, default=place)
 
 
 def without_place(text: str) -> str:

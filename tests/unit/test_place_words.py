@@ -106,3 +106,19 @@ def test_codes_read_in_an_address_and_a_location_field() -> None:
     assert places.resolve("Toronto, CAN").country_code == "CA"  # type: ignore[union-attr]
     assert jobpost.city_of("Bath, UK", []) == "Bath"
     assert jobpost.city_of("Reading", []) == "Reading"  # a location field names a place
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("Engineer in London", "London, England, United Kingdom"),
+        ("Engineer in London. You will work from our Ontario office.", "London, Ontario, Canada"),
+        ("Nurse in Portland. Oregon residents preferred.", "Portland, Oregon, United States"),
+        ("Nurse in Portland, Maine", "Portland, Maine, United States"),
+    ],
+)
+def test_an_ambiguous_name_is_read_by_population_and_the_texts_other_places(
+    text: str, label: str
+) -> None:
+    found = places.locate_place(text)
+    assert found is not None and found.place.label() == label
