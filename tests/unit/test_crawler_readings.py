@@ -119,3 +119,16 @@ def test_ashby_names_stay_names() -> None:
     assert SourceSpec.parse("ashby:acme").spec == "ashby:acme"
     with pytest.raises(BadInput):
         SourceSpec.parse("ashby:foo/bar")
+
+
+def test_lever_all_locations_and_ashby_secondary_locations_are_each_a_place() -> None:
+    from shortlist.listings.sources import lever
+    from tests.job_boards import ashby_job, lever_posting
+
+    posting = lever_posting("p1", "Engineer")
+    posting["categories"]["allLocations"] = ["London", "Toronto", "San Francisco"]
+    assert listing_of(lever.map_posting(posting)).city_location == "London; Toronto; San Francisco"
+    job = ashby_job("a1", "Engineer", secondaryLocations=[{"location": "Munich"}])
+    assert listing_of(ashby.map_job(job)).city_location == "Berlin; Munich"
+    # One place each: as before.
+    assert listing_of(ashby.map_job(ashby_job("a2", "Engineer"))).city_location == "Berlin"

@@ -60,6 +60,20 @@ def _salary(job: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
 
 
 def _city(job: dict[str, Any]) -> str | None:
+    """The posting's place, and its ``secondaryLocations`` (``{"location", "address"}``) when it
+    names more ("; " between them: one listing in each place, shortlist.listings.sources.sync)."""
+    first = _primary(job)
+    others = [
+        text
+        for item in job.get("secondaryLocations") or []
+        if isinstance(item, dict) and (text := mapping.text_of(item.get("location"), 200))
+    ]
+    if first and others:
+        return "; ".join(dict.fromkeys([first, *others]))[:1000]
+    return first
+
+
+def _primary(job: dict[str, Any]) -> str | None:
     address = job.get("address")
     postal = address.get("postalAddress") if isinstance(address, dict) else None
     if isinstance(postal, dict) and mapping.text_of(postal.get("addressLocality"), 200):

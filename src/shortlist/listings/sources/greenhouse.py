@@ -7,7 +7,10 @@ each job ``{"id", "internal_job_id", "title", "updated_at", "requisition_id", "l
 ``content`` is the description as HTML that is itself HTML-entity-escaped (``&lt;p&gt;``).
 Pay is not in the list: only "Retrieve a job" (``/jobs/{id}?pay_transparency=true``) carries
 ``pay_input_ranges``, one request per job, not made here (listings from Greenhouse have no
-salary unless the description states one). Prospect posts (``internal_job_id: null``) are no
+salary unless the description states one). ``metadata`` is the board's custom fields
+(``{"id", "name", "value", "value_type"}``); the work mode is read from one a board names for
+the workplace ("Workplace Type", "Location Type", "Remote"), else the location's name.
+Prospect posts (``internal_job_id: null``) are no
 jobs and are skipped. The document gives no status for an unknown board token; a 404 (or 410)
 is read as HTTP defines it (RFC 9110 15.5.5: nothing there), the source gone.
 """

@@ -55,6 +55,19 @@ def _description(posting: dict[str, Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _locations(categories: dict[str, Any]) -> str | None:
+    """``categories.location``, or every one of ``allLocations`` when the posting names
+    several ("; " between them: one listing in each place, shortlist.listings.sources.sync)."""
+    every = [
+        text
+        for item in categories.get("allLocations") or []
+        if (text := mapping.text_of(item, 200)) is not None
+    ]
+    if len(every) > 1:
+        return "; ".join(dict.fromkeys(every))[:1000]
+    return mapping.text_of(categories.get("location"), 200)
+
+
 def map_posting(posting: dict[str, Any]) -> Posting | None:
     posting_id, title = posting.get("id"), mapping.text_of(posting.get("text"), 300)
     if not isinstance(posting_id, str) or not posting_id or not title:
@@ -68,7 +81,7 @@ def map_posting(posting: dict[str, Any]) -> Posting | None:
         external_id=posting_id,
         job_title=title,
         description=_description(posting) or title,
-        city_location=mapping.text_of(categories.get("location"), 200),
+        city_location=_locations(categories),
         work_mode=jobpost.named_work_mode(posting.get("workplaceType")),
         salary_min_ks=low,
         salary_max_ks=high,
