@@ -74,11 +74,11 @@ async def _setup(url: str, processes: int) -> list[tuple[str, list[int], list[in
 
 async def _measure(url: str, processes: int) -> tuple[list[float], list[float]]:
     from shortlist.db.pool import open_async_pool, single_statement
-    from shortlist.queue import LeaseKeeper, LeaseTable
+    from shortlist.queue import REQUEUE, LeaseKeeper, LeaseTable
 
     held = await _setup(url, processes)
-    candidates = LeaseTable("search_candidates", requeue=True)
-    tiers = LeaseTable("search_tiers", requeue=True)
+    candidates = LeaseTable("search_candidates", outcome=REQUEUE)
+    tiers = LeaseTable("search_tiers", outcome=REQUEUE)
     pools = [await open_async_pool(url, min_size=1, max_size=1) for _ in range(processes)]
     beats: list[float] = []
     floor: list[float] = []

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from shortlist.errors import TransientError
+from shortlist.queue import DONE, GIVE_BACK, Batch
+from shortlist.queue.outcome import Outcomes
 
 Hook = Callable[[str, list["Job"]], Awaitable[None]]
 
@@ -31,21 +33,36 @@ class Row:
 
 
 class MemoryLeases:
-    """``LeaseTable.release`` over :class:`MemoryQueue` rows (``requeue`` semantics)."""
+    """``LeaseTable.settle`` over :class:`MemoryQueue` rows (outcome part ``REQUEUE``)."""
+
+    records: frozenset[str] = frozenset()
 
     def __init__(self, rows: dict[int, Row]) -> None:
         self.rows = rows
         self.released: list[int] = []
+        """Rows given back, per settle that gave any back."""
 
-    async def release(self, pool: Any, worker_id: str, keys: Sequence[object]) -> int:
-        n = 0
-        for key in keys:
+    async def settle(self, conn: Any, worker_id: str, outcomes: Outcomes) -> set[Hashable]:
+        held: set[Hashable] = set()
+        for key, outcome in outcomes.items():
+            if outcome.kind not in ("done", "give_back"):
+                raise ValueError(f"memory records no {outcome.kind} outcome")
             row = self.rows.get(int(str(key)))
-            if row is not None and row.status == "running" and row.locked_by == worker_id:
-                row.status, row.locked_by = "queued", None
-                n += 1
-        self.released.append(n)
-        return n
+            if row is None or row.locked_by != worker_id:
+                continue
+            row.locked_by = None
+            if outcome.kind == "give_back" and row.status == "running":
+                row.status = "queued"
+            held.add(key)
+        if any(o.kind == "give_back" for o in outcomes.values()):
+            self.released.append(sum(1 for k in held if outcomes[k].kind == "give_back"))
+        return held
+
+    async def settle_now(self, pool: Any, worker_id: str, outcomes: Outcomes) -> int:
+        return len(await self.settle(None, worker_id, outcomes)) if outcomes else 0
+
+    async def release(self, pool: Any, worker_id: str, keys: Iterable[Hashable]) -> int:
+        return await self.settle_now(pool, worker_id, dict.fromkeys(keys, GIVE_BACK))
 
 
 class NoKeeper:
@@ -83,14 +100,15 @@ class MemoryQueue:
             self.rows[i].status, self.rows[i].locked_by = "running", worker_id
         return [Job(i) for i in taken]
 
-    async def handle(self, worker_id: str, items: list[Job]) -> None:
+    async def handle(self, batch: Batch[Job]) -> Outcomes:
         if self.hook is not None:
-            await self.hook(worker_id, items)
-        for job in items:
+            await self.hook(batch.worker_id, batch.items)
+        for job in batch.items:
             row = self.rows[job.id]
-            if row.locked_by == worker_id:
-                row.status, row.locked_by = "done", None
-                row.handled_by.append(worker_id)
+            if row.locked_by == batch.worker_id:
+                row.status = "done"
+                row.handled_by.append(batch.worker_id)
+        return dict.fromkeys((job.id for job in batch.items), DONE)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows.values() if r.status == status)

@@ -168,14 +168,14 @@ SELECT id
 -- These messages lose their personal data (raw message, envelope sender, Message-ID); the
 -- company, dedup key, status, reason, listing and times stay (migration 0026). A handled one
 -- keeps its status; one still queued or running (on request only) becomes failed, which a
--- parser holding it cannot undo: every finish and release moves only a row still 'running'.
+-- parser holding it cannot undo: every finish and give-back moves only a row still 'running'
+-- (that parser's own settle ends its lease).
 UPDATE inbound_mail
    SET raw = NULL, mail_from = NULL, message_id = NULL, erased_at = now(),
        status = CASE WHEN status IN ('queued', 'running') THEN 'failed' ELSE status END,
        reason = CASE WHEN status IN ('queued', 'running') THEN 'forgotten on request'
                      ELSE reason END,
-       updated_at = CASE WHEN status IN ('queued', 'running') THEN now() ELSE updated_at END,
-       locked_by = NULL, locked_until = NULL
+       updated_at = CASE WHEN status IN ('queued', 'running') THEN now() ELSE updated_at END
  WHERE id = ANY (%(ids)s::bigint[]) AND erased_at IS NULL
    AND (status IN ('posted', 'rejected', 'failed') OR %(on_request)s::boolean)
 RETURNING id

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from typing import Any
 
 import pytest
 
 from shortlist.db.types import AsyncPool
-from shortlist.queue import QueueWorker, WorkerConfig
+from shortlist.queue import Batch, QueueWorker, WorkerConfig
 from shortlist.queue.lease import LeaseTable
 from tests.chaos import scenarios
 from tests.chaos.scenarios import REDUCED
@@ -119,7 +120,7 @@ class _HangingQueue:
             )
             return [_Row(r["id"]) for r in await cur.fetchall()]
 
-    async def handle(self, worker_id: str, items: list[object]) -> None:
+    async def handle(self, batch: Batch[Any]) -> None:
         self.started.set()
         await asyncio.Event().wait()
 

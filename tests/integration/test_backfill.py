@@ -22,6 +22,7 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services, open_services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.queue import run_batch
 from shortlist.simulator import SimulatorServer
 from shortlist.talent import repository as repo
 from shortlist.talent.candidates import CandidateQueue
@@ -249,12 +250,12 @@ async def test_a_worker_that_lost_its_claim_never_appends(
     [stub] = await stub_rows(services.pool, search_id)
     assert stub["status"] == "queued"
     [fresh_claim] = await queue_b.claim("worker-c", 5, 60.0)
-    await queue_b.process("worker-c", fresh_claim)
+    await run_batch(queue_b, "worker-c", [fresh_claim])
     before = await get_results(client, recruiter, search_id)
 
     # The frozen worker wakes up and completes its enrichment: its commit finds the claim
     # gone and writes nothing.
-    await queue_a.process(holder, stale_claim)
+    await run_batch(queue_a, holder, [stale_claim])
     after = await get_results(client, recruiter, search_id)
     assert after["resultCount"] == before["resultCount"]
     assert after["results"] == before["results"]

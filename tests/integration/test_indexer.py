@@ -30,7 +30,7 @@ from shortlist.indexer import (
     Corpus,
     EmbeddingQueue,
 )
-from shortlist.queue import Notifier, QueueWorker, WorkerConfig
+from shortlist.queue import Notifier, QueueWorker, WorkerConfig, run_batch
 from shortlist.reindex import reindex
 from shortlist.status import collect_status
 from tests.fake_openai import FakeOpenAI, Reply
@@ -258,9 +258,7 @@ async def test_vector_and_status_commit_together_or_not_at_all(pool: AsyncPool) 
     rows = await failing.claim("w1", 10, 30.0)
     assert {r.id for r in rows} == {fresh, embedded}
     with pytest.raises(Boom):
-        await failing.handle("w1", rows)
-    # as the QueueWorker does after a failed batch
-    await failing.leases.release(pool, "w1", [r.id for r in rows])
+        await run_batch(failing, "w1", rows)  # gives the rows back, as the QueueWorker does
 
     new = await fetch(pool, "job_listings", fresh)
     assert (new["status"], new["embedding"], new["embedded_hash"]) == ("pending", None, None)
@@ -368,8 +366,7 @@ async def test_transient_provider_errors_keep_rows_pending_and_back_off(
     # The handler's verdict: transient, nothing written.
     rows = await queue.claim("w1", 10, 30.0)
     with pytest.raises(TransientError):
-        await queue.handle("w1", rows)
-    await queue.leases.release(pool, "w1", [r.id for r in rows])
+        await run_batch(queue, "w1", rows)
 
     # In the worker loop: the batch is released and the worker backs off (base 30 s, as the
     # seed) instead of hammering the provider every poll interval (50 ms here).

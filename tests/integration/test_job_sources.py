@@ -19,6 +19,7 @@ from shortlist.indexer import LISTINGS, EmbeddingQueue
 from shortlist.listings import service as listings_service
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.sources import service
+from shortlist.queue import run_batch
 from tests.api_fixtures import EmbedPending, MakeToken
 from tests.fakes import FakeEmbedder
 from tests.job_boards import (
@@ -72,7 +73,7 @@ async def index_all(pool: AsyncPool) -> int:
     queue = EmbeddingQueue(pool, FakeEmbedder(), LISTINGS)
     done = 0
     while claimed := await queue.claim("test-indexer", 100, 30.0):
-        await queue.handle("test-indexer", claimed)
+        await run_batch(queue, "test-indexer", claimed)
         done += len(claimed)
     return done
 

@@ -1,18 +1,32 @@
 """The in-memory fake of the unit tests (``tests.memory_queue``) behaves as the real lease
-table: the same releases give back the same rows."""
+table: the same outcomes settle the same rows the same way."""
 
 from __future__ import annotations
 
 from shortlist.db.types import AsyncPool
-from shortlist.queue import LeaseTable
+from shortlist.queue import DONE, GIVE_BACK, REQUEUE, LeaseTable
+from shortlist.queue.outcome import Outcome
 from tests.memory_queue import MemoryLeases, Row
 
-# (id, status, locked_by) before the releases
-START = [(1, "running", "a"), (2, "running", "a"), (3, "running", "b"), (4, "queued", None)]
-RELEASES = [("a", [1, 3, 4]), ("a", [1, 2]), ("b", [3]), ("b", [3])]
+# (id, status, locked_by) before the outcomes
+START = [
+    (1, "running", "a"),
+    (2, "running", "a"),
+    (3, "running", "b"),
+    (4, "queued", None),
+    (5, "running", "a"),
+    (6, "done", "a"),
+]
+SETTLES: list[tuple[str, dict[int, Outcome]]] = [
+    ("a", {1: GIVE_BACK, 3: GIVE_BACK, 4: GIVE_BACK}),
+    ("a", {1: GIVE_BACK, 2: GIVE_BACK}),
+    ("b", {3: DONE}),
+    ("b", {3: GIVE_BACK}),
+    ("a", {5: DONE, 6: GIVE_BACK}),
+]
 
 
-async def test_memory_leases_release_as_the_lease_table_does(pool: AsyncPool) -> None:
+async def test_memory_leases_settle_as_the_lease_table_does(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         await conn.execute(
             "CREATE TABLE conformance (id bigint PRIMARY KEY, status text NOT NULL,"
@@ -24,13 +38,13 @@ async def test_memory_leases_release_as_the_lease_table_does(pool: AsyncPool) ->
                 (key, status, owner),
             )
         await conn.commit()
-    real = LeaseTable("conformance", requeue=True)
+    real = LeaseTable("conformance", outcome=REQUEUE)
     fake = MemoryLeases({key: Row(status, owner) for key, status, owner in START})
 
-    real_counts = [await real.release(pool, worker, keys) for worker, keys in RELEASES]
-    fake_counts = [await fake.release(None, worker, keys) for worker, keys in RELEASES]
+    real_counts = [await real.settle_now(pool, worker, dict(o)) for worker, o in SETTLES]
+    fake_counts = [await fake.settle_now(None, worker, dict(o)) for worker, o in SETTLES]
 
-    assert real_counts == fake_counts == [1, 1, 1, 0]
+    assert real_counts == fake_counts == [1, 1, 1, 0, 2]
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT id, status, locked_by FROM conformance ORDER BY id")
         rows = [(r["id"], r["status"], r["locked_by"]) for r in await cur.fetchall()]

@@ -25,6 +25,7 @@ from shortlist.embedding.spaces import Spaces
 from shortlist.indexer import LISTINGS, EmbeddingQueue
 from shortlist.listings.models import ListingCreate
 from shortlist.listings.repository import copy_listings
+from shortlist.queue import run_batch
 from shortlist.queue.notify import Notifier
 from tests.api_fixtures import MakeToken
 from tests.fakes import DIM, FakeEmbedder, hash_embed
@@ -68,7 +69,7 @@ async def index_all(pool: AsyncPool, embedder: FakeEmbedder, **kw: Any) -> int:
     queue = EmbeddingQueue(pool, embedder, LISTINGS, **kw)
     done = 0
     while claimed := await queue.claim("test-indexer", 100, 30.0):
-        await queue.handle("test-indexer", claimed)
+        await run_batch(queue, "test-indexer", claimed)
         done += len(claimed)
     return done
 

@@ -30,7 +30,7 @@ from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.listings.mail.queue import MailQueue
 from shortlist.listings.mail.smtp import serve_intake
-from shortlist.queue import QueueWorker, WorkerConfig
+from shortlist.queue import Batch, QueueWorker, WorkerConfig
 from shortlist.runtime import bind_socket
 from shortlist.status import collect_status
 from tests.api_fixtures import MakeToken
@@ -458,15 +458,23 @@ async def test_claim_and_finish_are_guarded_by_the_lease(pool: AsyncPool) -> Non
     [claimed] = await queue.claim("w1", 10, 30)
     assert claimed.id == first and claimed.attempts == 1
     assert await queue.claim("w2", 10, 30) == []  # held
-    assert not await queue._finish_unposted("w2", claimed, "rejected", "not mine")
-    assert not await queue._finish_unposted("w1", claimed, "posted", "not a way to post")
+    assert not await queue._finish_unposted(
+        Batch("w2", [claimed], MailQueue.leases), claimed, "rejected", "not mine"
+    )
+    assert not await queue._finish_unposted(
+        Batch("w1", [claimed], MailQueue.leases), claimed, "posted", "not a way to post"
+    )
     async with pool.connection() as conn:
         await conn.execute("UPDATE inbound_mail SET locked_until = now() - interval '1 s'")
         await conn.commit()
     [again] = await queue.claim("w2", 10, 30)  # the lease ran out: w1 is gone
     assert again.attempts == 2
-    assert not await queue._finish_unposted("w1", again, "rejected", "too late")
-    assert await queue._finish_unposted("w2", again, "failed", "the parser ran out of time")
+    assert not await queue._finish_unposted(
+        Batch("w1", [again], MailQueue.leases), again, "rejected", "too late"
+    )
+    assert await queue._finish_unposted(
+        Batch("w2", [again], MailQueue.leases), again, "failed", "the parser ran out of time"
+    )
     assert await queue.claim("w3", 10, 30) == []  # finished rows stay finished
     assert await MailQueue.leases.release(pool, "w2", [again.id]) == 0
 
@@ -680,9 +688,15 @@ async def test_forgetting_an_address_erases_the_mail_it_sent_or_is_named_in(
         assert (after[i]["status"], after[i]["reason"]) == ("failed", "forgotten on request")
     for i in (mary, other):
         assert after[i] == before[i]
-    # The parser holding one can neither finish it nor give it back to the queue.
-    assert await queue._finish_unposted("w1", held, "rejected", "no job in it") is None
-    assert await MailQueue.leases.release(pool, "w1", [running]) == 0
+    # The parser holding one can neither finish it nor give it back to the queue: its
+    # give-back only ends its own lease.
+    assert (
+        await queue._finish_unposted(
+            Batch("w1", [held], MailQueue.leases), held, "rejected", "no job in it"
+        )
+        is None
+    )
+    await MailQueue.leases.release(pool, "w1", [running])
     assert await queue.claim("w2", 10, 30) == []
     assert (await _mail(pool))[running]["status"] == "failed"
 

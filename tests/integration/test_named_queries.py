@@ -1,6 +1,7 @@
 """One test per named statement of the candidate-search pipeline (shortlist/talent/queries.sql),
 run through the repository function that wraps it. Guarded transitions first: each moves the
-rows it may move and leaves a row in the wrong state, or held by another worker, untouched."""
+rows it may move and leaves a row in the wrong state untouched; a worker's own moves run after
+the settle of its lease (``shortlist.queue``), which leaves a row another worker holds alone."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ import pytest
 from shortlist.db import channels
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.model_space import first_space
+from shortlist.queue import DONE, GIVE_BACK, Retry
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief
+from shortlist.talent.candidates import CandidateQueue
 from shortlist.talent.ingest import CandidateCreate, insert_candidates
 from shortlist.talent.models import CandidateStatus, NewStub, Tier, TierStatus
 from shortlist.talent.repository import CandidateRecord, CorpusFilters, CorpusHit
 from shortlist.talent.sample import SAMPLE_SIZE, load_sample_candidates
+from shortlist.talent.tiers import TierQueue
 from shortlist.talent.vendors.base import Profile
 from tests.fakes import hash_embed
 from tests.integration.rows import (
@@ -104,8 +108,10 @@ async def test_tier_page_done(
         done = functools.partial(
             repo.tier_page_done, conn, tier, found=3, has_more=has_more, fetched=fetched, held=held
         )
-        assert await done(OTHER_WORKER, cursor="next") is None
-        assert await done(WORKER, cursor="next") == status
+        assert await done(cursor="next") == status
+        assert await done(cursor="next") is None  # no longer running
+        assert await TierQueue.leases.settle(conn, OTHER_WORKER, {tier: DONE}) == set()
+        assert await TierQueue.leases.settle(conn, WORKER, {tier: DONE}) == {tier}
         row = await one(
             conn,
             "SELECT next_page, found, attempts, locked_by, cursor, provider_done, held"
@@ -135,12 +141,13 @@ async def test_tier_page_done(
         assert [(t.id, t.held, t.provider_done) for t in claimed] == [(tier, held, provider_done)]
 
 
-async def test_tier_deferred_requeues_for_later_only_for_the_holder(pool: AsyncPool) -> None:
+async def test_tier_outcome_retry_requeues_for_later_only_for_the_holder(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         tier = await insert_tier(conn, await insert_search(conn), status="running")
-        assert not await repo.tier_deferred(conn, tier, OTHER_WORKER, delay=30, error="429")
+        throttled = {tier: Retry(after=30, reason="429")}
+        assert await TierQueue.leases.settle(conn, OTHER_WORKER, throttled) == set()
         assert (await status_of(conn, "search_tiers", tier))["status"] == "running"
-        assert await repo.tier_deferred(conn, tier, WORKER, delay=30, error="429")
+        assert await TierQueue.leases.settle(conn, WORKER, throttled) == {tier}
         row = await one(
             conn,
             "SELECT status::text AS status, last_error, not_before > now() + interval '20 s'"
@@ -150,14 +157,16 @@ async def test_tier_deferred_requeues_for_later_only_for_the_holder(pool: AsyncP
     assert row == {"status": "queued", "last_error": "429", "later": True, "locked_by": None}
 
 
-async def test_tier_failed_only_for_the_holder_of_a_running_tier(pool: AsyncPool) -> None:
+async def test_tier_failed_only_for_a_running_tier_its_holder_settled(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         search = await insert_search(conn)
         tier = await insert_tier(conn, search, status="running")
         queued = await insert_tier(conn, search, "broad")
-        assert not await repo.tier_failed(conn, tier, OTHER_WORKER, error="boom")
-        assert not await repo.tier_failed(conn, queued, WORKER, error="boom")
-        assert await repo.tier_failed(conn, tier, WORKER, error="boom")
+        assert not await repo.tier_failed(conn, queued, error="boom")
+        assert await repo.tier_failed(conn, tier, error="boom")
+        assert not await repo.tier_failed(conn, tier, error="boom")
+        assert await TierQueue.leases.settle(conn, OTHER_WORKER, {tier: DONE}) == set()
+        assert await TierQueue.leases.settle(conn, WORKER, {tier: DONE}) == {tier}
         row = await status_of(conn, "search_tiers", tier)
         assert (await status_of(conn, "search_tiers", queued))["status"] == "queued"
     assert (row["status"], row["last_error"], row["locked_by"]) == ("failed", "boom", None)
@@ -186,17 +195,21 @@ async def test_claim_candidates_takes_queued_stubs_of_running_searches(pool: Asy
         assert (await status_of(conn, "search_candidates", of_stale))["status"] == "queued"
 
 
-async def test_lock_claimed_candidate_proves_the_lease(pool: AsyncPool) -> None:
+async def test_settling_a_candidate_proves_the_lease(pool: AsyncPool) -> None:
+    leases = CandidateQueue.leases
     async with pool.connection() as conn:
         search = await insert_search(conn)
         running = await insert_stub(conn, search, "p1", status="running")
-        queued = await insert_stub(conn, search, "p2", locked_by=WORKER)
-        assert await repo.lock_claimed_candidate(conn, running, WORKER)
-        assert not await repo.lock_claimed_candidate(conn, running, OTHER_WORKER)
-        assert not await repo.lock_claimed_candidate(conn, queued, WORKER)
+        theirs = await insert_stub(conn, search, "p2", status="running", locked_by=OTHER_WORKER)
+        assert await leases.settle(conn, WORKER, {running: GIVE_BACK, theirs: GIVE_BACK}) == {
+            running
+        }
+        assert (await status_of(conn, "search_candidates", running))["status"] == "queued"
+        assert (await status_of(conn, "search_candidates", theirs))["status"] == "running"
+        assert await leases.settle(conn, WORKER, {running: GIVE_BACK}) == set()
 
 
-async def test_finish_candidate_only_by_the_holder(pool: AsyncPool) -> None:
+async def test_finish_candidate_only_of_a_running_stub_its_holder_settled(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         search = await insert_search(conn)
         person = await insert_candidate(conn, "Ada", external_id="talent:ada")
@@ -205,10 +218,11 @@ async def test_finish_candidate_only_by_the_holder(pool: AsyncPool) -> None:
             "UPDATE search_candidates SET enriched_profile = '{}' WHERE id = %s", (stub,)
         )
         ok = CandidateStatus.succeeded
-        assert not await repo.finish_candidate(conn, stub, OTHER_WORKER, ok, candidate_id=person)
-        assert (await status_of(conn, "search_candidates", stub))["status"] == "running"
-        assert await repo.finish_candidate(conn, stub, WORKER, ok, candidate_id=person)
-        assert not await repo.finish_candidate(conn, stub, WORKER, ok, candidate_id=person)
+        assert await repo.finish_candidate(conn, stub, ok, candidate_id=person)
+        assert not await repo.finish_candidate(conn, stub, ok, candidate_id=person)
+        assert await CandidateQueue.leases.settle(conn, OTHER_WORKER, {stub: DONE}) == set()
+        assert (await status_of(conn, "search_candidates", stub))["locked_by"] == WORKER
+        assert await CandidateQueue.leases.settle(conn, WORKER, {stub: DONE}) == {stub}
         row = await one(
             conn,
             "SELECT status::text AS status, candidate_id, enriched_profile, locked_by"
@@ -223,15 +237,23 @@ async def test_finish_candidate_only_by_the_holder(pool: AsyncPool) -> None:
     }
 
 
-async def test_keep_enriched_profile_only_by_the_holder(pool: AsyncPool) -> None:
+async def test_keep_enriched_profile_only_with_the_holders_give_back(pool: AsyncPool) -> None:
+    """Only of a running stub (``queued``'s is refused), kept only when the settle that gives it
+    back finds the lease still the worker's."""
     async with pool.connection() as conn:
         search = await insert_search(conn)
         mine = await insert_stub(conn, search, "talent:ada", status="running")
         theirs = await insert_stub(conn, search, "talent:bob", status="running", locked_by="w3")
+        queued = await insert_stub(conn, search, "talent:cy")
     profile = Profile("talent:ada", "ada", "Ada", "Engineer", "Engineer", "software")
 
-    await repo.keep_enriched_profile(pool, mine, WORKER, profile)
-    await repo.keep_enriched_profile(pool, theirs, WORKER, profile)
+    async with pool.connection() as conn:
+        assert not await repo.keep_enriched_profile(conn, queued, profile)
+    for stub in (mine, theirs):
+        async with pool.connection() as conn, conn.transaction() as tx:
+            assert await repo.keep_enriched_profile(conn, stub, profile)
+            if not await CandidateQueue.leases.settle(conn, WORKER, {stub: GIVE_BACK}):
+                raise psycopg.Rollback(tx)  # the holder's give-back or nothing (CandidateQueue)
 
     async with pool.connection() as conn:
         cur = await conn.execute(
@@ -241,6 +263,7 @@ async def test_keep_enriched_profile_only_by_the_holder(pool: AsyncPool) -> None
         assert await cur.fetchall() == [
             {"id": mine, "username": "ada"},
             {"id": theirs, "username": None},
+            {"id": queued, "username": None},
         ]
 
 

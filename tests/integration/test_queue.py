@@ -15,6 +15,8 @@ import pytest
 from shortlist.db.types import AsyncPool
 from shortlist.errors import TransientError
 from shortlist.queue import (
+    DONE,
+    Batch,
     LeaseKeeper,
     LeaseTable,
     Notifier,
@@ -22,6 +24,7 @@ from shortlist.queue import (
     WorkerConfig,
     backoff_delay,
 )
+from shortlist.queue.outcome import Outcomes
 from tests.helpers import wait_for
 
 CHANNEL = "scratch_work"
@@ -53,8 +56,8 @@ RETURNING t.id
 
 FINISH = """
 UPDATE scratch_jobs
-   SET status = 'done', handled_by = %(worker_id)s, locked_by = NULL, locked_until = NULL
- WHERE id = ANY(%(ids)s) AND locked_by = %(worker_id)s AND status = 'queued'
+   SET status = 'done', handled_by = %(worker_id)s
+ WHERE id = ANY(%(ids)s) AND status = 'queued'
 RETURNING id
 """
 
@@ -70,15 +73,16 @@ class Job(int):
 
 
 class RecordingLeases(LeaseTable):
-    """The scratch table's leases, recording how many rows each release gave back."""
+    """The scratch table's leases, recording how many rows each give-back gave back."""
 
     def __init__(self, released: list[int]) -> None:
         super().__init__("scratch_jobs", key_type="integer")
         object.__setattr__(self, "released", released)
 
-    async def release(self, pool: AsyncPool, worker_id: str, keys: Sequence[object]) -> int:
-        n = await super().release(pool, worker_id, keys)
-        self.released.append(n)
+    async def settle_now(self, pool: AsyncPool, worker_id: str, outcomes: Outcomes) -> int:
+        n = await super().settle_now(pool, worker_id, outcomes)
+        if any(o.kind == "give_back" for o in outcomes.values()):
+            self.released.append(n)
         return n
 
 
@@ -98,7 +102,7 @@ class ScratchQueue:
         self.claimed: list[int] = []
         self.finished: list[int] = []
 
-    async def claim(self, worker_id: str, limit: int, lease: float) -> list[int]:
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[Job]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 CLAIM, {"worker_id": worker_id, "limit": limit, "lease": lease}
@@ -108,15 +112,16 @@ class ScratchQueue:
         self.claimed.extend(ids)
         return ids
 
-    async def handle(self, worker_id: str, items: list[int]) -> None:
+    async def handle(self, batch: Batch[Job]) -> None:
         if self.hook is not None:
-            await self.hook(worker_id, items)
-        await self.finish(worker_id, items)
+            await self.hook(batch.worker_id, list(batch.items))
+        await self.finish(batch)
 
-    async def finish(self, worker_id: str, items: list[int]) -> list[int]:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(FINISH, {"worker_id": worker_id, "ids": items})
-            done = [r["id"] for r in await cur.fetchall()]
+    async def finish(self, batch: Batch[Job]) -> list[int]:
+        async with self.pool.connection() as conn, conn.transaction():
+            held = await batch.finish(conn, dict.fromkeys(batch.items, DONE))
+            cur = await conn.execute(FINISH, {"worker_id": batch.worker_id, "ids": list(held)})
+            done = sorted(r["id"] for r in await cur.fetchall())
         self.finished.extend(done)
         return done
 
@@ -408,7 +413,7 @@ async def test_expired_leases_are_reclaimed_and_live_ones_respected(
     assert {r["handled_by"] for r in done} == {worker.worker_id}
     assert await count(scratch, "status = 'queued' AND locked_by = 'alive'") == 3
     # The crashed worker coming back late cannot touch rows it no longer holds.
-    assert await queue.finish("crashed", crashed) == []
+    assert await queue.finish(Batch("crashed", crashed, queue.leases)) == []
 
 
 async def test_heartbeat_extends_the_lease_of_work_in_flight(

@@ -3,8 +3,9 @@
 -- that builds the text to embed from that table's columns (corpora.sql); {embedding} and
 -- {embedded_hash} are the active model space's columns, {target_embedding} and {target_hash}
 -- those of the space being built (shortlist.embedding.spaces; the active ones when none is).
--- Every status transition is a guarded UPDATE … RETURNING: a row only moves while this worker
--- still holds its lease and its text is still the text that was embedded.
+-- Every status transition is a guarded UPDATE … RETURNING: a row only moves while its text is
+-- still the text that was embedded, in the transaction whose settle (shortlist.queue) ended this
+-- worker's lease on it first (the ids passed are the rows it still held).
 
 -- name: claim
 -- The rows wanted (one of the two conditions below), minus rows under a live lease. The CTE
@@ -79,13 +80,10 @@ UPDATE {table} AS t
        embedding_status = 'embedded',
        embedded_at = clock_timestamp(),
        embedding_error = NULL,
-       embedding_attempts = 0,
-       locked_by = NULL,
-       locked_until = NULL
+       embedding_attempts = 0
   FROM unnest(%(ids)s::uuid[], %(vectors)s::vector[], %(hashes)s::bytea[])
        AS v (id, embedding, content_hash)
  WHERE t.id = v.id
-   AND t.locked_by = %(worker_id)s
    AND t.content_hash = v.content_hash
    AND t.embedding_status IN ('pending', 'embedded')
 RETURNING t.id
@@ -97,11 +95,8 @@ UPDATE {table}
    SET embedding_status = 'embedded',
        embedded_at = clock_timestamp(),
        embedding_error = NULL,
-       embedding_attempts = 0,
-       locked_by = NULL,
-       locked_until = NULL
+       embedding_attempts = 0
  WHERE id = ANY(%(ids)s::uuid[])
-   AND locked_by = %(worker_id)s
    AND embedding_status IN ('pending', 'embedded')
    AND {embedding} IS NOT NULL
    AND {embedded_hash} = content_hash
@@ -115,13 +110,10 @@ UPDATE {table} AS t
    SET embedding_status = 'failed',
        embedding_error = f.error,
        embedding_failed_at = clock_timestamp(),
-       embedding_attempts = t.embedding_attempts + 1,
-       locked_by = NULL,
-       locked_until = NULL
+       embedding_attempts = t.embedding_attempts + 1
   FROM unnest(%(ids)s::uuid[], %(errors)s::text[], %(hashes)s::bytea[])
        AS f (id, error, content_hash)
  WHERE t.id = f.id
-   AND t.locked_by = %(worker_id)s
    AND t.content_hash = f.content_hash
    AND t.embedding_status IN ('pending', 'embedded')
 RETURNING t.id

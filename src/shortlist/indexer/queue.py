@@ -18,7 +18,7 @@ is pending, embedded rows the new space lacks are claimed for it alone (``missin
 The active model's work goes first, and a failing new model never holds it back.
 
 A transient embedding error (network, empty response, HTTP 401/403/429/5xx) propagates as
-``TransientError``: the worker releases the rows (they stay pending) and backs off
+``TransientError``: the worker gives the rows back (they stay pending) and backs off
 ``base × 2^attempt``, capped. A permanent error is attributed to the single input that caused
 it (``embed_isolating_failures`` bisects) and that row alone is marked ``failed`` in the same
 transaction that stores the others' vectors. Unless the embedder looks misconfigured rather
@@ -48,7 +48,7 @@ from shortlist.embedding.spaces import ModelInUse, Spaces, compose
 from shortlist.errors import TransientError
 from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured, probe_embedder
 from shortlist.indexer.corpora import Corpus
-from shortlist.queue.lease import LeaseTable
+from shortlist.queue import DONE, Batch, LeaseTable
 from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class BatchResult:
     unchanged: int = 0
     failed: int = 0
     superseded: int = 0
-    """Rows whose text changed while they were being embedded: released, claimed again."""
+    """Rows whose text changed while they were being embedded: given back, claimed again."""
     held_back: int = 0
     """Rows handed back untouched because the embedder looks misconfigured (queue paused)."""
     built: int = 0
@@ -211,15 +211,18 @@ class EmbeddingQueue:
             for r in claimed
         ]
 
-    async def handle(self, worker_id: str, items: list[ClaimedRow]) -> None:
+    async def handle(self, batch: Batch[ClaimedRow]) -> None:
+        """Every row the active space's commit does not finish (superseded, held back, claimed
+        for the space being built alone, or all of them when the spaces changed) is given back
+        by the worker when this returns."""
+        items = batch.items
         active, building = await self._models()
         if any(r.active_id != active.space.id for r in items):
             # The model switched between claim and now: claimed again, for the new space.
-            await self.leases.release(self.pool, worker_id, [r.id for r in items])
             return
         to_build = [] if building is None else [r for r in items if r.target_hash != r.content_hash]
         try:
-            result = await self.index_batch(worker_id, [r for r in items if r.needs_active], active)
+            result = await self._index(batch, [r for r in items if r.needs_active], active)
             if to_build and building is not None:
                 result.built = await self.build_batch(to_build, building)
                 self.totals.built += result.built
@@ -230,18 +233,11 @@ class EmbeddingQueue:
                 "%s: embedding spaces changed under a batch (%s); reloading", self.target.table, exc
             )
             await self.spaces.refresh()
-            await self.leases.release(self.pool, worker_id, [r.id for r in items])
             return
         except psycopg.OperationalError as exc:
-            # The database went away mid-batch: nothing was committed, the rows' leases run
-            # out on their own; same treatment as a provider outage.
+            # The database went away mid-batch: nothing was committed; the worker waits for
+            # the database, not for the provider.
             raise TransientError(f"database unavailable: {exc}") from exc
-        finally:
-            # Rows claimed for the space being built alone are not released by the active
-            # space's commit.
-            build_only = [r.id for r in items if not r.needs_active]
-            if build_only:
-                await self.leases.release(self.pool, worker_id, build_only)
         log.info(
             "%s: %d embedded, %d unchanged, %d failed, %d superseded, %d held back, %d built",
             self.target.table,
@@ -258,8 +254,20 @@ class EmbeddingQueue:
     async def index_batch(
         self, worker_id: str, rows: Sequence[ClaimedRow], active: ModelInUse | None = None
     ) -> BatchResult:
-        """Embed and commit one claimed batch in the active space; raises ``TransientError`` to
-        have it retried."""
+        """Embed and commit one claimed batch in the active space, and give back what it did
+        not finish (as the worker does after ``handle``); raises ``TransientError`` to have it
+        retried."""
+        batch = Batch(worker_id, list(rows), self.leases)
+        result = await self._index(batch, rows, active)
+        await batch.close(self.pool)
+        return result
+
+    async def _index(
+        self, batch: Batch[ClaimedRow], rows: Sequence[ClaimedRow], active: ModelInUse | None
+    ) -> BatchResult:
+        """The active space's work on ``rows``: each row embedded (or failed, or confirmed
+        unchanged) is finished in the transaction that writes it; the rest is left to the
+        batch's close (given back)."""
         if active is None:
             active = (await self._models())[0]
         self.breaker.embedder, self.breaker.dim = active.embedder, active.space.dim
@@ -269,11 +277,9 @@ class EmbeddingQueue:
         to_embed = [r for r in rows if not r.text_unchanged]
         if unchanged:
             # Committed before the model call, so a transient error below does not undo it.
-            async with single_statement(self.pool) as conn:
-                cur = await conn.execute(
-                    self._sql("confirm_embedded", active),
-                    {"worker_id": worker_id, "ids": [r.id for r in unchanged]},
-                )
+            async with self.pool.connection() as conn, conn.transaction():
+                held = await batch.finish(conn, dict.fromkeys((r.id for r in unchanged), DONE))
+                cur = await conn.execute(self._sql("confirm_embedded", active), {"ids": list(held)})
                 confirmed = {row["id"] for row in await cur.fetchall()}
             result.unchanged = len(confirmed)
             done |= confirmed
@@ -290,14 +296,12 @@ class EmbeddingQueue:
                 await self.breaker.pause(str(exc))
                 paused = True
             else:
-                embedded, failed = await self._commit(worker_id, to_embed, outcomes, active)
+                embedded, failed = await self._commit(batch, to_embed, outcomes, active)
                 result.embedded, result.failed = len(embedded), len(failed)
                 done |= embedded | failed
+        # Paused (given back by the batch's close), or a guard did not match: the text changed
+        # under us and the row, its lease ended, is claimable again.
         left = [r.id for r in rows if r.id not in done]
-        if left:
-            # Paused, or a guard did not match (the text changed under us: the row is still
-            # claimable). Either way hand the rows back now rather than when the lease expires.
-            await self.leases.release(self.pool, worker_id, left)
         if paused:
             result.held_back = len(left)
         else:
@@ -316,13 +320,14 @@ class EmbeddingQueue:
 
     async def _commit(
         self,
-        worker_id: str,
+        batch: Batch[ClaimedRow],
         rows: Sequence[ClaimedRow],
         outcomes: Sequence[list[float] | EmbeddingPermanentError],
         active: ModelInUse,
     ) -> tuple[set[UUID], set[UUID]]:
-        """Vectors (with their status flip) and permanent failures of a batch, in one
-        transaction; returns the ids embedded and the ids marked failed."""
+        """Vectors (with their status flip) and permanent failures of a batch, in the one
+        transaction that ends the rows' leases; returns the ids embedded and the ids marked
+        failed."""
         good: list[tuple[ClaimedRow, list[float]]] = []
         bad: list[tuple[ClaimedRow, str]] = []
         for row, outcome in zip(rows, outcomes, strict=True):
@@ -335,11 +340,14 @@ class EmbeddingQueue:
         embedded: set[UUID] = set()
         failed: set[UUID] = set()
         async with self.pool.connection() as conn, conn.transaction():
+            # First: the rows this worker still holds, locked to the end of the transaction.
+            held = await batch.finish(conn, dict.fromkeys((r.id for r in rows), DONE))
+            good = [(r, v) for r, v in good if r.id in held]
+            bad = [(r, e) for r, e in bad if r.id in held]
             if good:
                 cur = await conn.execute(
                     self._sql("store_embeddings", active),
                     {
-                        "worker_id": worker_id,
                         "ids": [r.id for r, _ in good],
                         "vectors": [Vector(v) for _, v in good],
                         "hashes": [r.content_hash for r, _ in good],
@@ -358,7 +366,6 @@ class EmbeddingQueue:
                 cur = await conn.execute(
                     self._sql("mark_failed", active),
                     {
-                        "worker_id": worker_id,
                         "ids": [r.id for r, _ in bad],
                         "errors": [error for _, error in bad],
                         "hashes": [r.content_hash for r, _ in bad],

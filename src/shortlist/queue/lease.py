@@ -4,10 +4,12 @@ it dies.
 A queue table has a key column plus ``locked_by text`` and ``locked_until timestamptz``. Claims
 are pipeline-specific (each pipeline's named SQL says *what* is claimable), but they all follow
 one shape: a CTE selects rows ``FOR UPDATE SKIP LOCKED`` and an ``UPDATE … RETURNING`` stamps
-the lease, so the planner locks only what it claims. Renewing and releasing a lease is the same
+the lease, so the planner locks only what it claims. Renewing and ending a lease is the same
 for every table, so it lives here:
 
-* :class:`LeaseTable` declares a queue table and releases rows of it;
+* :class:`LeaseTable` declares a queue table and ends leases on it, each row with its outcome
+  (:mod:`shortlist.queue.outcome`), in one guarded statement (``settle``): no other statement
+  clears ``locked_by``, and no handler ends a lease except through it;
 * :class:`LeaseKeeper` renews every lease a process holds, across all its workers and tables,
   in ONE statement per beat (``SHORTLIST_HEARTBEAT_INTERVAL``). A lease
   (``SHORTLIST_LEASE_SECONDS``) therefore only runs out when the process is gone or hung,
@@ -22,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
@@ -30,11 +32,27 @@ from psycopg import sql
 
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
-from shortlist.db.types import AsyncPool
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.queue.outcome import GIVE_BACK, Outcomes
 
 log = logging.getLogger(__name__)
 
 _SQL = load_queries("shortlist.queue", "lease.sql")
+
+
+def fragment(text: LiteralString) -> LiteralString:
+    """A named SQL fragment without its comment lines (they belong beside its definition, not
+    inside every statement it is composed into)."""
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].lstrip().startswith("--"):
+        lines.pop(0)
+    return "".join(lines).strip()
+
+
+LEASE_ENDED = sql.SQL(fragment(_SQL["lease_ended"]))
+"""``{lease_ended}`` of a statement that takes rows over from whoever held them (lease.sql)."""
+REQUEUE: LiteralString = fragment(_SQL["requeue"])
+"""The outcome part of a table whose claim moves rows ``queued -> running`` (lease.sql)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +60,13 @@ class LeaseTable:
     table: LiteralString
     key: LiteralString = "id"
     key_type: LiteralString = "bigint"
-    requeue: bool = False
-    """The claim moves rows ``queued → running``: a release moves them back."""
+    outcome: LiteralString = ""
+    """What an outcome writes on a row besides its lease: ``SET`` assignments that read the
+    row as ``t`` and its outcome as ``o`` (``kind``, ``reason``, ``delay``); stated in the
+    queue's own ``.sql`` file (or :data:`REQUEUE`). Empty: an outcome only ends the lease."""
+    records: frozenset[str] = frozenset()
+    """The outcomes besides done and give back that :attr:`outcome` records (``retry``,
+    ``failed``); another one is a programming error, refused before anything is written."""
 
     def _format(self, statement: LiteralString, **extra: sql.Composable) -> sql.Composed:
         return sql.SQL(statement).format(
@@ -53,14 +76,39 @@ class LeaseTable:
             **extra,
         )
 
-    async def release(self, pool: AsyncPool, worker_id: str, keys: Sequence[object]) -> int:
-        """Give rows back (after a transient error, on shutdown, when a result is dropped)."""
-        if not keys:
+    def _settle_params(self, worker_id: str, outcomes: Outcomes) -> dict[str, Any]:
+        for outcome in outcomes.values():
+            if outcome.kind not in ("done", "give_back") and outcome.kind not in self.records:
+                raise ValueError(f"{self.table} records no {outcome.kind} outcome")
+        return {
+            "worker_id": worker_id,
+            "keys": list(outcomes),
+            "kinds": [o.kind for o in outcomes.values()],
+            "reasons": [getattr(o, "reason", None) for o in outcomes.values()],
+            "delays": [getattr(o, "after", None) for o in outcomes.values()],
+        }
+
+    async def settle(self, conn: AsyncConn, worker_id: str, outcomes: Outcomes) -> set[Hashable]:
+        """End the leases ``worker_id`` still holds on these rows, each with its outcome, on
+        ``conn`` (inside the caller's transaction when it has one); returns the keys it still
+        held. The rows stay locked until that transaction ends."""
+        if not outcomes:
+            return set()
+        outcome = sql.SQL(", " + fragment(self.outcome) if self.outcome else "")
+        query = self._format(_SQL["settle"], outcome=outcome)
+        cur = await conn.execute(query, self._settle_params(worker_id, outcomes))
+        return {row["key"] for row in await cur.fetchall()}
+
+    async def settle_now(self, pool: AsyncPool, worker_id: str, outcomes: Outcomes) -> int:
+        """:meth:`settle` as a statement of its own; returns how many leases it ended."""
+        if not outcomes:
             return 0
-        query = self._format(_SQL["release_to_queue" if self.requeue else "release"])
         async with single_statement(pool) as conn:
-            cur = await conn.execute(query, {"keys": list(keys), "worker_id": worker_id})
-            return cur.rowcount
+            return len(await self.settle(conn, worker_id, outcomes))
+
+    async def release(self, pool: AsyncPool, worker_id: str, keys: Iterable[Hashable]) -> int:
+        """Give rows back (after a transient error, on shutdown, when a result is dropped)."""
+        return await self.settle_now(pool, worker_id, dict.fromkeys(keys, GIVE_BACK))
 
 
 @dataclass

@@ -2,18 +2,37 @@
 -- identifiers, {key_type} the key column's type; every statement only touches rows the caller
 -- still holds (locked_by).
 
--- name: release
--- Give rows back unchanged: claimable again at once (tables whose claim keeps the status).
-UPDATE {table}
-   SET locked_by = NULL, locked_until = NULL
- WHERE {key} = ANY (%(keys)s::{key_type}[]) AND locked_by = %(worker_id)s
+-- name: settle
+-- End the leases this worker still holds, each row with its outcome (shortlist.queue.outcome):
+-- o.kind done | give_back | retry | failed, with o.reason and o.delay (seconds) for the last
+-- two. What an outcome writes besides the lease is the table's own part, composed in after the
+-- lease columns (LeaseTable.outcome). A row whose lease ran out and was claimed by another
+-- worker is left alone and not returned; the caller writes nothing more for it.
+WITH o AS (
+    SELECT *
+      FROM unnest(%(keys)s::{key_type}[], %(kinds)s::text[], %(reasons)s::text[],
+                  %(delays)s::float8[]) AS o (key, kind, reason, delay)
+)
+UPDATE {table} AS t
+   SET locked_by = NULL,
+       locked_until = NULL{outcome}
+  FROM o
+ WHERE t.{key} = o.key AND t.locked_by = %(worker_id)s
+RETURNING t.{key} AS key
 
--- name: release_to_queue
--- Give rows back to the queue (tables whose claim moves queued -> running).
-UPDATE {table}
-   SET status = 'queued', locked_by = NULL, locked_until = NULL, updated_at = now()
- WHERE {key} = ANY (%(keys)s::{key_type}[]) AND status = 'running'
-   AND locked_by = %(worker_id)s
+-- name: requeue
+-- The outcome part of tables whose claim moves rows queued -> running: given back, a row still
+-- running is queued again. A row some other statement moved on (the reaper, a retry) keeps its
+-- state.
+status = CASE WHEN t.status = 'running' AND o.kind = 'give_back' THEN 'queued'
+              ELSE t.status END,
+updated_at = now()
+
+-- name: lease_ended
+-- The lease part of a statement that takes rows over whoever held them: the reaper of expired
+-- leases, a retry of what such a worker left running, the end of a tier nobody may page on. A
+-- worker's own rows never end this way (settle). Composed in as lease_ended.
+locked_by = NULL, locked_until = NULL
 
 -- name: renew
 -- One table's part of a heartbeat: a CTE named {cte}; a beat joins one per leased table into a

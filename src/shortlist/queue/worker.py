@@ -6,8 +6,10 @@
         wait_any(NOTIFY, sleep, stop)         # the only await a stop request ends
 
 A queue says what it claims and how it handles it (:class:`Queue`); the worker owns the rest:
-leases renewed by the process's :class:`~shortlist.queue.lease.LeaseKeeper`, items handed back
-(released) when a handler raises, back-off, the throttle between busy cycles, and shutdown.
+leases renewed by the process's :class:`~shortlist.queue.lease.LeaseKeeper`, every claimed
+item's outcome recorded (:class:`Batch`: what the handler returned, or given back when it
+raised or said nothing of an item), back-off, the throttle between busy cycles, and shutdown.
+``drain``: stop once a claim comes back empty and nothing is in flight (``sources crawl``).
 
 Shutdown: ``stop`` ends the idle wait at once; batches in flight then get
 ``WorkerConfig.grace`` seconds to commit. Those still running after that are cancelled: their
@@ -15,10 +17,13 @@ transactions roll back and their items are released, so the process exits on tim
 stays claimed. A cancellation of ``run`` is a stop too (the grace still applies); a second one
 during the grace cancels the batches at once.
 
-Handlers signal what to do next with the error types of ``shortlist.errors``: a
-``TransientError`` releases the claimed rows untouched and backs the worker off
-(``base × 2^attempt``, capped); anything a handler can attribute to one item it records on
-that item itself (a permanent failure is data, not an exception).
+Handlers signal what to do next with outcomes (:mod:`shortlist.queue.outcome`) and the error
+types of ``shortlist.errors``: a ``TransientError`` gives the claimed rows back untouched and
+backs the worker off (``base × 2^attempt``, capped); a ``PermanentError`` fails them where the
+table records failures. Anything a handler can attribute to one item it returns for that item.
+The database going away is nobody's work failing: the worker waits for it with a short back-off
+of its own (ended early when the process's listener reconnects), and the work's back-off does
+not grow with outages.
 """
 
 from __future__ import annotations
@@ -28,22 +33,40 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Hashable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 import psycopg
 
 from shortlist import metrics
-from shortlist.db.types import AsyncPool
-from shortlist.errors import TransientError
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.errors import PermanentError, TransientError
 from shortlist.queue.lease import LeaseKeeper, LeaseTable
 from shortlist.queue.notify import Notifier
+from shortlist.queue.outcome import DONE, GIVE_BACK, Failed, Outcome, Outcomes
 
 log = logging.getLogger(__name__)
 
 RELEASE_TIMEOUT = 5.0
-"""Seconds a batch cancelled at the end of the grace period may take to release its items."""
+"""Seconds a batch cancelled at the end of the grace period may take to give its items back."""
+DATABASE_RETRY_BASE = 1.0
+"""First wait (seconds) after the database failed a claim or a batch; doubles up to 10 s."""
+
+
+def database_trouble(exc: BaseException) -> bool:
+    """The database (or the way to it) failed, not the work: a connection lost or refused, the
+    pool out of connections (``PoolTimeout`` is one), wrapped in a ``TransientError`` or not.
+    psycopg reports a socket's trouble as ``OperationalError``; a bare ``OSError`` is some
+    other peer's (a provider's), and stays the work's."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, psycopg.OperationalError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 class Claimed(Protocol):
@@ -56,6 +79,87 @@ class Claimed(Protocol):
 Item = TypeVar("Item", bound=Claimed)
 
 
+@dataclass
+class Batch(Generic[Item]):
+    """A claimed batch as its handler sees it: the items, and the one way to end their leases.
+
+    The handler returns an outcome per item (or raises); the worker records them when the
+    handler is through (:meth:`close`). A handler that writes an item's rows ends its lease in
+    that transaction instead (:meth:`finish`), so both commit together. Whatever the handler
+    neither finished nor returned is given back."""
+
+    worker_id: str
+    items: list[Item]
+    leases: LeaseTable
+    outcomes: dict[Hashable, Outcome] = field(default_factory=dict)
+    """Outcomes to record at :meth:`close` (the handler's return value lands here too)."""
+    finished: set[Hashable] = field(default_factory=set)
+
+    async def finish(self, conn: AsyncConn, outcomes: Outcomes) -> set[Hashable]:
+        """End these items' leases on ``conn``, inside the transaction that writes their rows;
+        returns the keys this worker still held. An item it no longer held (its lease ran out
+        and another worker has it) must get nothing written: either call this last and roll the
+        transaction back when a key is missing (tables whose claim moves a status: a running
+        row keeps its lease until its status moves on), or call it first and write only the
+        rows it returns (the embedding queue: the vector is written once, after the lease
+        ended, the row locked meanwhile). If the transaction rolls back, the handler returns
+        an outcome for those items (or their leases run out)."""
+        held = await self.leases.settle(conn, self.worker_id, outcomes)
+        self.finished.update(outcomes)
+        return held
+
+    async def close(
+        self, pool: AsyncPool, *, default: Outcome = GIVE_BACK, failed: bool = False
+    ) -> int:
+        """Record the outcomes not finished yet, ``default`` for items nobody accounted for, in
+        one statement; returns how many leases it ended. ``failed``: the handler raised, so a
+        transaction that finished items may have rolled back: ``default`` goes to those too
+        (the guard makes it nothing where the finish committed)."""
+        todo: dict[Hashable, Outcome] = {}
+        for item in self.items:
+            outcome = self.outcomes.get(item.id)
+            if item.id in self.finished and not failed and (outcome is None or outcome == DONE):
+                continue  # finished in its own transaction: nothing more to record
+            todo[item.id] = outcome or default
+        self.finished.update(todo)
+        return await self.leases.settle_now(pool, self.worker_id, todo)
+
+
+async def each(
+    batch: Batch[Item], handle_one: Callable[[Batch[Item], Item], Awaitable[Outcome]]
+) -> None:
+    """Handle a batch item after item (queues whose work is per item), each outcome recorded as
+    it comes, so an error on one item leaves the earlier ones' outcomes standing."""
+    for item in batch.items:
+        batch.outcomes[item.id] = await handle_one(batch, item)
+
+
+async def run_batch(queue: Queue[Item], worker_id: str, items: list[Item]) -> None:
+    """What the worker does with one claimed batch, without the loop: the handler, then every
+    item's outcome recorded (given back when the handler raises, and the error re-raised)."""
+    batch = Batch(worker_id, items, queue.leases)
+    try:
+        returned = await queue.handle(batch)
+    except PermanentError as exc:
+        default: Outcome = Failed(str(exc)) if "failed" in queue.leases.records else GIVE_BACK
+        await batch.close(queue.pool, default=default, failed=True)
+        raise
+    except BaseException:
+        await asyncio.shield(_close_quietly(queue, batch))
+        raise
+    if returned:
+        batch.outcomes.update(returned)
+    await batch.close(queue.pool)
+
+
+async def _close_quietly(queue: Queue[Item], batch: Batch[Item]) -> None:
+    try:
+        await asyncio.wait_for(batch.close(queue.pool, failed=True), RELEASE_TIMEOUT)
+    except Exception:
+        # The leases expire on their own; nothing is lost if this fails.
+        log.exception("%s: could not give back %d items", queue.name, len(batch.items))
+
+
 class Queue(Protocol[Item]):
     """What a pipeline provides to run on the primitive."""
 
@@ -64,14 +168,15 @@ class Queue(Protocol[Item]):
     """NOTIFY channel that signals new work (``None``: poll only)."""
     pool: AsyncPool
     leases: LeaseTable
-    """The table the claims lease rows of: the worker renews and releases them there."""
+    """The table the claims lease rows of: the worker renews and settles them there."""
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[Item]:
         """Claim up to ``limit`` items (SKIP LOCKED + lease) in a committed transaction."""
         ...
 
-    async def handle(self, worker_id: str, items: list[Item]) -> None:
-        """Do the work and commit it. Raise ``TransientError`` to release and back off."""
+    async def handle(self, batch: Batch[Item]) -> Outcomes | None:
+        """Do the work and commit it; return each item's outcome (or record it through
+        ``batch``). Raise ``TransientError`` to give the batch back and back off."""
         ...
 
 
@@ -139,6 +244,9 @@ class QueueWorker(Generic[Item]):
         self.worker_id = worker_id or new_worker_id(queue.name)
         self._inflight: dict[asyncio.Task[None], list[Item]] = {}
         self._attempt = 0
+        """Failed attempts of the work in a row (the back-off's exponent)."""
+        self._db_attempt = 0
+        """Failed attempts in a row to reach the database (a back-off of its own)."""
         self.handled_batches = 0
 
     def held(self) -> list[Hashable]:
@@ -150,21 +258,18 @@ class QueueWorker(Generic[Item]):
     async def _handle(self, items: list[Item]) -> None:
         outcome = "handled"
         try:
-            await self.queue.handle(self.worker_id, items)
+            await run_batch(self.queue, self.worker_id, items)
         except asyncio.CancelledError:
             # The grace period is over: whatever was not committed rolled back with its
-            # transaction; give the items back now rather than when their lease runs out.
+            # transaction, and the items were given back rather than left to their leases.
             outcome = "cancelled"
-            await self._release_quietly(items)
             raise
         except TransientError:
             outcome = "transient"
             metrics.QUEUE_BACKOFFS.labels(self.queue.name).inc()
-            await self._release_quietly(items)
             raise
         except Exception:
             outcome = "error"
-            await self._release_quietly(items)
             raise
         else:
             self._attempt = 0
@@ -172,31 +277,33 @@ class QueueWorker(Generic[Item]):
         finally:
             metrics.QUEUE_ITEMS.labels(self.queue.name, outcome).inc(len(items))
 
-    async def _release_quietly(self, items: list[Item]) -> None:
-        try:
-            await self.queue.leases.release(
-                self.queue.pool, self.worker_id, [item.id for item in items]
-            )
-        except Exception:
-            # The lease expires on its own; nothing is lost if this fails.
-            log.exception("%s: could not release %d items", self.queue.name, len(items))
-
-    def _reap_finished(self) -> float:
-        """Collect finished tasks; returns the back-off delay they ask for (0 if none).
+    def _reap_finished(self) -> tuple[float, bool]:
+        """Collect finished tasks; returns the back-off delay they ask for (0 if none), and
+        whether it is the database's (an outage) rather than the work's.
 
         The tasks that failed since the last reap count as ONE failed attempt: with
         ``concurrency`` > 1, one provider outage fails every task in flight, and counting each
         of them would grow the back-off exponentially with the concurrency (8 tasks: 2^8 x base)
         instead of with the number of times the worker came back and failed again.
         """
-        delay = 0.0
-        attempt = self._attempt
+        delay, db_delay = 0.0, 0.0
+        attempt, db_attempt = self._attempt, self._db_attempt
         for task in [t for t in self._inflight if t.done()]:
             self._inflight.pop(task)
             if task.cancelled():
                 continue
             exc = task.exception()
             if exc is None:
+                self._db_attempt = 0
+                continue
+            if database_trouble(exc):
+                db_delay = self._database_wait(db_attempt)
+                log.warning(
+                    "%s: database unavailable, retrying in %.1fs: %s",
+                    self.queue.name,
+                    db_delay,
+                    exc,
+                )
                 continue
             retry_after = exc.retry_after if isinstance(exc, TransientError) else None
             wait = backoff_delay(attempt, self.config.backoff_base, self.config.backoff_max)
@@ -212,12 +319,29 @@ class QueueWorker(Generic[Item]):
                     "%s: handler failed, backing off %.1fs", self.queue.name, wait, exc_info=exc
                 )
             delay = max(delay, wait)
-        return delay
+        if delay:
+            return max(delay, db_delay), False
+        return db_delay, db_delay > 0
+
+    def _database_wait(self, attempt: int) -> float:
+        """The wait after the database failed a claim or a batch: short (the database is back
+        within seconds of a restart), its own count, never the work's back-off."""
+        self._db_attempt = attempt + 1
+        return backoff_delay(attempt, min(self.config.backoff_base, DATABASE_RETRY_BASE), 10.0)
+
+    async def _pause(self, stop: asyncio.Event, delay: float, *, database: bool) -> None:
+        """Wait out a back-off; one for the database also ends when the process's listener
+        reconnects (it is back)."""
+        waits: list[Awaitable[object]] = [stop.wait()]
+        if database and self.notifier is not None and self.notifier.disconnected.is_set():
+            waits.append(self.notifier.connected.wait())
+        await wait_any(*waits, timeout=delay)
 
     # -- the loop ----------------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Run until ``stop`` is set; then give in-flight work ``config.grace`` to commit."""
+    async def run(self, stop: asyncio.Event, *, drain: bool = False) -> None:
+        """Run until ``stop`` is set (``drain``: or until a claim comes back empty with nothing
+        in flight); then give in-flight work ``config.grace`` to commit."""
         wake: asyncio.Event | None = None
         if self.notifier is not None and self.queue.channel is not None:
             wake = self.notifier.subscribe(self.queue.channel)
@@ -227,7 +351,7 @@ class QueueWorker(Generic[Item]):
                 self.queue.leases, self.config.lease, self.worker_id, self.held
             ):
                 try:
-                    await self._loop(stop, wake)
+                    await self._loop(stop, wake, drain)
                 finally:
                     await self._shutdown()
         finally:
@@ -235,13 +359,13 @@ class QueueWorker(Generic[Item]):
                 self.notifier.unsubscribe(self.queue.channel, wake)
             log.info("%s worker %s stopped", self.queue.name, self.worker_id)
 
-    async def _loop(self, stop: asyncio.Event, wake: asyncio.Event | None) -> None:
+    async def _loop(self, stop: asyncio.Event, wake: asyncio.Event | None, drain: bool) -> None:
         cfg = self.config
         while not stop.is_set():
-            delay = self._reap_finished()
+            delay, database = self._reap_finished()
             if delay:
                 # A back-off: another batch finishing says nothing about the provider.
-                await wait_any(stop.wait(), timeout=delay)
+                await self._pause(stop, delay, database=database)
                 continue
             if len(self._inflight) >= cfg.concurrency:
                 await wait_any(stop.wait(), *self._inflight, timeout=cfg.poll_interval)
@@ -252,12 +376,17 @@ class QueueWorker(Generic[Item]):
             try:
                 items = await self.queue.claim(self.worker_id, cfg.batch_size, cfg.lease)
             except (psycopg.Error, OSError) as exc:
-                wait = backoff_delay(self._attempt, min(cfg.backoff_base, 1.0), 10.0)
-                self._attempt += 1
+                wait = self._database_wait(self._db_attempt)
                 log.warning("%s: claim failed (%s); retrying in %.1fs", self.queue.name, exc, wait)
-                await wait_any(stop.wait(), timeout=wait)
+                await self._pause(stop, wait, database=True)
                 continue
+            self._db_attempt = 0
             if not items:
+                if drain:
+                    if not self._inflight:
+                        return
+                    await wait_any(stop.wait(), *self._inflight, timeout=None)
+                    continue
                 idle = [stop.wait()] + ([wake.wait()] if wake is not None else [])
                 await wait_any(*idle, timeout=cfg.poll_interval)
                 continue

@@ -5,8 +5,8 @@
 
 Each stub is its own task (batch size 1, ``backfill_concurrency`` in flight), so a slow or hung
 enrichment holds back only itself: the time to a result is bounded by the median, not the tail. The
-commit re-checks the lease first (``lock_claimed_candidate``): a worker that lost its claim
-(reaped, retried and re-claimed by someone else) writes nothing, and the unique
+commit ends the lease first (``Batch.finish``): a worker that lost its claim (reaped, retried and
+re-claimed by someone else) writes nothing, and the unique
 ``(search_id, candidate_id)`` catches whatever slips past, so a person is appended once.
 
 A profile enriched but not embedded because the embedder throttled stays on the stub
@@ -26,6 +26,7 @@ the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATT
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import psycopg
@@ -37,7 +38,7 @@ from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import Spaces
 from shortlist.errors import TransientError
 from shortlist.privacy import ingest_allowed, is_suppressed, person_keys, scrub_attempt
-from shortlist.queue import LeaseTable
+from shortlist.queue import DONE, GIVE_BACK, REQUEUE, Batch, LeaseTable, Outcome, each
 from shortlist.talent import headline
 from shortlist.talent import repository as repo
 from shortlist.talent.constraints import Wanted, held_of, judge
@@ -108,7 +109,7 @@ class CandidateQueue:
 
     name = "backfill_candidates"
     channel: str | None = channels.BACKFILL
-    leases = LeaseTable("search_candidates", requeue=True)
+    leases = LeaseTable("search_candidates", outcome=REQUEUE)
 
     def __init__(
         self,
@@ -128,9 +129,8 @@ class CandidateQueue:
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
         return await repo.claim_candidates(self.pool, worker_id, limit, lease)
 
-    async def handle(self, worker_id: str, items: list[ClaimedStub]) -> None:
-        for stub in items:
-            await self.process(worker_id, stub)
+    async def handle(self, batch: Batch[ClaimedStub]) -> None:
+        await each(batch, self.process)
 
     async def _enrich(self, stub: ClaimedStub) -> Profile:
         """The stub's profile: the one discovery already gave, or one paid enrichment (written
@@ -148,12 +148,11 @@ class CandidateQueue:
     async def _forgotten(self, keys: set[str]) -> bool:
         return await is_suppressed(self.pool, keys, self.privacy_key)
 
-    async def process(self, worker_id: str, stub: ClaimedStub) -> None:
+    async def process(self, batch: Batch[ClaimedStub], stub: ClaimedStub) -> Outcome:
         # A forgotten person (shortlist.privacy) is neither bought nor stored: checked by the
         # stub's id before the enrichment, and by every id and contact of the profile after.
         if await self._forgotten({stub.external_id}):
-            await self._forget_stub(worker_id, stub)
-            return
+            return await self._forget_stub(batch, stub)
         try:
             profile = await self._enrich(stub)
             if await self._forgotten(
@@ -163,8 +162,7 @@ class CandidateQueue:
                     external_id=profile.external_id,
                 )
             ):
-                await self._forget_stub(worker_id, stub)
-                return
+                return await self._forget_stub(batch, stub)
             record = candidate_record(profile, stub.tier)
             # Embedded here, outside the transaction, with the indexer's own text for the row,
             # by the active model, which the search's query vector is made to match.
@@ -175,34 +173,35 @@ class CandidateQueue:
                 [vector] = await model.embedder.embed([text])
             except EmbeddingTransientError:
                 if stub.enriched is None:  # the next claim ingests it without enriching again
-                    await repo.keep_enriched_profile(self.pool, stub.id, worker_id, profile)
+                    with contextlib.suppress(_ClaimLost):
+                        async with self.pool.connection() as conn, conn.transaction():
+                            await repo.keep_enriched_profile(conn, stub.id, profile)
+                            if not await batch.finish(conn, {stub.id: GIVE_BACK}):
+                                raise _ClaimLost from None
                 raise
         except (ProviderRateLimited, ProviderPaused, EmbeddingTransientError) as exc:
-            await self._throttled(worker_id, stub, exc)
-            return
+            return await self._throttled(batch, stub, exc)
         except (ProviderTimeout, ProviderUnavailable) as exc:
-            await self._fail(worker_id, stub, CandidateStatus.failed_transient, str(exc))
-            return
+            return await self._fail(batch, stub, CandidateStatus.failed_transient, str(exc))
         except ProviderQuotaExhausted as exc:
             await self._out_of_credit(stub, exc)
-            await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
-            return
+            return await self._fail(batch, stub, CandidateStatus.failed_permanent, str(exc))
         except (ProviderRejected, EmbeddingPermanentError) as exc:
-            await self._fail(worker_id, stub, CandidateStatus.failed_permanent, str(exc))
-            return
+            return await self._fail(batch, stub, CandidateStatus.failed_permanent, str(exc))
         try:
-            await self._commit(worker_id, stub, record, vector, model.space)
+            return await self._commit(batch, stub, record, vector, model.space)
         except psycopg.errors.UndefinedColumn as exc:
             # The model switched and the old space was dropped meanwhile: reload, do it again.
             await self.spaces.refresh()
             raise EmbeddingTransientError(f"embedding model changed: {exc}") from exc
 
-    async def _forget_stub(self, worker_id: str, stub: ClaimedStub) -> None:
+    async def _forget_stub(self, batch: Batch[ClaimedStub], stub: ClaimedStub) -> Outcome:
         """The attempt ends failed_permanent and keeps no trace of who it was."""
-        await self._fail(worker_id, stub, CandidateStatus.failed_permanent, FORGOTTEN)
+        outcome = await self._fail(batch, stub, CandidateStatus.failed_permanent, FORGOTTEN)
         async with self.pool.connection() as conn, conn.transaction():
             await repo.lock_search(conn, stub.search_id)
             await scrub_attempt(conn, stub.id)
+        return outcome
 
     async def _out_of_credit(self, stub: ClaimedStub, exc: ProviderQuotaExhausted) -> None:
         """No credit left to enrich anyone: the tiers that only find people to enrich stop,
@@ -215,27 +214,28 @@ class CandidateQueue:
         if ended:
             log.warning("search %s: serp tier stopped, enrichment out of credit", stub.search_id)
 
-    async def _throttled(self, worker_id: str, stub: ClaimedStub, exc: TransientError) -> None:
+    async def _throttled(
+        self, batch: Batch[ClaimedStub], stub: ClaimedStub, exc: TransientError
+    ) -> Outcome:
         if stub.attempts >= MAX_THROTTLED_ATTEMPTS:
-            await self._fail(
-                worker_id,
+            return await self._fail(
+                batch,
                 stub,
                 CandidateStatus.failed_transient,
                 f"throttled on {stub.attempts} attempts: {exc}",
             )
-            return
         # Raised to the worker loop, which gives the stub back (release → queued) and waits the
         # provider's Retry-After before claiming again.
         raise exc
 
     async def _commit(
         self,
-        worker_id: str,
+        batch: Batch[ClaimedStub],
         stub: ClaimedStub,
         record: CandidateRecord,
         vector: list[float],
         space: ModelSpace,
-    ) -> None:
+    ) -> Outcome:
         """Ingest + append + status, one transaction, under the lease check."""
         outcome: str
         facts: headline.AppendFacts | None = None
@@ -253,16 +253,9 @@ class CandidateQueue:
                 # The search row first, as every transaction that writes a search's work
                 # (see queries.sql): one lock order, no deadlock with a retry.
                 await repo.lock_search(conn, stub.search_id)
-                if not await repo.lock_claimed_candidate(conn, stub.id, worker_id):
-                    log.warning(
-                        "search %s candidate %d: claim lost before commit; result dropped",
-                        stub.search_id,
-                        stub.id,
-                    )
-                    return
                 if not allowed:
                     await repo.finish_candidate(
-                        conn, stub.id, worker_id, CandidateStatus.failed_permanent, error=FORGOTTEN
+                        conn, stub.id, CandidateStatus.failed_permanent, error=FORGOTTEN
                     )
                     await scrub_attempt(conn, stub.id)
                     await repo.touch_search(conn, stub.search_id)
@@ -316,35 +309,59 @@ class CandidateQueue:
                             else "already in the results"
                         )
                     await repo.finish_candidate(
-                        conn, stub.id, worker_id, status, candidate_id=candidate_id, error=error
+                        conn, stub.id, status, candidate_id=candidate_id, error=error
                     )
                     await repo.touch_search(conn, stub.search_id)
+                if not await batch.finish(conn, {stub.id: DONE}):
+                    raise _ClaimLost
+        except _ClaimLost:
+            log.warning(
+                "search %s candidate %d: claim lost before commit; result dropped",
+                stub.search_id,
+                stub.id,
+            )
+            return GIVE_BACK
         except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
             # Something in this profile the schema refuses: this candidate's failure, not the
             # worker's (raising would re-queue it forever).
             # diag.message_primary, not str(exc): the DETAIL line quotes the whole row, e-mail
             # address included, and last_error is shown and logged.
             reason = exc.diag.message_primary or type(exc).__name__
-            await self._fail(
-                worker_id, stub, CandidateStatus.failed_permanent, f"cannot ingest: {reason}"
+            return await self._fail(
+                batch, stub, CandidateStatus.failed_permanent, f"cannot ingest: {reason}"
             )
-            return
         headline.observe_committed(facts)
         log.info("search %s candidate %d (%s): %s", stub.search_id, stub.id, stub.tier, outcome)
         async with self.pool.connection() as conn, conn.transaction():
             await repo.complete_search_if_done(conn, stub.search_id)
+        return DONE
 
     async def _fail(
-        self, worker_id: str, stub: ClaimedStub, status: CandidateStatus, error: str
-    ) -> None:
+        self, batch: Batch[ClaimedStub], stub: ClaimedStub, status: CandidateStatus, error: str
+    ) -> Outcome:
         error = error_text(error)
-        async with self.pool.connection() as conn, conn.transaction():
-            await repo.lock_search(conn, stub.search_id)
-            moved = await repo.finish_candidate(conn, stub.id, worker_id, status, error=error)
-            if moved:
-                await repo.touch_search(conn, stub.search_id)
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                await repo.lock_search(conn, stub.search_id)
+                if await repo.finish_candidate(conn, stub.id, status, error=error):
+                    await repo.touch_search(conn, stub.search_id)
+                if not await batch.finish(conn, {stub.id: DONE}):
+                    raise _ClaimLost
+        except _ClaimLost:
+            log.info(
+                "search %s candidate %d: claim lost; %s dropped",
+                stub.search_id,
+                stub.id,
+                status.value,
+            )
+            return GIVE_BACK
         log.info("search %s candidate %d: %s: %s", stub.search_id, stub.id, status.value, error)
         # The external id is often a person's name (a LinkedIn slug): debug level only.
         log.debug("search %s candidate %d is %s", stub.search_id, stub.id, stub.external_id)
         async with self.pool.connection() as conn, conn.transaction():
             await repo.complete_search_if_done(conn, stub.search_id)
+        return DONE
+
+
+class _ClaimLost(Exception):
+    """Roll the candidate's transaction back: its lease is no longer this worker's."""

@@ -1,6 +1,8 @@
 -- The candidate-search pipeline (shortlist.talent). Every status transition is a guarded
 -- UPDATE … WHERE status = … RETURNING: a row only leaves a state it may leave, and a worker only
--- moves a row it still holds the lease on (locked_by). Migration 0005 enforces the same state
+-- moves a row in the transaction whose settle (shortlist.queue) ends its own lease on it;
+-- a statement that takes rows over from whoever held them ends the lease with {lease_ended}
+-- (shortlist.queue.lease), never by hand. Migration 0005 enforces the same state
 -- machines with triggers, so a transition missing here fails loudly instead of corrupting data.
 --
 -- Locking order, everywhere: a transaction that writes a search's work locks the searches row
@@ -373,34 +375,31 @@ UPDATE search_tiers
        attempts = 0,
        last_error = NULL,
        not_before = now(),
-       locked_by = NULL,
-       locked_until = NULL,
        updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+ WHERE id = %(id)s AND status = 'running'
 RETURNING status::text AS status
 
--- name: tier_deferred
--- Throttled (429 / provider paused): back in the queue, not due before the pause ends.
-UPDATE search_tiers
-   SET status = 'queued',
-       not_before = now() + make_interval(secs => %(delay)s),
-       attempts = 0,
-       last_error = %(error)s,
-       locked_by = NULL,
-       locked_until = NULL,
-       updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
-RETURNING id
+-- name: tier_outcome
+-- What a tier's outcome writes besides its lease (LeaseTable.outcome, shortlist.queue.lease):
+-- given back, a running tier is queued again; retried (the provider throttled: 429, paused),
+-- queued and not due before the pause ends, with the reason. A tier no longer running (the
+-- reaper's, a retry's, out of credit) keeps its state.
+status = CASE WHEN t.status = 'running' AND o.kind IN ('give_back', 'retry') THEN 'queued'
+              ELSE t.status END,
+not_before = CASE WHEN t.status = 'running' AND o.kind = 'retry'
+                  THEN now() + make_interval(secs => o.delay) ELSE t.not_before END,
+attempts = CASE WHEN t.status = 'running' AND o.kind = 'retry' THEN 0 ELSE t.attempts END,
+last_error = CASE WHEN t.status = 'running' AND o.kind = 'retry' THEN o.reason
+                  ELSE t.last_error END,
+updated_at = now()
 
 -- name: tier_failed
 -- status: failed (the provider failed the tier) or quota_exhausted (the account is out of credit).
 UPDATE search_tiers
    SET status = %(status)s::tier_status,
        last_error = %(error)s,
-       locked_by = NULL,
-       locked_until = NULL,
        updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+ WHERE id = %(id)s AND status = 'running'
 RETURNING id
 
 -- name: enrichment_out_of_credit
@@ -411,8 +410,7 @@ RETURNING id
 UPDATE search_tiers
    SET status = 'quota_exhausted',
        last_error = %(error)s,
-       locked_by = NULL,
-       locked_until = NULL,
+       {lease_ended},
        updated_at = now()
  WHERE search_id = %(search_id)s AND tier = 'serp' AND status IN ('queued', 'running')
 RETURNING id
@@ -458,14 +456,6 @@ UPDATE search_candidates AS c
   FROM claimable
  WHERE c.id = claimable.id
 RETURNING c.id, c.search_id, c.external_id, c.tier, c.attempts, c.enriched_profile
-
--- name: lock_claimed_candidate
--- First statement of a candidate's commit: holds the stub for the rest of the transaction, and
--- proves this worker still owns it. No row: the lease was lost (reaped, retried, re-claimed)
--- and this worker's result must not be written.
-SELECT id FROM search_candidates
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
-   FOR UPDATE
 
 -- name: candidate_text
 -- The text the embedding indexer embeds for a candidates row (the placeholder is the
@@ -574,24 +564,24 @@ UPDATE searches
 RETURNING appended.rank, appended.score
 
 -- name: finish_candidate
--- running → succeeded | failed_*, only by the worker holding the lease.
+-- running → succeeded | failed_*, in the transaction whose settle ends the worker's lease.
 UPDATE search_candidates
    SET status = %(status)s::candidate_status,
        candidate_id = coalesce(%(candidate_id)s::uuid, candidate_id),
        last_error = %(error)s,
        enriched_profile = NULL,
-       locked_by = NULL,
-       locked_until = NULL,
        updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+ WHERE id = %(id)s AND status = 'running'
 RETURNING id
 
 -- name: keep_enriched_profile
 -- The enrichment succeeded but the stub goes back to the queue (the embedder throttled): keep
--- the profile for the next claim (migration 0007). Only by the worker holding the lease.
+-- the profile for the next claim (migration 0007), in the transaction whose settle gives the
+-- worker's lease back.
 UPDATE search_candidates
    SET enriched_profile = %(profile)s
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+ WHERE id = %(id)s AND status = 'running'
+RETURNING id
 
 -- ----------------------------------------------------------------------------------------
 -- Reaper
@@ -614,8 +604,7 @@ UPDATE search_candidates AS c
        last_error = CASE WHEN c.lost_workers + 1 >= %(max_lost)s
                          THEN 'worker lost ' || (c.lost_workers + 1) || ' times (lease expired)'
                          ELSE c.last_error END,
-       locked_by = NULL,
-       locked_until = NULL,
+       {lease_ended},
        updated_at = now()
   FROM lost
  WHERE c.id = lost.id
@@ -636,8 +625,7 @@ UPDATE search_tiers AS t
                          THEN 'worker lost: lease expired ' || t.attempts || ' times'
                          ELSE t.last_error END,
        not_before = now(),
-       locked_by = NULL,
-       locked_until = NULL,
+       {lease_ended},
        updated_at = now()
   FROM lost
  WHERE t.id = lost.id
@@ -667,9 +655,10 @@ RETURNING s.id
 -- ----------------------------------------------------------------------------------------
 
 -- name: retry_candidate
+-- failed_* -> queued (a failed row holds no lease: its worker's settle or the reaper ended it).
 UPDATE search_candidates
    SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, requested = true,
-       locked_by = NULL, locked_until = NULL, updated_at = now()
+       updated_at = now()
  WHERE id = %(id)s AND search_id = %(search_id)s
    AND status IN ('failed_no_email', 'failed_transient', 'failed_permanent')
 RETURNING id
@@ -685,7 +674,7 @@ SELECT status::text AS status
 -- skipped at the target, which the recruiter now asks for.
 UPDATE search_candidates
    SET status = 'queued', attempts = 0, lost_workers = 0, last_error = NULL, requested = true,
-       locked_by = NULL, locked_until = NULL, updated_at = now()
+       {lease_ended}, updated_at = now()
  WHERE search_id = %(search_id)s
    AND (status IN ('failed_transient', 'skipped')
         OR (status = 'running' AND locked_until < now()))
@@ -694,7 +683,7 @@ RETURNING id
 -- name: requeue_failed_tiers
 UPDATE search_tiers
    SET status = 'queued', attempts = 0, last_error = NULL, not_before = now(),
-       locked_by = NULL, locked_until = NULL, updated_at = now()
+       {lease_ended}, updated_at = now()
  WHERE search_id = %(search_id)s
    AND (status IN ('failed', 'quota_exhausted') OR (status = 'running' AND locked_until < now()))
 RETURNING tier

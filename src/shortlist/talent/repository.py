@@ -26,6 +26,7 @@ from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import ModelInUse, SpaceStatements
 from shortlist.indexer.corpora import CANDIDATES
+from shortlist.queue.lease import LEASE_ENDED
 from shortlist.relevance import CANDIDATE_SCORE, ScoreModel, normalise_query, text_terms
 from shortlist.talent.brief import Brief, brief_text
 from shortlist.talent.constraints import Held, Judgement, location_terms
@@ -50,6 +51,17 @@ _CANDIDATE_TEXT = sql.SQL(QUERIES["candidate_text"]).format(text=sql.SQL(CANDIDA
 _IN_SPACE = SpaceStatements(QUERIES, title_match=TITLE_MATCH)
 # "Nothing is left to do for this search", stated once and spliced into both statements using it.
 _SEARCH_IS_DONE = sql.SQL(QUERIES["search_is_done"])
+# Statements that take rows over from whoever held them end the lease as the queue states it.
+_TAKEOVER = {
+    name: sql.SQL(QUERIES[name]).format(lease_ended=LEASE_ENDED)
+    for name in (
+        "enrichment_out_of_credit",
+        "reap_lost_candidates",
+        "reap_lost_tiers",
+        "requeue_failed_candidates",
+        "requeue_failed_tiers",
+    )
+}
 _COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
     search_is_done=_SEARCH_IS_DONE
 )
@@ -419,7 +431,6 @@ async def records_wanted(conn: AsyncConn, search_id: uuid.UUID) -> int:
 async def tier_page_done(
     conn: AsyncConn,
     tier_id: int,
-    worker_id: str,
     *,
     found: int,
     has_more: bool,
@@ -427,7 +438,7 @@ async def tier_page_done(
     held: Sequence[NewStub] = (),
     cursor: str | None = None,
 ) -> TierStatus | None:
-    """The tier's new status (queued/exhausted), or None if this worker lost its claim.
+    """The tier's new status (queued/exhausted), or None if it is no longer running.
     ``fetched``: the provider was asked for the tier's next page (else its held people were
     the page); ``held``: who is left for the next claim."""
     row = await _one(
@@ -435,7 +446,6 @@ async def tier_page_done(
         QUERIES["tier_page_done"],
         {
             "id": tier_id,
-            "worker_id": worker_id,
             "found": found,
             "has_more": has_more,
             "fetched": fetched,
@@ -446,29 +456,21 @@ async def tier_page_done(
     return None if row is None else TierStatus(row["status"])
 
 
-async def tier_deferred(
-    conn: AsyncConn, tier_id: int, worker_id: str, *, delay: float, error: str
-) -> bool:
-    params = {"id": tier_id, "worker_id": worker_id, "delay": delay, "error": error}
-    return await _one(conn, QUERIES["tier_deferred"], params) is not None
-
-
 async def tier_failed(
     conn: AsyncConn,
     tier_id: int,
-    worker_id: str,
     *,
     error: str,
     status: TierStatus = TierStatus.failed,
 ) -> bool:
-    params = {"id": tier_id, "worker_id": worker_id, "error": error, "status": status.value}
+    params = {"id": tier_id, "error": error, "status": status.value}
     return await _one(conn, QUERIES["tier_failed"], params) is not None
 
 
 async def enrichment_out_of_credit(conn: AsyncConn, search_id: uuid.UUID, error: str) -> int:
     """End the search's tiers that need enrichment (``enrichment_out_of_credit``)."""
     rows = await _all(
-        conn, QUERIES["enrichment_out_of_credit"], {"search_id": search_id, "error": error}
+        conn, _TAKEOVER["enrichment_out_of_credit"], {"search_id": search_id, "error": error}
     )
     return len(rows)
 
@@ -512,14 +514,9 @@ def _kept_profile(value: object) -> Profile | None:
     return dataclasses.replace(profile, aliases=tuple(profile.aliases))
 
 
-async def keep_enriched_profile(
-    pool: AsyncPool, stub_id: int, worker_id: str, profile: Profile
-) -> None:
-    async with single_statement(pool) as conn:
-        await conn.execute(
-            QUERIES["keep_enriched_profile"],
-            {"id": stub_id, "worker_id": worker_id, "profile": Jsonb(dataclasses.asdict(profile))},
-        )
+async def keep_enriched_profile(conn: AsyncConn, stub_id: int, profile: Profile) -> bool:
+    params = {"id": stub_id, "profile": Jsonb(dataclasses.asdict(profile))}
+    return await _one(conn, QUERIES["keep_enriched_profile"], params) is not None
 
 
 async def candidate_text(pool: AsyncPool, record: CandidateRecord) -> str:
@@ -528,11 +525,6 @@ async def candidate_text(pool: AsyncPool, record: CandidateRecord) -> str:
         row = await _one(conn, _CANDIDATE_TEXT, record.text_params())
     assert row is not None
     return str(row["text"])
-
-
-async def lock_claimed_candidate(conn: AsyncConn, stub_id: int, worker_id: str) -> bool:
-    params = {"id": stub_id, "worker_id": worker_id}
-    return await _one(conn, QUERIES["lock_claimed_candidate"], params) is not None
 
 
 async def query_in_space(pool: AsyncPool, search_id: uuid.UUID, model: ModelInUse) -> None:
@@ -622,7 +614,6 @@ async def append_result(
 async def finish_candidate(
     conn: AsyncConn,
     stub_id: int,
-    worker_id: str,
     status: CandidateStatus,
     *,
     candidate_id: uuid.UUID | None = None,
@@ -633,7 +624,6 @@ async def finish_candidate(
         QUERIES["finish_candidate"],
         {
             "id": stub_id,
-            "worker_id": worker_id,
             "status": status.value,
             "candidate_id": candidate_id,
             "error": error,
@@ -646,11 +636,11 @@ async def finish_candidate(
 
 
 async def reap_lost_candidates(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, QUERIES["reap_lost_candidates"], {"max_lost": max_lost})
+    return await _all(conn, _TAKEOVER["reap_lost_candidates"], {"max_lost": max_lost})
 
 
 async def reap_lost_tiers(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, QUERIES["reap_lost_tiers"], {"max_lost": max_lost})
+    return await _all(conn, _TAKEOVER["reap_lost_tiers"], {"max_lost": max_lost})
 
 
 async def running_searches_without_work(conn: AsyncConn) -> list[uuid.UUID]:
@@ -677,11 +667,11 @@ async def candidate_status(conn: AsyncConn, search_id: uuid.UUID, stub_id: int) 
 
 
 async def requeue_failed_candidates(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    return len(await _all(conn, QUERIES["requeue_failed_candidates"], {"search_id": search_id}))
+    return len(await _all(conn, _TAKEOVER["requeue_failed_candidates"], {"search_id": search_id}))
 
 
 async def requeue_failed_tiers(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    return len(await _all(conn, QUERIES["requeue_failed_tiers"], {"search_id": search_id}))
+    return len(await _all(conn, _TAKEOVER["requeue_failed_tiers"], {"search_id": search_id}))
 
 
 async def resume_search(conn: AsyncConn, search_id: uuid.UUID) -> bool:

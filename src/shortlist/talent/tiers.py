@@ -30,7 +30,7 @@ from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
 from shortlist.places import Place, PlaceKind, resolve
 from shortlist.privacy import person_keys, suppressed_among
-from shortlist.queue import LeaseTable
+from shortlist.queue import DONE, GIVE_BACK, Batch, LeaseTable, Outcome, Retry, each
 from shortlist.talent import marks
 from shortlist.talent import repository as repo
 from shortlist.talent.constraints import ConstraintKind, Held, Wanted, judge
@@ -153,7 +153,9 @@ class TierQueue:
 
     name = "backfill_tiers"
     channel: str | None = channels.BACKFILL
-    leases = LeaseTable("search_tiers", requeue=True)
+    leases = LeaseTable(
+        "search_tiers", outcome=repo.QUERIES["tier_outcome"], records=frozenset({"retry"})
+    )
 
     def __init__(self, pool: AsyncPool, settings: Settings, sources: Sources, spaces: Spaces):
         self.pool = pool
@@ -164,9 +166,8 @@ class TierQueue:
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedTier]:
         return await repo.claim_tiers(self.pool, worker_id, limit, lease)
 
-    async def handle(self, worker_id: str, items: list[ClaimedTier]) -> None:
-        for item in items:
-            await self.run_page(worker_id, item)
+    async def handle(self, batch: Batch[ClaimedTier]) -> None:
+        await each(batch, self.run_page)
 
     async def _discover(self, claimed: ClaimedTier) -> DiscoveryPage:
         """One page from the tier's provider, its calls written to the credit ledger."""
@@ -188,7 +189,7 @@ class TierQueue:
                     self.pool, brief.search_id, claimed.tier, calls, discovery=True
                 )
 
-    async def run_page(self, worker_id: str, claimed: ClaimedTier) -> None:
+    async def run_page(self, batch: Batch[ClaimedTier], claimed: ClaimedTier) -> Outcome:
         search_id = claimed.search.search_id
         # Everyone the search already attempted, loaded BEFORE the call: the hot-path filter.
         # The unique constraint on (search_id, external_id) makes dedup correct under races.
@@ -202,19 +203,14 @@ class TierQueue:
                 if s.external_id not in known
                 and (s.profile is not None or known.isdisjoint(s.aliases))
             ]
-            await self._record_page(
-                worker_id, claimed, fresh, not claimed.provider_done, fetched=False
+            return await self._record_page(
+                batch, claimed, fresh, not claimed.provider_done, fetched=False
             )
-            return
         try:
             page = await self._discover(claimed)
         except (ProviderRateLimited, ProviderPaused) as exc:
             # Throttled: not this tier's failure. Wait out the provider's pause, no hammering.
             delay = exc.retry_after if exc.retry_after is not None else self.settings.retry_delay
-            async with self.pool.connection() as conn, conn.transaction():
-                await repo.tier_deferred(
-                    conn, claimed.id, worker_id, delay=delay, error=error_text(exc)
-                )
             log.info(
                 "search %s tier %s deferred %.2fs: %s",
                 search_id,
@@ -222,7 +218,7 @@ class TierQueue:
                 delay,
                 error_text(exc),
             )
-            return
+            return Retry(after=delay, reason=error_text(exc))
         except ProviderError as exc:
             # Timeout / 5xx after the adapter's one retry, a rejected request, or an account
             # out of credit (no retry loop: it says so instead): this tier is done for; the
@@ -232,16 +228,22 @@ class TierQueue:
                 if isinstance(exc, ProviderQuotaExhausted)
                 else TierStatus.failed
             )
-            async with self.pool.connection() as conn, conn.transaction():
-                await repo.lock_search(conn, search_id)
-                if await repo.tier_failed(
-                    conn, claimed.id, worker_id, error=error_text(exc), status=ended
-                ):
-                    await repo.touch_search(conn, search_id)
+            try:
+                async with self.pool.connection() as conn, conn.transaction():
+                    await repo.lock_search(conn, search_id)
+                    if await repo.tier_failed(
+                        conn, claimed.id, error=error_text(exc), status=ended
+                    ):
+                        await repo.touch_search(conn, search_id)
+                    if not await batch.finish(conn, {claimed.id: DONE}):
+                        raise _Discard("claim lost (lease expired and re-claimed)")
+            except _Discard as why:
+                log.info("search %s tier %s: failure dropped: %s", search_id, claimed.tier, why)
+                return GIVE_BACK
             log.warning("search %s tier %s %s: %s", search_id, claimed.tier, ended, error_text(exc))
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
-            return
+            return DONE
         page = await self._without_forgotten(page)
         stubs, has_more = self._fresh_stubs(
             page,
@@ -256,8 +258,8 @@ class TierQueue:
             [s.external_id for s in page.stubs if s.external_id in known],
             self.spaces.active().space,
         )
-        await self._record_page(
-            worker_id, claimed, stubs, has_more, fetched=True, cursor=page.cursor
+        return await self._record_page(
+            batch, claimed, stubs, has_more, fetched=True, cursor=page.cursor
         )
 
     async def _without_forgotten(self, page: DiscoveryPage) -> DiscoveryPage:
@@ -320,14 +322,14 @@ class TierQueue:
 
     async def _record_page(
         self,
-        worker_id: str,
+        batch: Batch[ClaimedTier],
         claimed: ClaimedTier,
         stubs: list[NewStub],
         has_more: bool,
         *,
         fetched: bool,
         cursor: str | None = None,
-    ) -> TierStatus | None:
+    ) -> Outcome:
         search_id = claimed.search.search_id
         async with self.pool.connection() as conn:
             try:
@@ -348,7 +350,6 @@ class TierQueue:
                     status = await repo.tier_page_done(
                         conn,
                         claimed.id,
-                        worker_id,
                         found=found,
                         has_more=has_more,
                         fetched=fetched,
@@ -356,12 +357,14 @@ class TierQueue:
                         cursor=cursor,
                     )
                     if status is None:
-                        raise _Discard("claim lost (lease expired and re-claimed)")
+                        raise _Discard("tier no longer running (out of credit, or reaped)")
                     await repo.touch_search(conn, search_id)
+                    if not await batch.finish(conn, {claimed.id: DONE}):
+                        raise _Discard("claim lost (lease expired and re-claimed)")
             except _Discard as why:
                 log.info("search %s tier %s: page dropped: %s", search_id, claimed.tier, why)
-                await self.leases.release(self.pool, worker_id, [claimed.id])
-                return None
+                # Rolled back: the worker gives the tier back, if it is still ours.
+                return GIVE_BACK
         log.info(
             "search %s tier %s %s: %d new candidates, %d held (%s)",
             search_id,
@@ -374,7 +377,7 @@ class TierQueue:
         if status is TierStatus.exhausted:
             async with self.pool.connection() as conn, conn.transaction():
                 await repo.complete_search_if_done(conn, search_id)
-        return status
+        return DONE
 
 
 class _Discard(Exception):

@@ -62,11 +62,11 @@ RETURNING m.id, m.company_name, m.mail_from, m.sender_forgotten, m.raw, m.attemp
           m.owner_token_id
 
 -- name: finish_posted
--- A message became a listing: running -> posted (only by the worker holding it).
+-- A message became a listing: running -> posted (in the transaction whose settle ends the
+-- worker's lease on it).
 UPDATE inbound_mail
-   SET status = 'posted', listing_id = %(listing_id)s, reason = NULL, locked_by = NULL,
-       locked_until = NULL, updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+   SET status = 'posted', listing_id = %(listing_id)s, reason = NULL, updated_at = now()
+ WHERE id = %(id)s AND status = 'running'
 RETURNING id
 
 -- name: finish_unposted
@@ -74,9 +74,8 @@ RETURNING id
 -- parser crashed or ran out of time), with the reason (and, rejected, what it is instead).
 UPDATE inbound_mail
    SET status = %(status)s::inbound_mail_status, reason = %(reason)s,
-       rejected_as = %(rejected_as)s, locked_by = NULL,
-       locked_until = NULL, updated_at = now()
- WHERE id = %(id)s AND status = 'running' AND locked_by = %(worker_id)s
+       rejected_as = %(rejected_as)s, updated_at = now()
+ WHERE id = %(id)s AND status = 'running'
    AND %(status)s IN ('rejected', 'failed')
 RETURNING id
 

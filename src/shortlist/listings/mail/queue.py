@@ -2,7 +2,8 @@
 primitive (:mod:`shortlist.queue`).
 
 ``queued -> running`` (claimed, SKIP LOCKED + lease) ``-> posted | rejected | failed``, each
-move guarded in SQL by the worker's lease. A crash mid-parse loses nothing: the lease runs out
+move made in the transaction that ends the worker's lease on the row (``Batch.finish``), and
+only while that lease was still the worker's. A crash mid-parse loses nothing: the lease runs out
 and the row is claimed again; a message that keeps killing its worker is given up as ``failed``
 after :data:`MAX_ATTEMPTS`. A message that holds no job is ``rejected`` with the reason the
 sender is told; one the parser could not read in time is ``failed`` — both show in /status.
@@ -31,7 +32,7 @@ from shortlist.listings.mail.screen import RejectedAs
 from shortlist.listings.mail.store import SQL
 from shortlist.listings.models import ListingOut
 from shortlist.listings.repository import insert_listing
-from shortlist.queue import LeaseTable
+from shortlist.queue import DONE, GIVE_BACK, REQUEUE, Batch, LeaseTable, Outcome, each
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class MailQueue:
 
     name = "mail"
     channel: str | None = channels.MAIL
-    leases = LeaseTable("inbound_mail", requeue=True)
+    leases = LeaseTable("inbound_mail", outcome=REQUEUE)
 
     def __init__(self, pool: AsyncPool, parser: ParserPool, settings: Settings) -> None:
         self.pool = pool
@@ -91,11 +92,10 @@ class MailQueue:
             for r in rows
         ]
 
-    async def handle(self, worker_id: str, items: list[InboundMessage]) -> None:
-        for item in items:
-            await self._handle_one(worker_id, item)
+    async def handle(self, batch: Batch[InboundMessage]) -> None:
+        await each(batch, self._handle_one)
 
-    async def _handle_one(self, worker_id: str, item: InboundMessage) -> None:
+    async def _handle_one(self, batch: Batch[InboundMessage], item: InboundMessage) -> Outcome:
         reading: Reading | None = None
         try:
             if item.attempts > MAX_ATTEMPTS:
@@ -115,57 +115,67 @@ class MailQueue:
             # Automatic mail is never answered (RFC 3834: no mail loops), nor a scam (its
             # From is as likely forged: no backscatter).
             kind = exc.kind if isinstance(exc, NoJob) else None
-            finished = await self._finish_unposted(worker_id, item, status, str(exc), reading, kind)
+            finished = await self._finish_unposted(batch, item, status, str(exc), reading, kind)
             if finished == "kept" and kind not in ("automatic", "scam"):
                 await self._reply(item, reading, to, reply.rejected_text(str(exc)))
-            return
+            return DONE if finished else GIVE_BACK
         try:
             async with self.pool.connection() as conn, conn.transaction():
                 listing = await insert_listing(
                     conn, data, source="email", owner_token_id=item.owner_token_id
                 )
                 cur = await conn.execute(
-                    SQL["finish_posted"],
-                    {"id": item.id, "worker_id": worker_id, "listing_id": listing.id},
+                    SQL["finish_posted"], {"id": item.id, "listing_id": listing.id}
                 )
                 if await cur.fetchone() is None:
                     raise _LostLease
                 forgotten = await self._erase_if_forgotten(conn, item, reading)
+                if not await batch.finish(conn, {item.id: DONE}):
+                    raise _LostLease
         except _LostLease:
             log.warning(
                 "mail: message %d is no longer this worker's (its lease ran out and another"
                 " worker took it, or its sender was forgotten)",
                 item.id,
             )
-            return
+            # Rolled back: given back if the lease is still ours (a row no longer running
+            # keeps its state).
+            return GIVE_BACK
         if not forgotten:
             await self._reply(item, reading, reading.reply_to, self._posted_text(listing))
+        return DONE
 
     async def _finish_unposted(
         self,
-        worker_id: str,
+        batch: Batch[InboundMessage],
         item: InboundMessage,
         status: str,
         reason: str,
         reading: Reading | None = None,
         rejected_as: RejectedAs | None = None,
     ) -> Literal["kept", "erased", None]:
-        """``running -> rejected | failed``; None when the row is no longer ours, "erased" when
-        its sender is a forgotten person (not to be answered)."""
-        async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                SQL["finish_unposted"],
-                {
-                    "id": item.id,
-                    "worker_id": worker_id,
-                    "status": status,
-                    "reason": reason[:2000],
-                    "rejected_as": rejected_as if status == "rejected" else None,
-                },
-            )
-            if await cur.fetchone() is None:
-                return None
-            return "erased" if await self._erase_if_forgotten(conn, item, reading) else "kept"
+        """``running -> rejected | failed``; None when the row is no longer ours (nothing
+        written: its lease, if still ours, is for the caller to give back), "erased" when its
+        sender is a forgotten person (not to be answered)."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                cur = await conn.execute(
+                    SQL["finish_unposted"],
+                    {
+                        "id": item.id,
+                        "status": status,
+                        "reason": reason[:2000],
+                        "rejected_as": rejected_as if status == "rejected" else None,
+                    },
+                )
+                if await cur.fetchone() is None:
+                    raise _LostLease  # no longer running: the lease ends with a give-back
+                erased = await self._erase_if_forgotten(conn, item, reading)
+                if not await batch.finish(conn, {item.id: DONE}):
+                    raise _LostLease
+        except _LostLease:
+            return None
+        return "erased" if erased else "kept"
 
     async def _erase_if_forgotten(
         self, conn: AsyncConn, item: InboundMessage, reading: Reading | None

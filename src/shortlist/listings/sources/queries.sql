@@ -53,31 +53,27 @@ UPDATE job_sources AS s
 RETURNING s.id, s.spec, s.kind, s.company_name, s.attempts
 
 -- name: crawl_succeeded
--- A crawl committed: active, due again after the interval, its outcome recorded.
+-- A crawl committed: active | failed -> active, due again after the interval, its outcome
+-- recorded (in the transaction that ended the worker's lease on the source).
 UPDATE job_sources
    SET status = 'active', attempts = 0, last_error = NULL,
        last_crawl_at = now(), last_success_at = now(), last_outcome = %(outcome)s,
-       next_crawl_at = now() + make_interval(secs => %(interval)s),
-       locked_by = NULL, locked_until = NULL
- WHERE id = %(id)s AND locked_by = %(worker_id)s
+       next_crawl_at = now() + make_interval(secs => %(interval)s)
+ WHERE id = %(id)s AND status IN ('active', 'failed')
 RETURNING id
 
--- name: crawl_failed_transiently
--- A timeout, a 5xx, a 429: the source stays active and falls due again after a back-off.
-UPDATE job_sources
-   SET attempts = attempts + 1, last_error = %(error)s, last_crawl_at = now(),
-       next_crawl_at = now() + make_interval(secs => %(delay)s),
-       locked_by = NULL, locked_until = NULL
- WHERE id = %(id)s AND locked_by = %(worker_id)s
-RETURNING id
-
--- name: crawl_failed_permanently
--- The board does not exist (404) or cannot be crawled: active -> failed, shown with its error.
-UPDATE job_sources
-   SET status = 'failed', attempts = attempts + 1, last_error = %(error)s,
-       last_crawl_at = now(), locked_by = NULL, locked_until = NULL
- WHERE id = %(id)s AND locked_by = %(worker_id)s AND status IN ('active', 'failed')
-RETURNING id
+-- name: source_outcome
+-- What a crawl's outcome writes on its source besides the lease (LeaseTable.outcome,
+-- shortlist.queue.lease). retry (a timeout, a 5xx, a 429: the board's own trouble): the source
+-- stays as it is and falls due again after o.delay seconds. failed (the board does not exist,
+-- 404, or cannot be crawled): active -> failed, shown with its error. Both count an attempt
+-- and keep the reason.
+status = CASE WHEN o.kind = 'failed' THEN 'failed' ELSE t.status END,
+attempts = t.attempts + CASE WHEN o.kind IN ('retry', 'failed') THEN 1 ELSE 0 END,
+last_error = CASE WHEN o.kind IN ('retry', 'failed') THEN o.reason ELSE t.last_error END,
+last_crawl_at = CASE WHEN o.kind IN ('retry', 'failed') THEN now() ELSE t.last_crawl_at END,
+next_crawl_at = CASE WHEN o.kind = 'retry' THEN now() + make_interval(secs => o.delay)
+                     ELSE t.next_crawl_at END
 
 -- name: page_memos
 -- What the last crawl of a source remembered of each URL.
@@ -170,8 +166,3 @@ UPDATE job_listings
    AND (id = ANY (%(ids)s::uuid[])
         OR (source = %(source)s AND valid_through IS NOT NULL AND valid_through < now()))
 RETURNING id
-
--- name: lock_claimed_source
--- Taken first in a crawl's transaction: the diff commits only while this worker holds the
--- source (a worker whose lease ran out, and whose source another took over, writes nothing).
-SELECT id FROM job_sources WHERE id = %(id)s AND locked_by = %(worker_id)s FOR UPDATE

@@ -7,18 +7,18 @@
             ``SHORTLIST_CRAWL_INTERVAL``
 
 An outcome belongs to its source, not to the worker: a board that answers 5xx or times out
-backs off on its own (``next_crawl_at``: base × 2^attempts, at most the interval) while the
-others go on; one that does not exist (404) becomes ``failed`` with its error. Only a
-database failure is the worker's ``TransientError``. A crawl killed before its commit wrote
-nothing; its lease runs out and any worker crawls the source again from the start, which
-the diff makes idempotent.
+is retried on its own (``Retry``: ``next_crawl_at`` after base × 2^attempts, at most the
+interval) while the others go on; one that does not exist (404) is ``Failed`` with its error
+(``source_outcome`` writes both). Only a database failure is the worker's ``TransientError``.
+A crawl killed before its commit wrote nothing; its lease runs out and any worker crawls the
+source again from the start, which the diff makes idempotent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -35,8 +35,7 @@ from shortlist.listings.sources.context import ApiBases, CrawlContext, PageMemo
 from shortlist.listings.sources.fetch import Fetcher, FetchPolicy, Validators
 from shortlist.listings.sources.models import Board, SourceSpec
 from shortlist.listings.sources.sync import CrawlOutcome, SourceRow, apply_board
-from shortlist.queue.lease import LeaseTable
-from shortlist.queue.worker import backoff_delay
+from shortlist.queue import DONE, Batch, Failed, LeaseTable, Outcome, Retry, backoff_delay, each
 from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
@@ -71,14 +70,29 @@ async def crawl_board(ctx: CrawlContext, source: SourceRow) -> Board:
 
 
 class CrawlQueue:
-    """The ``shortlist.queue.worker.Queue`` of job sources."""
+    """The ``shortlist.queue.worker.Queue`` of job sources.
 
-    def __init__(self, pool: AsyncPool, settings: Settings) -> None:
+    ``ids``: claim only these sources, due or not, failed ones too, each once (``sources crawl``
+    runs this queue in drain mode); ``on_done`` hears every crawl's result."""
+
+    def __init__(
+        self,
+        pool: AsyncPool,
+        settings: Settings,
+        *,
+        ids: Sequence[int] | None = None,
+        on_done: Callable[[CrawlResult], None] | None = None,
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.name = "crawl"
         self.channel: str | None = channels.SOURCES
-        self.leases = LeaseTable("job_sources")
+        self.leases = LeaseTable(
+            "job_sources", outcome=_SQL["source_outcome"], records=frozenset({"retry", "failed"})
+        )
+        self.todo: list[int] | None = None if ids is None else list(dict.fromkeys(ids))
+        """The sources still to crawl when ``ids`` were given."""
+        self.on_done = on_done
         self.policy = FetchPolicy.from_settings(settings)
         self.bases = ApiBases(
             greenhouse=settings.greenhouse_api_url,
@@ -92,9 +106,10 @@ class CrawlQueue:
         worker_id: str,
         limit: int,
         lease: float,
-        *,
-        ids: Sequence[int] | None = None,
     ) -> list[SourceRow]:
+        if self.todo is not None and not self.todo:
+            return []
+        ids = self.todo
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
                 _SQL["claim_due_sources"],
@@ -106,24 +121,29 @@ class CrawlQueue:
                 },
             )
             rows = await cur.fetchall()
-        return [
+        claimed = [
             SourceRow(r["id"], r["spec"], r["kind"], r["company_name"], r["attempts"]) for r in rows
         ]
+        if self.todo is not None:
+            taken = {s.id for s in claimed}
+            self.todo = [i for i in self.todo if i not in taken]
+        return claimed
 
-    async def handle(self, worker_id: str, items: list[SourceRow]) -> None:
-        for source in items:
-            await self.crawl(worker_id, source)
+    async def handle(self, batch: Batch[SourceRow]) -> None:
+        await each(batch, self.crawl)
 
-    async def crawl(self, worker_id: str, source: SourceRow) -> CrawlResult:
-        """Crawl one claimed source and record the outcome on it."""
+    async def crawl(self, batch: Batch[SourceRow], source: SourceRow) -> Outcome:
+        """Crawl one claimed source; its outcome is the source's own (see the module)."""
         result = CrawlResult(source)
+        outcome: Outcome = DONE
         try:
             board, memos = await self._fetch_board(source, result)
         except PermanentError as exc:
             result.error, result.permanent = str(exc), True
+            outcome = Failed(self._reason(str(exc)))
         except TransientError as exc:
             result.error = str(exc)
-            await self._record_transient(worker_id, source, str(exc), exc.retry_after)
+            outcome = Retry(self._retry_delay(source, exc.retry_after), self._reason(str(exc)))
         except psycopg.Error as exc:
             raise TransientError(f"database unavailable: {exc}") from exc
         except Exception as exc:
@@ -131,19 +151,19 @@ class CrawlQueue:
             # source backs off like any other trouble of its own, and the others go on.
             log.exception("crawl of source %d (%s) failed", source.id, source.spec)
             result.error = f"{type(exc).__name__}: {exc}"
-            await self._record_transient(worker_id, source, result.error, None)
+            outcome = Retry(self._retry_delay(source, None), self._reason(result.error))
         else:
             try:
-                result.outcome = await self._commit(worker_id, source, board, memos, result)
+                result.outcome = await self._commit(batch, source, board, memos, result)
             except psycopg.Error as exc:
                 raise TransientError(f"database unavailable: {exc}") from exc
-        if result.permanent and result.error:
-            await self._record_permanent(worker_id, source, result.error)
         if result.error:
             log.warning("source %d (%s): %s", source.id, source.spec, result.error)
         else:
             log.info("source %d (%s) crawled: %s", source.id, source.spec, result.outcome)
-        return result
+        if self.on_done is not None:
+            self.on_done(result)
+        return outcome
 
     async def _fetch_board(
         self, source: SourceRow, result: CrawlResult
@@ -178,17 +198,17 @@ class CrawlQueue:
 
     async def _commit(
         self,
-        worker_id: str,
+        batch: Batch[SourceRow],
         source: SourceRow,
         board: Board,
         memos: dict[str, PageMemo],
         result: CrawlResult,
     ) -> CrawlOutcome | None:
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                _SQL["lock_claimed_source"], {"id": source.id, "worker_id": worker_id}
-            )
-            if await cur.fetchone() is None:
+            # The lease ends first: the diff commits only while this worker held the source (a
+            # worker whose lease ran out, and whose source another took over, writes nothing);
+            # two crawls of one source apply one after the other.
+            if not await batch.finish(conn, {source.id: DONE}):
                 result.error = "lease lost before the commit: another worker crawls it"
                 return None
             cur = await conn.execute("SELECT now() AS now")
@@ -214,40 +234,21 @@ class CrawlQueue:
                 _SQL["crawl_succeeded"],
                 {
                     "id": source.id,
-                    "worker_id": worker_id,
                     "outcome": Jsonb({**outcome.as_json(), "requests": result.requests}),
                     "interval": self.settings.crawl_interval,
                 },
             )
         return outcome
 
-    async def _record_transient(
-        self, worker_id: str, source: SourceRow, error: str, retry_after: float | None
-    ) -> None:
+    def _retry_delay(self, source: SourceRow, retry_after: float | None) -> float:
+        """The source's own back-off: base × 2^attempts, at most the crawl interval, at least
+        what the board asked for (Retry-After)."""
         delay = min(
             self.settings.crawl_interval,
             backoff_delay(source.attempts, self.settings.crawl_backoff_base, 1e9),
         )
-        if retry_after:
-            delay = max(delay, retry_after)
-        async with single_statement(self.pool) as conn:
-            await conn.execute(
-                _SQL["crawl_failed_transiently"],
-                {
-                    "id": source.id,
-                    "worker_id": worker_id,
-                    "error": redact_emails(error)[:MAX_ERROR_CHARS],
-                    "delay": delay,
-                },
-            )
+        return max(delay, retry_after) if retry_after else delay
 
-    async def _record_permanent(self, worker_id: str, source: SourceRow, error: str) -> None:
-        async with single_statement(self.pool) as conn:
-            await conn.execute(
-                _SQL["crawl_failed_permanently"],
-                {
-                    "id": source.id,
-                    "worker_id": worker_id,
-                    "error": redact_emails(error)[:MAX_ERROR_CHARS],
-                },
-            )
+    @staticmethod
+    def _reason(error: str) -> str:
+        return redact_emails(error)[:MAX_ERROR_CHARS]

@@ -19,10 +19,11 @@ from shortlist.errors import BadInput, Conflict, NotFound, TransientError
 from shortlist.listings.sources.fetch import FetchPolicy, FetchRefused, check_address
 from shortlist.listings.sources.models import SourceSpec
 from shortlist.listings.sources.queue import CrawlQueue, CrawlResult
-from shortlist.queue.lease import LeaseKeeper
-from shortlist.queue.worker import new_worker_id
+from shortlist.queue import LeaseKeeper, QueueWorker, WorkerConfig, wait_any
 
 _SQL = load_queries("shortlist.listings.sources")
+BUSY_POLL_INTERVAL = 0.5
+"""How often ``crawl_now`` looks again for a source another worker holds."""
 
 
 class SourceOut(BaseModel):
@@ -106,11 +107,10 @@ async def crawl_now(
     on_done: Callable[[CrawlResult], None] | None = None,
     wait_for_busy: float = 600.0,
 ) -> list[CrawlResult]:
-    """Crawl ``ids`` (None: every source) at once, in this process, failed sources too. A
-    source another worker is crawling right now is waited for (``wait_for_busy`` seconds)
+    """Crawl ``ids`` (None: every source) at once, in this process, failed sources too: the
+    crawl queue's worker in drain mode. A source another worker is crawling right now is waited
+    for (``wait_for_busy`` seconds; a crash's lease runs out within ``SHORTLIST_LEASE_SECONDS``)
     and then crawled."""
-    queue = CrawlQueue(pool, settings)
-    worker_id = new_worker_id("crawl-now")
     if ids is None:
         wanted = [s.id for s in await list_sources(pool)]
     else:
@@ -120,27 +120,34 @@ async def crawl_now(
         if missing:
             raise NotFound(f"no source {', '.join(map(str, missing))}")
     results: list[CrawlResult] = []
-    todo = list(wanted)
+
+    def done(result: CrawlResult) -> None:
+        results.append(result)
+        if on_done is not None:
+            on_done(result)
+
+    queue = CrawlQueue(pool, settings, ids=wanted, on_done=done)
+    config = WorkerConfig(
+        # One source at a time, as ``sources crawl`` always has: its output follows the list.
+        batch_size=1,
+        concurrency=1,
+        poll_interval=BUSY_POLL_INTERVAL,
+        backoff_base=1.0,
+        backoff_max=30.0,
+        lease=settings.lease_seconds,
+        heartbeat=settings.heartbeat_interval,
+        grace=settings.shutdown_grace,
+    )
+    worker = QueueWorker(queue, config, keeper=LeaseKeeper(pool, every=settings.heartbeat_interval))
     deadline = time.monotonic() + wait_for_busy
-    keeper = LeaseKeeper(pool, every=settings.heartbeat_interval)
-    held: list[int] = []
-    async with keeper.renewing(queue.leases, settings.lease_seconds, worker_id, lambda: held):
-        while todo:
-            # One at a time, so every claim held is one the keeper renews.
-            claimed = await queue.claim(worker_id, 1, settings.lease_seconds, ids=todo)
-            for source in claimed:
-                held[:] = [source.id]
-                result = await queue.crawl(worker_id, source)
-                held.clear()
-                results.append(result)
-                if on_done is not None:
-                    on_done(result)
-            done = {s.id for s in claimed}
-            todo = [i for i in todo if i not in done]
-            if todo and not claimed:
-                if time.monotonic() > deadline:
-                    raise TransientError(
-                        f"sources {', '.join(map(str, todo))} are being crawled by another worker"
-                    )
-                await asyncio.sleep(0.5)
-    return results
+    stop = asyncio.Event()
+    while True:
+        await worker.run(stop, drain=True)
+        if not queue.todo:
+            return results
+        # What is left is leased by another worker (or a crashed one): wait for it.
+        if time.monotonic() > deadline:
+            raise TransientError(
+                f"sources {', '.join(map(str, queue.todo))} are being crawled by another worker"
+            )
+        await wait_any(stop.wait(), timeout=BUSY_POLL_INTERVAL)
