@@ -28,15 +28,16 @@ from shortlist.embedding.local import LocalEmbedder
 from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.heap import trim_heap_periodically
 from shortlist.indexer import CORPORA, LISTINGS, ClaimedRow, Corpus, EmbeddingQueue
-from shortlist.indexer.migration import coordinate
-from shortlist.indexer.retune import keep_indexes_fitting
+from shortlist.indexer.migration import coordinator_job
+from shortlist.indexer.retune import retune_job
 from shortlist.listings.mail.queue import MailQueue
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.sample import load_sample_listings
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
+from shortlist.queue.periodic import Periodic, run_periodic
 from shortlist.talent.candidates import CandidateQueue
-from shortlist.talent.reaper import run_reaper
+from shortlist.talent.reaper import reaper_job
 from shortlist.talent.sample import load_sample_candidates
 from shortlist.talent.tiers import TierQueue
 from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
@@ -392,19 +393,16 @@ def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
 def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
+    periodic: list[Periodic] = []
     if "indexer" in kinds:
         runners.extend(w.run for w in indexer_workers(services))
         runners.extend(w.run for w in interactive_indexer_workers(services))
         overrides = index_build_overrides(services.settings)
-        runners.append(
-            lambda stop: coordinate(
-                services.pool, services.database_url, services.spaces, stop, overrides=overrides
-            )
+        periodic.append(
+            coordinator_job(services.pool, services.database_url, services.spaces, overrides)
         )
-        runners.append(
-            lambda stop: keep_indexes_fitting(
-                services.database_url, overrides, services.settings.index_retune_interval, stop
-            )
+        periodic.append(
+            retune_job(services.database_url, overrides, services.settings.index_retune_interval)
         )
     if "backfill" in kinds:
         runners.extend(w.run for w in backfill_workers(services))
@@ -413,7 +411,10 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     if "crawler" in kinds:
         runners.extend(w.run for w in crawl_workers(services))
     if "reaper" in kinds:
-        runners.append(lambda stop: run_reaper(services.pool, services.settings, stop))
+        periodic.append(reaper_job(services.pool, services.settings))
+    if periodic:
+        # One runner, one way of waiting, for every periodic job of the process.
+        runners.append(lambda stop: run_periodic(periodic, stop))
     return runners
 
 

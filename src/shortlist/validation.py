@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _DIGITS = re.compile(r"[0-9]{1,9}")
 
@@ -39,3 +40,13 @@ def blank_to_none(value: object) -> object:
     """A pydantic ``BeforeValidator``: a blank string is an absent value. CSV cells and HTML
     forms (an untouched ``salary_min=``) say "no value" with an empty string."""
     return None if isinstance(value, str) and not value.strip() else value
+
+
+BLANK = {"type": "string", "pattern": r"^\s*$"}
+"""The JSON schema of a blank string (what :func:`blank_to_none` takes for no value)."""
+
+
+def blank_allowed(schema: dict[str, Any]) -> dict[str, Any]:
+    """``json_schema_extra`` of a query parameter read through :func:`blank_to_none`: its
+    published schema (OpenAPI) says what it accepts, ``schema``, a blank string or nothing."""
+    return {"anyOf": [schema, BLANK, {"type": "null"}]}

@@ -155,10 +155,23 @@ async def test_crawl_killed_by_sigkill_resumes_without_loss_or_duplicates(
     assert await count_listings(db_url, spec) == (0, 0)
     assert (await service.get_source(pool, source.id)).last_crawl_at is None
 
-    # Another worker takes the source over once the dead one's lease runs out.
+    # A second `sources crawl` (the crawl queue's worker in drain mode) takes the source over
+    # once the dead one's lease runs out, and exits when the crawl is done.
     del boards.delay["/jobs/p3"]
-    [result] = await service.crawl_now(pool, settings, [source.id])
-    assert result.error is None and result.outcome is not None and result.outcome.new == 6
+    second = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CRAWL_CLI,
+        "sources",
+        "crawl",
+        str(source.id),
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(second.communicate(), timeout=120)
+    assert second.returncode == 0, err.decode()
+    assert "6 new" in out.decode()
     assert await count_listings(db_url, spec) == (6, 6)
     [again] = await service.crawl_now(pool, settings, [source.id])
     assert again.outcome is not None and again.outcome.unchanged == 6

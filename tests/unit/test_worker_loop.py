@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import psycopg
 import pytest
 
 from shortlist.queue import QueueWorker, WorkerConfig, backoff_delay, wait_any
@@ -130,3 +131,38 @@ async def test_wait_any_returns_on_the_first_and_leaves_tasks_running() -> None:
     task.cancel()
     async with asyncio.timeout(1):
         await wait_any(asyncio.Event().wait(), timeout=0.01)  # the timeout ends it
+
+
+async def test_drain_stops_once_a_claim_comes_back_empty() -> None:
+    queue = MemoryQueue(7)
+    async with asyncio.timeout(5):
+        await worker(queue, fast(poll_interval=3600, concurrency=2)).run(
+            asyncio.Event(), drain=True
+        )
+    assert queue.count("done") == 7
+
+
+class DatabaseDown(MemoryQueue):
+    """Claims fail ``outages`` times (the database is away), then one batch fails transiently."""
+
+    def __init__(self, outages: int) -> None:
+        super().__init__(1, hook=Flaky(times=1))
+        self.outages = outages
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[Job]:
+        if self.outages > 0:
+            self.outages -= 1
+            raise psycopg.OperationalError("the database is restarting")
+        return await super().claim(worker_id, limit, lease)
+
+
+async def test_a_database_outage_does_not_grow_the_work_backoff() -> None:
+    # The outage's waits are its own (1 s base, capped at the work's base here); the batch's
+    # transient error after it backs off by the work's first step, not by one per outage.
+    queue = DatabaseDown(outages=4)
+    w = worker(queue, fast(backoff_base=0.05, backoff_max=60.0))
+    await run_until(queue, 1, w)
+    hook = queue.hook
+    assert isinstance(hook, Flaky)
+    first, second = hook.calls
+    assert 0.05 <= second - first < 0.5

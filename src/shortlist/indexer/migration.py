@@ -48,7 +48,7 @@ from shortlist.embedding.spaces import EmbedderFactory, Spaces, compose
 from shortlist.errors import ConfigError, ShortlistError
 from shortlist.indexer.breaker import probe_embedder
 from shortlist.indexer.corpora import CORPORA
-from shortlist.queue.worker import wait_any
+from shortlist.queue.periodic import Periodic, run_periodic
 
 log = logging.getLogger(__name__)
 
@@ -405,11 +405,18 @@ async def coordinate(
 ) -> None:
     """The coordinator loop of an indexer process (see the module docstring); ``overrides``:
     the operator's index build settings."""
-    while not stop.is_set():
+    await run_periodic([coordinator_job(pool, url, spaces, overrides)], stop)
+
+
+def coordinator_job(
+    pool: AsyncPool, url: str, spaces: Spaces, overrides: BuildOverrides = NO_OVERRIDES
+) -> Periodic:
+    """A round every ``COORDINATE_INTERVAL`` (shortlist.queue.periodic)."""
+
+    async def round_() -> None:
         try:
             await coordinate_once(pool, url, spaces, overrides)
         except ModelMigrationError as exc:
             log.warning("embedding model migration: %s", exc)
-        except (psycopg.Error, OSError) as exc:
-            log.warning("embedding model migration step failed, trying again: %s", exc)
-        await wait_any(stop.wait(), timeout=COORDINATE_INTERVAL)
+
+    return Periodic("embedding model migration", COORDINATE_INTERVAL, round_)

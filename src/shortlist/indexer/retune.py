@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import psycopg
-
 from shortlist.db.migrate import retune_indexes
 from shortlist.db.vector_index import BuildOverrides
+from shortlist.queue.periodic import Periodic, run_periodic
 
 log = logging.getLogger(__name__)
 
@@ -22,20 +21,17 @@ log = logging.getLogger(__name__)
 async def keep_indexes_fitting(
     url: str, overrides: BuildOverrides, interval: float, stop: asyncio.Event
 ) -> None:
-    """The loop of an indexer process (``interval`` 0: off; the first check after one
-    interval, since every start has just run ``shortlist migrate``)."""
-    from shortlist.queue.worker import wait_any
+    """The loop of an indexer process (``interval`` 0: off)."""
+    await run_periodic([retune_job(url, overrides, interval)], stop)
 
-    if interval <= 0:
-        return
-    while not stop.is_set():
-        await wait_any(stop.wait(), timeout=interval)
-        if stop.is_set():
-            return
-        try:
-            built = await asyncio.to_thread(retune_indexes, url, overrides)
-        except (psycopg.Error, OSError) as exc:
-            log.warning("vector index retune failed, trying again in %.0f s: %s", interval, exc)
-            continue
+
+def retune_job(url: str, overrides: BuildOverrides, interval: float) -> Periodic:
+    """A check every ``interval`` seconds (0: off), the first after one interval, since every
+    start has just run ``shortlist migrate`` (shortlist.queue.periodic)."""
+
+    async def check() -> None:
+        built = await asyncio.to_thread(retune_indexes, url, overrides)
         if built:
             log.info("vector indexes retuned to fit their tables: %s", ", ".join(built))
+
+    return Periodic("vector index retune", interval, check, first_after=interval)

@@ -23,13 +23,13 @@ reapers never double-apply a transition.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.privacy import purge_expired_attempts, purge_expired_mail, purge_expired_profiles
+from shortlist.queue.periodic import Periodic, run_periodic
 from shortlist.talent import repository as repo
 
 log = logging.getLogger(__name__)
@@ -115,13 +115,11 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
     return report
 
 
+def reaper_job(pool: AsyncPool, settings: Settings) -> Periodic:
+    """A round every ``reaper_interval`` (shortlist.queue.periodic)."""
+    return Periodic("reaper", settings.reaper_interval, lambda: reap_once(pool, settings))
+
+
 async def run_reaper(pool: AsyncPool, settings: Settings, stop: asyncio.Event) -> None:
     """Reap every ``reaper_interval`` until ``stop``; a failed round is logged and retried."""
-    interval = settings.reaper_interval
-    while not stop.is_set():
-        try:
-            await reap_once(pool, settings)
-        except Exception:
-            log.exception("reaper round failed; next round in %.1fs", interval)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval)
+    await run_periodic([reaper_job(pool, settings)], stop)

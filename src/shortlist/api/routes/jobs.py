@@ -21,6 +21,7 @@ from shortlist.listings.mail.listing import to_listing
 from shortlist.listings.mail.store import posted_message_key
 from shortlist.listings.models import (
     MAX_SALARY_KS,
+    WORK_MODES,
     ListingCreate,
     ListingOut,
     ListingPatch,
@@ -33,7 +34,7 @@ from shortlist.listings.search import (
     MAX_SIZE,
     SearchResult,
 )
-from shortlist.validation import blank_to_none
+from shortlist.validation import blank_allowed, blank_to_none
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -57,18 +58,32 @@ async def search(
     salary_min: Annotated[
         Annotated[int, Field(ge=0, le=MAX_SALARY_KS)] | None,
         BeforeValidator(blank_to_none),
-        Query(description="thousands; compared with the top figure"),
+        Query(
+            description="thousands; compared with the top figure",
+            json_schema_extra=blank_allowed(
+                {"type": "integer", "minimum": 0, "maximum": MAX_SALARY_KS}
+            ),
+        ),
     ] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     work_mode: Annotated[
         WorkMode | None,
         BeforeValidator(blank_to_none),
-        Query(description="remote, hybrid, onsite"),
+        Query(
+            description="remote, hybrid, onsite",
+            json_schema_extra=blank_allowed({"type": "string", "enum": list(WORK_MODES)}),
+        ),
     ] = None,
     posted_within_days: Annotated[
         Annotated[int, Field(ge=1, le=MAX_POSTED_WITHIN_DAYS)] | None,
         BeforeValidator(blank_to_none),
-        Query(description="only listings created in the last N days"),
+        Query(
+            description="only listings created in the last N days (blank: any time, as an"
+            " untouched form field sends it)",
+            json_schema_extra=blank_allowed(
+                {"type": "integer", "minimum": 1, "maximum": MAX_POSTED_WITHIN_DAYS}
+            ),
+        ),
     ] = None,
 ) -> Response:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
