@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,11 +18,13 @@ import httpx
 import psycopg
 import pyotp
 import pytest
+from aiosmtpd.smtp import SMTP
 from typer.testing import CliRunner
 
 from shortlist.accounts import store
 from shortlist.accounts.passwords import hash_password
 from shortlist.accounts.scope import act_for_org
+from shortlist.accounts.setup import setup_link_if_nobody
 from shortlist.accounts.signin import SignInRefused, sign_in_verified_identity
 from shortlist.auth import OrgKind, OrgRole, Role
 from shortlist.bootstrap import Services
@@ -649,3 +652,125 @@ async def test_an_intake_address_dies_with_its_token_and_can_be_disabled(
     assert disabled.exit_code == 0
     async with pool.connection() as conn:
         assert await intake_store.find_intake(conn, fresh) is None
+
+
+# --- reset by e-mail, password change, first owner -------------------------------------------
+
+
+async def test_password_reset_link_arrives_by_smtp_and_works_once(
+    client: httpx.AsyncClient, services: Services, pool: AsyncPool
+) -> None:
+    """The reset link goes through SHORTLIST_SMTP_RELAY_URL to a loopback aiosmtpd server;
+    used once it sets the password and ends every session; used again, or for an unknown
+    address, nothing happens (and the request's answer is the same)."""
+    from tests.integration.test_mail_intake import Relay
+
+    sink = Relay()
+    server = await asyncio.get_running_loop().create_server(
+        lambda: SMTP(sink), host="127.0.0.1", port=0
+    )
+    port = server.sockets[0].getsockname()[1]
+    services.settings = services.settings.model_copy(
+        update={"smtp_relay_url": f"smtp://127.0.0.1:{port}", "public_url": "http://board.test"}
+    )
+    try:
+        await make_person(pool, "ada@example.com", "Scouts")
+        other = httpx.AsyncClient(transport=client._transport, base_url="http://test")
+        async with other:
+            await sign_in(other, "ada@example.com")
+            known = await client.post(
+                "/api/password/reset-request", json={"email": "ada@example.com"}
+            )
+            unknown = await client.post(
+                "/api/password/reset-request", json={"email": "nobody@example.com"}
+            )
+            assert known.status_code == unknown.status_code == 202
+            assert known.json() == unknown.json()
+            assert len(sink.received) == 1
+            [(to, _raw)] = sink.received
+            assert to == ["ada@example.com"]
+            [link] = re.findall(r"http://board\.test/signin/reset\?token=\S+", sink.bodies()[0])
+            token = link.partition("token=")[2]
+            new = "a brand new passphrase"
+            done = await client.post("/api/password/reset", json={"token": token, "password": new})
+            assert done.status_code == 200
+            assert (await other.get("/api/me")).status_code == 401  # sessions ended
+            again = await client.post(
+                "/api/password/reset", json={"token": token, "password": "yet another one!"}
+            )
+            assert again.status_code == 404
+            signed = await client.post(
+                "/api/session", json={"email": "ada@example.com", "password": new}
+            )
+            assert signed.status_code == 200
+    finally:
+        server.close()
+
+
+async def test_password_change_needs_the_current_one(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    await make_person(pool, "ada@example.com", "Scouts")
+    csrf = await sign_in(client, "ada@example.com")
+    headers = {"X-CSRF-Token": csrf}
+    wrong = await client.post(
+        "/api/me/password",
+        json={"current": "not it at all", "new": "fresh passphrase"},
+        headers=headers,
+    )
+    assert wrong.status_code == 401
+    short = await client.post(
+        "/api/me/password", json={"current": PASSWORD, "new": "short"}, headers=headers
+    )
+    assert short.status_code == 400
+    long = "x" * 129
+    too_long = await client.post(
+        "/api/me/password", json={"current": PASSWORD, "new": long}, headers=headers
+    )
+    assert too_long.status_code == 400
+    ok = await client.post(
+        "/api/me/password", json={"current": PASSWORD, "new": "p" * 64 + " ok"}, headers=headers
+    )
+    assert ok.status_code == 200
+    assert (await client.get("/api/me")).status_code == 200  # this session stays
+
+
+async def test_first_owner_by_the_setup_link_once(
+    client: httpx.AsyncClient, services: Services, pool: AsyncPool
+) -> None:
+    link = await setup_link_if_nobody(pool, services.settings)
+    assert link is not None and "/setup?token=" in link
+    # Another start while nobody has an account: a new link, the old one stops working.
+    newer = await setup_link_if_nobody(pool, services.settings)
+    assert newer is not None and newer != link
+    body = {
+        "email": "owner@example.com",
+        "password": PASSWORD,
+        "name": "Owner",
+        "organisation": "Acme Talent",
+    }
+    stale = await client.post("/api/setup", json={**body, "token": link.partition("token=")[2]})
+    assert stale.status_code == 404
+    made = await client.post("/api/setup", json={**body, "token": newer.partition("token=")[2]})
+    assert made.status_code == 200, made.text
+    me = (await client.get("/api/me")).json()
+    assert me["siteAdmin"] is True
+    assert [(o["name"], o["role"]) for o in me["organisations"]] == [("Acme Talent", "owner")]
+    used = await client.post("/api/setup", json={**body, "token": newer.partition("token=")[2]})
+    assert used.status_code == 404
+    assert await setup_link_if_nobody(pool, services.settings) is None
+
+
+async def test_account_pages_render_and_need_a_session(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    signin = await client.get("/signin?next=//evil.example")
+    assert signin.status_code == 200 and 'data-next=""' in signin.text
+    assert "Sign in with SSO" not in signin.text  # no OpenID Connect configured
+    assert (await client.get("/account")).status_code == 303
+    await make_person(pool, "ada@example.com", "Scouts")
+    await sign_in(client, "ada@example.com")
+    for path in ("/account", "/org", "/invitation?token=x", "/signin/reset?token=x"):
+        page = await client.get(path)
+        assert page.status_code == 200, path
+        assert "account.js" in page.text

@@ -300,11 +300,13 @@ RETURNING id
 -- ----------------------------------------------------------------------------------------
 
 -- name: put_setup_link
--- Made once, while nobody has an account; a later start finds it and prints nothing.
-INSERT INTO setup_links (token_hash)
+-- While nobody has an account: a new set-up link (the one a previous start printed stops
+-- working). Once someone has one: nothing.
+INSERT INTO setup_links AS l (token_hash)
 SELECT %(token_hash)s
  WHERE NOT EXISTS (SELECT 1 FROM users WHERE service_org_id IS NULL)
-ON CONFLICT (only_row) DO NOTHING
+ON CONFLICT (only_row) DO UPDATE SET token_hash = excluded.token_hash, created_at = now()
+ WHERE l.used_at IS NULL
 RETURNING created_at
 
 -- name: take_setup_link

@@ -30,6 +30,7 @@ def register(org_app: typer.Typer, user_app: typer.Typer, intake_app: typer.Type
     user_app.command("invite")(user_invite)
     user_app.command("list")(user_list)
     user_app.command("disable")(user_disable)
+    user_app.command("sign-out")(user_sign_out)
     intake_app.command("disable")(intake_disable)
     intake_app.command("rotate")(intake_rotate)
 
@@ -167,3 +168,25 @@ def intake_rotate(company: Annotated[str, typer.Argument(help="The company's nam
     settings = load_settings()
     intake = _run(lambda conn: intake_store.rotate_intake(conn, company, None))
     typer.echo(intake.address(settings.mail_domain))
+
+
+def user_sign_out(
+    email: Annotated[str | None, typer.Argument(help="The person's address")] = None,
+    everyone: Annotated[bool, typer.Option("--all", help="Every person's sessions")] = False,
+) -> None:
+    """End a person's browser sessions (or everyone's, with --all); their keys stay."""
+    if (email is None) == (not everyone):
+        typer.echo("error: name one address, or --all", err=True)
+        raise typer.Exit(2)
+
+    async def work(conn: AsyncConn) -> int:
+        cur = await conn.execute(
+            "UPDATE sessions AS s SET ended_at = now() FROM users AS u"
+            " WHERE u.id = s.user_id AND s.ended_at IS NULL"
+            " AND (%(email)s::text IS NULL OR u.email = %(email)s::citext) RETURNING s.id",
+            {"email": None if everyone else (email or "").strip()},
+        )
+        return len(await cur.fetchall())
+
+    ended = _run(work)
+    typer.echo(f"ended {ended} session{'s' if ended != 1 else ''}")

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from shortlist.accounts.setup import setup_link_if_nobody
 from shortlist.bootstrap import (
     WORKER_KINDS,
     Runner,
@@ -161,6 +162,13 @@ async def _serve(
             if smtp is not None:
                 runners.append(_intake_runner(services, smtp))
             log.info("shortlist serving on http://%s:%d", *api_sock.getsockname()[:2])
+            served = settings
+            if not settings.public_url:
+                host, port = api_sock.getsockname()[:2]
+                served = settings.model_copy(update={"public_url": f"http://{host}:{port}"})
+            link = await setup_link_if_nobody(services.pool, served)
+            if link is not None:
+                log.warning("nobody has an account yet: create the first owner at %s", link)
             workers_task = asyncio.create_task(
                 run_until_stopped(runners, stop, settings.shutdown_grace)
             )

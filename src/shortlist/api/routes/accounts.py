@@ -349,7 +349,28 @@ async def accept_invitation(
     return _signed_in(response, signed, services.settings)
 
 
-# --- password reset and address verification ------------------------------------------------
+# --- password change, reset and address verification ---------------------------------------
+
+
+class PasswordChangeIn(_In):
+    current: str = Field(max_length=1000)
+    new: str = Field(max_length=1000)
+
+
+@router.post("/api/me/password")
+async def change_password(
+    body: PasswordChangeIn, services: ServicesDep, principal: UserDep
+) -> dict[str, str]:
+    """A new password, given the current one; every other session of the account ends."""
+    async with services.pool.connection() as conn:
+        user = await store.user_by_id(conn, _user_id(principal))
+        assert user is not None
+        if not await verify_password(body.current, user.password_hash):
+            raise Unauthorized("the current password is wrong")
+        await store.set_password_hash(conn, user.id, await hash_password(body.new))
+        await end_all_sessions(conn, user.id, keep=principal.session_id)
+        await conn.commit()
+    return {"status": "password changed; your other sessions were signed out"}
 
 
 @router.post("/api/password/reset-request", status_code=202)

@@ -152,8 +152,18 @@
 
   // --- token --------------------------------------------------------------------------------
 
+  // Signed in with an account (the session cookie): the cookie authenticates, and every
+  // change carries the session's CSRF token. Otherwise an API key pasted below, kept in this tab.
+  let session = null;
+
   function token() {
-    return sessionStorage.getItem(TOKEN_KEY);
+    return session ? "session" : sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function authHeaders() {
+    return session
+      ? { "X-CSRF-Token": session.csrf }
+      : { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
   }
 
   function renderAuth() {
@@ -164,6 +174,14 @@
   }
 
   function signOut(message) {
+    if (session) {
+      const csrf = session.csrf;
+      session = null;
+      fetch(API + "/api/session", { method: "DELETE", headers: { "X-CSRF-Token": csrf } }).finally(
+        () => window.location.assign(API + "/signin?next=" + encodeURIComponent("/recruit")),
+      );
+      return;
+    }
     sessionStorage.removeItem(TOKEN_KEY);
     closeView();
     ui.resultsPanel.hidden = true;
@@ -196,7 +214,7 @@
   }
 
   async function api(method, path, body) {
-    const headers = { Authorization: `Bearer ${token()}`, Accept: "application/json" };
+    const headers = { ...authHeaders(), Accept: "application/json" };
     const init = { method, headers, cache: "no-store" };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -406,7 +424,7 @@
     ui.exportError.textContent = "";
     try {
       const res = await fetch(`${API}/api/searches/${encodeURIComponent(v.id)}/results.csv`, {
-        headers: { Authorization: `Bearer ${token()}` },
+        headers: authHeaders(),
         cache: "no-store",
       });
       if (!res.ok) {
@@ -880,7 +898,7 @@
     const url = `${API}/api/searches/${encodeURIComponent(v.id)}/events?after=${v.lastRank}`;
     try {
       const res = await fetch(url, {
-        headers: { Authorization: `Bearer ${token()}`, Accept: "text/event-stream" },
+        headers: { ...authHeaders(), Accept: "text/event-stream" },
         cache: "no-store",
         signal: ctrl.signal,
       });
@@ -1099,9 +1117,24 @@
   ui.exportCsv.addEventListener("click", exportCsv);
   window.addEventListener("popstate", routeFromUrl);
 
-  renderAuth();
-  if (root.dataset.searchId && !token()) {
-    showMessage("Sign in to open this search.", "", "sign-in-to-open");
+  async function start() {
+    if (!sessionStorage.getItem(TOKEN_KEY)) {
+      try {
+        const res = await fetch(API + "/api/me", { headers: { Accept: "application/json" } });
+        if (res.ok) {
+          const me = await res.json();
+          session = { csrf: me.csrfToken };
+        }
+      } catch {
+        session = null;
+      }
+    }
+    renderAuth();
+    if (root.dataset.searchId && !token()) {
+      showMessage("Sign in to open this search.", "", "sign-in-to-open");
+    }
+    routeFromUrl();
   }
-  routeFromUrl();
+
+  start();
 })();
