@@ -119,6 +119,9 @@ def _check_visible(record: SearchRecord | None, principal: Principal) -> SearchR
 async def _visible_search(
     conn: AsyncConn, principal: Principal, search_id: uuid.UUID
 ) -> SearchRecord:
+    # The rest of the transaction acts for the caller's organisation: row-level security
+    # keeps every later read of it inside that organisation, whatever its own filter.
+    await act_for(conn, principal)
     return _check_visible(await repo.get_search(conn, search_id), principal)
 
 

@@ -540,13 +540,19 @@ async def organisation(services: ServicesDep, principal: UserDep) -> dict[str, A
 
 
 @router.post("/api/org/invitations", status_code=201)
-async def invite(body: InviteIn, services: ServicesDep, principal: UserDep) -> dict[str, Any]:
+async def invite(
+    body: InviteIn, request: Request, services: ServicesDep, principal: UserDep
+) -> dict[str, Any]:
     """Invite an address with a role; the link goes by e-mail (``url`` is in the answer only
     when no relay is configured, for the inviter to pass on)."""
     org_id = _manager(principal)
     if body.role is OrgRole.owner and principal.org_role is not OrgRole.owner:
         raise Forbidden("only an owner invites owners")
     settings = services.settings
+    if not settings.public_url:
+        # Links point where the inviter reached us when no public address is configured.
+        base = str(request.base_url).rstrip("/")
+        settings = settings.model_copy(update={"public_url": base})
     async with services.pool.connection() as conn:
         org = await store.org_by_id(conn, org_id)
         assert org is not None
