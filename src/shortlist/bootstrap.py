@@ -40,7 +40,12 @@ from shortlist.talent.candidates import CandidateQueue
 from shortlist.talent.reaper import reaper_job
 from shortlist.talent.sample import load_sample_candidates
 from shortlist.talent.tiers import TierQueue
-from shortlist.talent.vendors.factory import Sources, make_sources, rate_limits
+from shortlist.talent.vendors.factory import (
+    Sources,
+    check_half_configured,
+    make_sources,
+    rate_limits,
+)
 from shortlist.talent.vendors.limits import PgRateGate
 
 if TYPE_CHECKING:
@@ -447,8 +452,9 @@ def simulator_config(settings: Settings) -> SimulatorConfig:
 
 
 def with_simulator(settings: Settings, sim_url: str) -> Settings:
-    """``settings`` with every unset provider URL (and its key) pointed at the bundled
-    simulator at ``sim_url``."""
+    """``settings`` with the provider URLs (and keys) pointed at the bundled simulator at
+    ``sim_url`` when neither is set. Raises ``SourcesNotConfigured`` when only one is."""
+    check_half_configured(settings)
     updates: dict[str, object] = {}
     if settings.talent_api_url is None:
         updates["talent_api_url"] = sim_url
@@ -480,6 +486,8 @@ async def bundled_simulator(
     call a vendor (``needed`` false). ``job_boards_only``: the demo job boards alone (a crawl
     needs no talent population), for an unset Greenhouse URL."""
     unset = settings.talent_api_url is None or settings.serp_api_url is None
+    if needed and not job_boards_only:
+        check_half_configured(settings)  # before anything starts: one line, no simulator
     if job_boards_only:
         unset = unset and "greenhouse_api_url" not in settings.model_fields_set
     if not (needed and unset):

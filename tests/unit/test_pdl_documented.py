@@ -20,6 +20,7 @@ from shortlist.talent.roles import PDL_LEVELS, pdl_title
 from shortlist.talent.vendors import ledger
 from shortlist.talent.vendors.base import (
     DiscoveryQuery,
+    ProviderNotFound,
     ProviderQuotaExhausted,
     ProviderRateLimited,
 )
@@ -379,3 +380,32 @@ def test_a_role_pdl_has_no_sub_role_for_is_widened_by_its_words_only() -> None:
     assert _clauses(body) == [
         {"match": {"job_title": {"query": "glass blower", "operator": "and"}}}
     ]
+
+
+# --- credits without x-call-credits-spent (issue 38, point 7) ----------------------------------
+
+
+async def test_without_the_credits_header_a_search_books_its_records_and_an_enrichment_one() -> (
+    None
+):
+    # Person Search output response: billed one credit per record returned; Person Enrichment:
+    # a match is billed (one credit), a 404 is not. A proxy that drops x-call-credits-spent
+    # must not make the calls free (the budget would never trip).
+    people = [record(id=f"id{i}", linkedin_url=f"linkedin.com/in/p{i}") for i in range(3)]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/search"):
+            body = {"status": 200, "data": people, "scroll_token": None, "total": 3}
+            return httpx.Response(200, json=body)
+        if request.url.params.get("profile", "").endswith("nobody"):
+            return httpx.Response(404, json={"status": 404, "error": {"type": "not_found"}})
+        return httpx.Response(200, json={"status": 200, "likelihood": 9, "data": people[0]})
+
+    api = _pdl(handler)
+    with ledger.collecting() as calls:
+        await api.discover(DiscoveryQuery(role="chief executive officer"), 1, 3)
+        await api.enrich("linkedin:p0")
+        with pytest.raises(ProviderNotFound):
+            await api.enrich("linkedin:nobody")
+    assert [(c.kind, c.credits) for c in calls] == [("search", 3), ("enrich", 1), ("enrich", 0)]
+    await api.aclose()

@@ -1,6 +1,7 @@
 """The SerpApi adapter against answers shaped like SerpApi's documented examples
 (MockTransport): the Google Search API's parameters (``location``, ``gl``, ``hl``, ``start``;
-no ``num``), regional LinkedIn hosts, cached searches free (Google Search API, ``no_cache``),
+no ``num``), regional LinkedIn hosts, every search booked (no documented field tells a
+cached one; the Account API's balance is the truth),
 the two kinds of 429 told apart by the Account API (Status and error codes; Account API), and a
 balance that stops the tier before the account runs dry."""
 
@@ -94,26 +95,29 @@ async def test_regional_hosts_with_tracking_are_the_same_person() -> None:
     await api.aclose()
 
 
-async def test_cached_searches_are_not_billed() -> None:
-    cached = {"value": False}
+async def test_every_search_is_booked_and_the_account_api_corrects_the_balance() -> None:
+    # Google Search API, no_cache: cached searches are free, but no documented field of an
+    # answer says it came from the cache (an undocumented search_metadata.cached is ignored):
+    # each search is booked, and the Account API's total_searches_left is the truth.
+    left = {"value": 10}
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/account.json":
-            return httpx.Response(200, json=account(total_searches_left=10))
-        return httpx.Response(
-            200, json=page("https://www.linkedin.com/in/a", cached=cached["value"])
-        )
+            return httpx.Response(200, json=account(total_searches_left=left["value"]))
+        return httpx.Response(200, json=page("https://www.linkedin.com/in/a", cached=True))
 
     api = _serp(handler)
     with ledger.collecting() as calls:
         await api.search('"Nurse"', 1)
-        cached["value"] = True
         await api.search('"Nurse"', 1)
     assert [(c.provider, c.kind, c.credits) for c in calls] == [
         ("serpapi", "search", 1),
-        ("serpapi", "search", 0),
+        ("serpapi", "search", 1),
     ]
-    # Only the billed search came off the balance the Account API gave.
+    assert await api._http.known_balance("searches") == 8
+    # The second was served from the cache: the Account API says so at its next read.
+    left["value"] = 9
+    await api.account.read(force=True)
     assert await api._http.known_balance("searches") == 9
     await api.aclose()
 

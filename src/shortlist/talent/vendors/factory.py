@@ -79,6 +79,23 @@ def make_sources(settings: Settings, *, limiter: RateGate | None = None) -> Sour
     return Sources(talent=talent, serp=serp)
 
 
+def check_half_configured(settings: Settings) -> None:
+    """Both talent vendors real, or both simulated: with only one URL set, the other would
+    point at the bundled simulator, and a real PDL would be asked to enrich the simulator's
+    made-up LinkedIn slugs (or a real SerpApi's people looked up in a made-up population)."""
+    talent, serp = settings.talent_api_url, settings.serp_api_url
+    if (talent is None) != (serp is None):
+        given, missing = (
+            ("SHORTLIST_TALENT_API_URL", "SHORTLIST_SERP_API_URL")
+            if serp is None
+            else ("SHORTLIST_SERP_API_URL", "SHORTLIST_TALENT_API_URL")
+        )
+        raise SourcesNotConfigured(
+            f"{given} is set but {missing} is not: set both (the real vendors) or neither "
+            "(the bundled simulator for both)"
+        )
+
+
 def _require_key(value: str, env: str, vendor: str) -> None:
     if not value.strip():
         raise SourcesNotConfigured(f"{env} is not set: {vendor} refuses requests without a key")

@@ -437,8 +437,22 @@ class PdlClient(ProviderClient):
     window_seconds: float = 60.0
 
     def credits_of(self, response: httpx.Response, operation: str) -> int:
-        # Usage Limits: x-call-credits-spent, the credits billed for this call.
-        return max(header_int(response.headers.get("x-call-credits-spent")) or 0, 0)
+        # Usage Limits: x-call-credits-spent, the credits billed for this call. Without it (a
+        # proxy that drops headers), what PDL bills: a search one credit per record returned
+        # (Person Search, output response), a matched enrichment one (Person Enrichment); an
+        # error nothing ("only matches are billed").
+        spent = header_int(response.headers.get("x-call-credits-spent"))
+        if spent is not None:
+            return max(spent, 0)
+        if response.status_code != 200:
+            return 0
+        if operation != "search":
+            return 1
+        try:
+            data = response.json().get("data")
+        except (ValueError, AttributeError):
+            return 0
+        return len(data) if isinstance(data, list) else 0
 
     def rate_limit_of(self, response: httpx.Response) -> int | None:
         return header_per_minute(response.headers.get("x-ratelimit-limit"))

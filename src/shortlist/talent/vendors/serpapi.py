@@ -187,15 +187,6 @@ def displayed_location(hit: _Organic) -> str:
     return match.group(1).strip() if match else ""
 
 
-def _cached(response: httpx.Response) -> bool:
-    try:
-        body = response.json()
-    except ValueError:
-        return False
-    metadata = body.get("search_metadata") if isinstance(body, dict) else None
-    return isinstance(metadata, dict) and metadata.get("cached") is True
-
-
 class SerpApiClient(ProviderClient):
     """SerpApi's billing and error bodies on top of the shared HTTP plumbing."""
 
@@ -203,11 +194,11 @@ class SerpApiClient(ProviderClient):
     account: AccountReader | None = None
 
     def credits_of(self, response: httpx.Response, operation: str) -> int:
-        # One search credit per successful search; errors and cached searches are free
-        # (Google Search API, `no_cache`).
-        if response.status_code != 200 or _cached(response):
-            return 0
-        return 1
+        # One search credit per successful search; errors are free. Cached searches are free
+        # too (Google Search API, `no_cache`), but no documented field of an answer says it
+        # came from the cache: each is booked as paid (an upper bound) and the balance is
+        # corrected by the Account API's total_searches_left at its next read.
+        return 1 if response.status_code == 200 else 0
 
     async def _observe(self, response: httpx.Response, operation: str, gate: Provider) -> None:
         await super()._observe(response, operation, gate)
