@@ -212,8 +212,11 @@ async def insert_result(
 
 
 async def status_of(conn: AsyncConn, table: str, key: Any) -> Row:
-    """status, locked_by and last_error of a queue row (searches: status and finished_at)."""
+    """status, locked_by and last_error of a queue row (searches: status and finished_at;
+    inbound_mail: reason for last_error)."""
     columns = "status::text AS status, finished_at, last_progress_at"
-    if table != "searches":
+    if table == "inbound_mail":
+        columns = "status::text AS status, locked_by, locked_until, reason, attempts"
+    elif table != "searches":
         columns = "status::text AS status, locked_by, locked_until, last_error, attempts"
     return await one(conn, f"SELECT {columns} FROM {table} WHERE id = %s", (key,))

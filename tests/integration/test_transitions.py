@@ -1,5 +1,6 @@
-"""The status machines the database enforces (migrations 0001, 0002, 0005): every edge of
-searches, search_tiers and search_candidates, allowed and forbidden, and the CHECK constraints
+"""The status machines the database enforces (migrations 0001, 0002, 0005, 0027): every edge of
+searches, search_tiers, search_candidates and inbound_mail, allowed and forbidden (job_sources:
+the crawl outcomes that take its two states both ways), and the CHECK constraints
 that go with the states (a running row has a lease, a failed one an error, a complete search a
 finish time, an embedded corpus row a vector)."""
 
@@ -281,3 +282,70 @@ async def test_the_indexers_own_writes_do_not_move_updated_at(pool: AsyncPool, t
         )
     assert after["updated_at"] == before["updated_at"]
     assert after["s"] == "failed"
+
+
+# --- the e-mail intake's and the crawler's queues ---------------------------------------------
+
+MAIL_STATES = ("queued", "running", "posted", "rejected", "failed")
+MAIL_EDGES = {
+    ("queued", "running"),
+    ("running", "queued"),  # a parser gives its claim back
+    ("running", "posted"),
+    ("running", "rejected"),
+    ("running", "failed"),
+    ("queued", "failed"),  # its sender forgotten on request before it was read
+}
+
+
+async def insert_message(conn: AsyncConn, status: str) -> int:
+    row = await one(
+        conn,
+        "INSERT INTO inbound_mail (company_name, recipient, dedup_key, raw, status, reason,"
+        " locked_by, locked_until)"
+        " VALUES ('Acme', 'post-x@example.test', %s, 'raw', %s, 'x', 'w9',"
+        " now() + interval '1 minute') RETURNING id",
+        (uuid.uuid4().hex, status),
+    )
+    return int(row["id"])
+
+
+@pytest.mark.parametrize(("before", "after", "allowed"), edges(MAIL_STATES, MAIL_EDGES))
+async def test_inbound_mail_edge(pool: AsyncPool, before: str, after: str, allowed: bool) -> None:
+    async with single_statement(pool) as conn:
+        message = await insert_message(conn, before)
+        await check_edge(conn, "inbound_mail", message, before, after, allowed, "reason = 'x'")
+
+
+async def insert_source(conn: AsyncConn, status: str) -> int:
+    row = await one(
+        conn,
+        "INSERT INTO job_sources (spec, kind, status, last_error, locked_by, locked_until)"
+        " VALUES (%s, 'greenhouse', %s, 'x', 'w1', now() + interval '1 minute') RETURNING id",
+        (f"greenhouse:{uuid.uuid4().hex[:12]}", status),
+    )
+    return int(row["id"])
+
+
+async def test_job_source_edges_are_the_crawls_outcomes(pool: AsyncPool) -> None:
+    """active -> failed only through the holder's Failed outcome; failed -> active only by a
+    crawl that committed; no third state."""
+    from shortlist.config import Settings
+    from shortlist.listings.sources.queue import _SQL as SOURCES_SQL
+    from shortlist.listings.sources.queue import CrawlQueue
+    from shortlist.queue import Failed
+
+    leases = CrawlQueue(pool, Settings()).leases
+    async with single_statement(pool) as conn:
+        source = await insert_source(conn, "active")
+        assert await leases.settle(conn, "w2", {source: Failed("404")}) == set()
+        assert (await status_of(conn, "job_sources", source))["status"] == "active"
+        assert await leases.settle(conn, "w1", {source: Failed("404")}) == {source}
+        row = await status_of(conn, "job_sources", source)
+        assert (row["status"], row["last_error"], row["locked_by"]) == ("failed", "404", None)
+        cur = await conn.execute(
+            SOURCES_SQL["crawl_succeeded"], {"id": source, "outcome": None, "interval": 60}
+        )
+        assert await cur.fetchone() is not None
+        assert (await status_of(conn, "job_sources", source))["status"] == "active"
+        with pytest.raises(psycopg.errors.CheckViolation):
+            await move(conn, "job_sources", source, "paused", "last_error = 'x'")
