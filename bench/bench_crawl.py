@@ -215,14 +215,16 @@ def _queue_class(priority: bool) -> Any:
     class CreatedAtOrder(EmbeddingQueue):
         """The claim as it was before the lanes: oldest first, whoever wrote the row."""
 
-        def _sql(self, name: str, active: Any, building: Any = None) -> pgsql.Composed:
+        def _sql(
+            self, name: str, active: Any, building: Any = None, *, wanted: str | None = None
+        ) -> pgsql.Composed:
             import shortlist.indexer.queue as q
 
             saved = q._SQL
             q._SQL = unordered  # type: ignore[misc]
             try:
                 self._composed.clear()
-                return super()._sql(name, active, building)
+                return super()._sql(name, active, building, wanted=wanted)
             finally:
                 q._SQL = saved  # type: ignore[misc]
 

@@ -8,9 +8,9 @@ from typing import LiteralString
 
 from psycopg import sql
 
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn
-from shortlist.embedding.spaces import active_space, compose
+from shortlist.embedding.spaces import active_space
 from shortlist.errors import BadInput
 from shortlist.indexer.breaker import resume
 
@@ -50,8 +50,9 @@ async def reindex(
     async with conn.transaction():
         space = await active_space(conn)
         for t in _tables(table):
-            parts = {**space.parts(), "table": sql.Identifier(t)}
-            cur = await conn.execute(compose(QUERIES[name], parts))
+            cur = await conn.execute(
+                compose(QUERIES[name], **space.parts(), table=sql.Identifier(t))
+            )
             marked += cur.rowcount
     return marked
 

@@ -64,7 +64,7 @@ from psycopg import Connection, sql
 from psycopg.rows import dict_row, tuple_row
 
 from shortlist.db.pool import connect
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn
 
 log = logging.getLogger(__name__)
@@ -369,18 +369,21 @@ def vector_rows(conn: Conn, index: VectorIndex) -> int:
 
 
 def _count_vectors(index: VectorIndex) -> sql.Composed:
-    return sql.SQL(QUERIES["count_vectors"]).format(
-        table=sql.Identifier(index.table), column=sql.Identifier(index.column)
+    return compose(
+        QUERIES["count_vectors"],
+        table=sql.Identifier(index.table),
+        column=sql.Identifier(index.column),
     )
 
 
 def drop_index(conn: Conn, name: str) -> None:
-    conn.execute(sql.SQL(QUERIES["drop_index"]).format(index=sql.Identifier(name)))
+    conn.execute(compose(QUERIES["drop_index"], index=sql.Identifier(name)))
 
 
 def _create(conn: Conn, index: VectorIndex, plan: BuildPlan, name: str) -> float:
     query = "create_hnsw" if plan.method == HNSW else "create_ivfflat"
-    create = sql.SQL(QUERIES[query]).format(
+    create = compose(
+        QUERIES[query],
         index=sql.Identifier(name),
         table=sql.Identifier(index.table),
         # Constants of this package's callers, never user input.
@@ -412,8 +415,8 @@ def _finish_rebuild(conn: Conn, index: VectorIndex, built: str) -> str:
             drop_index(conn, name)
     if built != final:
         conn.execute(
-            sql.SQL(QUERIES["rename_index"]).format(
-                index=sql.Identifier(built), name=sql.Identifier(final)
+            compose(
+                QUERIES["rename_index"], index=sql.Identifier(built), name=sql.Identifier(final)
             )
         )
     return final

@@ -18,8 +18,8 @@ process that has not reloaded yet reads the retired space, whose columns are kep
 :data:`shortlist.indexer.migration.RETIRED_GRACE` seconds after the switch.
 
 Statements that touch vectors are written with ``{embedding}``, ``{embedded_hash}`` and
-``{halfvec}`` where the space's column and type go; :func:`compose` fills them in (only those
-names: the statements' other braces, array literals like ``'{a}'``, are left alone).
+``{halfvec}`` where the space's column and type go; :func:`shortlist.db.sql.compose` fills them
+in.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import LiteralString, TypeVar
@@ -35,7 +34,7 @@ from typing import LiteralString, TypeVar
 import psycopg
 from psycopg import sql
 
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import ensure_space_indexes
 from shortlist.embedding.base import Embedder
@@ -54,24 +53,6 @@ RELOAD_INTERVAL = 5.0
 T = TypeVar("T")
 
 
-_TOKEN = re.compile(r"\{([a-z_]+)\}")
-
-
-def compose(statement: LiteralString, parts: Mapping[str, sql.Composable]) -> sql.Composed:
-    """``statement`` with each ``{name}`` of ``parts`` replaced by its composable; any other
-    brace (an array literal such as ``'{a}'``) is kept as written."""
-    pieces: list[sql.Composable] = []
-    last = 0
-    for match in _TOKEN.finditer(statement):
-        if match.group(1) not in parts:
-            continue
-        pieces.append(sql.SQL(statement[last : match.start()]))
-        pieces.append(parts[match.group(1)])
-        last = match.end()
-    pieces.append(sql.SQL(statement[last:]))
-    return sql.Composed(pieces)
-
-
 class SpaceStatements:
     """Statements composed for one space, cached by (statement, space); ``parts`` fill the
     statements' other placeholders, the same for every space."""
@@ -86,7 +67,7 @@ class SpaceStatements:
         composed = self._cache.get(key)
         if composed is None:
             composed = self._cache[key] = compose(
-                self._statements[name], {**self._parts, **space.parts()}
+                self._statements[name], **self._parts, **space.parts()
             )
         return composed
 
@@ -254,7 +235,7 @@ class Spaces:
                     f"SHORTLIST_EMBEDDER={kind} ({model}) makes {dim}-d vectors, but the stored"
                     f" ones are {stored_dim}-d: change models with `shortlist embeddings migrate`"
                 )
-            await conn.execute(compose(QUERIES["retype_first"], {"dim": sql.Literal(dim)}))
+            await conn.execute(compose(QUERIES["retype_first"], dim=sql.Literal(dim)))
             space = await active_space(conn)
         log.info(
             "first start: the embedding columns take the configured model's %d dimensions", dim

@@ -39,12 +39,12 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides, ensure_space_indexes
 from shortlist.embedding.base import EmbeddingError
 from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace
-from shortlist.embedding.spaces import EmbedderFactory, Spaces, compose
+from shortlist.embedding.spaces import EmbedderFactory, Spaces
 from shortlist.errors import ConfigError, ShortlistError
 from shortlist.indexer.breaker import probe_embedder
 from shortlist.indexer.corpora import CORPORA
@@ -119,13 +119,11 @@ def _in(
     """``statement`` for ``space`` on ``table``: its columns, its todo index, its check."""
     return compose(
         statement,
-        {
-            **space.parts(),
-            "table": sql.Identifier(table),
-            "index": sql.Identifier(todo_index_name(space, table)),
-            "constraint": sql.Identifier(check_name(space, table)),
-            **extra,
-        },
+        **space.parts(),
+        table=sql.Identifier(table),
+        index=sql.Identifier(todo_index_name(space, table)),
+        constraint=sql.Identifier(check_name(space, table)),
+        **extra,
     )
 
 

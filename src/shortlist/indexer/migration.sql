@@ -1,6 +1,6 @@
 -- Embedding model migration (shortlist.indexer.migration): register a space, watch it fill,
 -- switch to it in one transaction, drop what is no longer read. {table} is a corpus table;
--- {embedding} / {embedded_hash} the space's columns (shortlist.embedding.spaces.compose).
+-- {embedding} / {embedded_hash} the space's columns (shortlist.db.sql.compose).
 
 -- name: register
 -- The new space, its column names taken from its id. A second build while one runs is refused

@@ -41,10 +41,10 @@ from shortlist import metrics
 from shortlist.config import DEFAULT_DUPLICATE_DISTANCE
 from shortlist.db import channels
 from shortlist.db.pool import single_statement
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingPermanentError, embed_isolating_failures
-from shortlist.embedding.spaces import ModelInUse, Spaces, compose
+from shortlist.embedding.spaces import ModelInUse, Spaces
 from shortlist.errors import TransientError
 from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured, probe_embedder
 from shortlist.indexer.corpora import Corpus
@@ -148,11 +148,16 @@ class EmbeddingQueue:
         return self.spaces.active(), self.spaces.building()
 
     def _sql(
-        self, name: str, active: ModelInUse, building: ModelInUse | None = None
+        self,
+        name: str,
+        active: ModelInUse,
+        building: ModelInUse | None = None,
+        *,
+        wanted: str | None = None,
     ) -> sql.Composed:
         """Statement ``name`` for these spaces (see queries.sql), composed once per pair;
-        ``claim:<condition>`` is the claim of the rows that meet that condition."""
-        key = (name, active.space, None if building is None else building.space)
+        ``wanted``: the named condition that fills the claim's ``{wanted}``."""
+        key = (name, wanted, active.space, None if building is None else building.space)
         statement = self._composed.get(key)
         if statement is None:
             target = (building or active).space.parts()
@@ -163,10 +168,9 @@ class EmbeddingQueue:
                 "table": self._table,
                 "text": self._text,
             }
-            base, _, wanted = name.partition(":")
-            if wanted:
-                parts["wanted"] = compose(_SQL[wanted], parts)
-            statement = self._composed[key] = compose(_SQL[base], parts)
+            if wanted is not None:
+                parts["wanted"] = compose(_SQL[wanted], **parts)
+            statement = self._composed[key] = compose(_SQL[name], **parts)
         return statement
 
     # -- the Queue protocol ---------------------------------------------------------------------
@@ -181,13 +185,13 @@ class EmbeddingQueue:
             "max_lane": self.max_lane,
         }
         async with single_statement(self.pool) as conn:
-            cur = await conn.execute(self._sql("claim:pending", active, building), params)
+            cur = await conn.execute(self._sql("claim", active, building, wanted="pending"), params)
             rows = await cur.fetchall()
             for_build: list[Any] = []
             if building is not None and len(rows) < limit and self.max_lane == MAX_LANE:
                 params["limit"] = limit - len(rows)
                 cur = await conn.execute(
-                    self._sql("claim:missing_from_build", active, building), params
+                    self._sql("claim", active, building, wanted="missing_from_build"), params
                 )
                 for_build = await cur.fetchall()
         if not rows and not for_build:

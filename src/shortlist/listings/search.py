@@ -110,9 +110,15 @@ CANDIDATES_WITH_FACETS = _compact(
     + _ORDER
 )
 
-FILTERS = ("location", "salary_min", "work_mode", "posted_within_days")
-"""The search filters, in the order their conditions (search.sql, ``filter_<name>``) are added
-to ``listing_filters`` when a request sets them."""
+_FILTER_CONDITIONS: dict[str, LiteralString] = {
+    "location": QUERIES["filter_location"],
+    "salary_min": QUERIES["filter_salary_min"],
+    "work_mode": QUERIES["filter_work_mode"],
+    "posted_within_days": QUERIES["filter_posted_within_days"],
+}
+FILTERS = tuple(_FILTER_CONDITIONS)
+"""The search filters, in the order their conditions (search.sql) are added to
+``listing_filters`` when a request sets them."""
 
 # ... composed for each embedding model space and each set of filters a request sets.
 _IN_SPACE: dict[frozenset[str], SpaceStatements] = {}
@@ -122,7 +128,7 @@ def _filtered(filters: frozenset[str]) -> SpaceStatements:
     statements = _IN_SPACE.get(filters)
     if statements is None:
         conditions = [QUERIES["listing_filters"]] + [
-            QUERIES[f"filter_{name}"] for name in FILTERS if name in filters
+            condition for name, condition in _FILTER_CONDITIONS.items() if name in filters
         ]
         statements = _IN_SPACE[filters] = SpaceStatements(
             {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},

@@ -31,7 +31,7 @@ from typing import Any, LiteralString
 from psycopg import sql
 
 from shortlist.db.pool import single_statement
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.queue.outcome import GIVE_BACK, Outcomes
 
@@ -40,18 +40,9 @@ log = logging.getLogger(__name__)
 _SQL = load_queries("shortlist.queue", "lease.sql")
 
 
-def fragment(text: LiteralString) -> LiteralString:
-    """A named SQL fragment without its comment lines (they belong beside its definition, not
-    inside every statement it is composed into)."""
-    lines = text.splitlines(keepends=True)
-    while lines and lines[0].lstrip().startswith("--"):
-        lines.pop(0)
-    return "".join(lines).strip()
-
-
-LEASE_ENDED = sql.SQL(fragment(_SQL["lease_ended"]))
+LEASE_ENDED = sql.SQL(_SQL["lease_ended"])
 """``{lease_ended}`` of a statement that takes rows over from whoever held them (lease.sql)."""
-REQUEUE: LiteralString = fragment(_SQL["requeue"])
+REQUEUE: LiteralString = _SQL["requeue"]
 """The outcome part of a table whose claim moves rows ``queued -> running`` (lease.sql)."""
 
 
@@ -69,7 +60,8 @@ class LeaseTable:
     ``failed``); another one is a programming error, refused before anything is written."""
 
     def _format(self, statement: LiteralString, **extra: sql.Composable) -> sql.Composed:
-        return sql.SQL(statement).format(
+        return compose(
+            statement,
             table=sql.Identifier(self.table),
             key=sql.Identifier(self.key),
             key_type=sql.SQL(self.key_type),
@@ -94,7 +86,11 @@ class LeaseTable:
         held. The rows stay locked until that transaction ends."""
         if not outcomes:
             return set()
-        outcome = sql.SQL(", " + fragment(self.outcome) if self.outcome else "")
+        outcome = (
+            compose(_SQL["and_outcome"], outcome=sql.SQL(self.outcome))
+            if self.outcome
+            else sql.SQL("")
+        )
         query = self._format(_SQL["settle"], outcome=outcome)
         cur = await conn.execute(query, self._settle_params(worker_id, outcomes))
         return {row["key"] for row in await cur.fetchall()}
@@ -188,10 +184,10 @@ class LeaseKeeper:
                     workers=sql.Placeholder(f"workers_{n}"),
                 )
             )
-            counts.append(sql.SQL("(SELECT count(*) FROM {})").format(cte))
+            counts.append(compose(_SQL["renewed_count"], cte=cte))
             params |= {f"lease_{n}": lease, f"keys_{n}": keys, f"workers_{n}": sorted(workers)}
-        query = sql.SQL("WITH {} SELECT {} AS renewed").format(
-            sql.SQL(", ").join(ctes), sql.SQL(" + ").join(counts)
+        query = compose(
+            _SQL["heartbeat"], renew=sql.SQL(", ").join(ctes), counts=sql.SQL(" + ").join(counts)
         )
         return query, params
 

@@ -20,6 +20,10 @@ UPDATE {table} AS t
  WHERE t.{key} = o.key AND t.locked_by = %(worker_id)s
 RETURNING t.{key} AS key
 
+-- name: and_outcome
+-- Where a table's outcome part (LeaseTable.outcome) joins settle's SET list.
+, {outcome}
+
 -- name: requeue
 -- The outcome part of tables whose claim moves rows queued -> running: given back, a row still
 -- running is queued again. A row some other statement moved on (the reaper, a retry) keeps its
@@ -43,3 +47,12 @@ locked_by = NULL, locked_until = NULL
      WHERE {key} = ANY ({keys}::{key_type}[]) AND locked_by = ANY ({workers}::text[])
     RETURNING 1
 )
+
+-- name: renewed_count
+-- How many rows one table's part of a heartbeat renewed.
+(SELECT count(*) FROM {cte})
+
+-- name: heartbeat
+-- Every lease this process holds renewed in one statement: {renew} the renew CTEs, {counts} the
+-- sum of their renewed_count.
+WITH {renew} SELECT {counts} AS renewed

@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql
 
 from shortlist.db import channels as product_channels
+from shortlist.db.sql import compose
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,9 @@ class Notifier:
                     delay = 0.5
                     while True:
                         for channel in self._channels() - listening:
-                            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                            await conn.execute(
+                                compose("LISTEN {channel}", channel=sql.Identifier(channel))
+                            )
                             listening.add(channel)
                         if not self.connected.is_set():
                             self.disconnected.clear()

@@ -19,10 +19,9 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from shortlist.accounts.scope import act_for
 from shortlist.auth import Principal
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.model_space import ModelSpace
-from shortlist.embedding.spaces import compose
 from shortlist.errors import NotFound
 from shortlist.talent.repository import CorpusHit, SearchRecord
 from shortlist.talent.why import Brief, CandidateWhy, Person, explain_candidate
@@ -133,7 +132,7 @@ async def record_hidden_discovered(
     if external_ids:
         async with pool.connection() as conn:
             await conn.execute(
-                compose(QUERIES["record_hidden_discovered"], space.parts()),
+                compose(QUERIES["record_hidden_discovered"], **space.parts()),
                 {"search_id": search_id, "external_ids": list(external_ids), "model_id": space.id},
             )
 

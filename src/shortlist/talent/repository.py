@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 
 from shortlist.db import channels
 from shortlist.db.pool import single_statement
-from shortlist.db.sql import like_pattern, load_queries
+from shortlist.db.sql import compose, like_pattern, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import ModelInUse, SpaceStatements
@@ -45,7 +45,7 @@ from shortlist.talent.vendors.base import CallRecord, Profile
 
 QUERIES = load_queries("shortlist.talent")
 # The indexer's own text expression for a candidates row, spliced into candidate_text.
-_CANDIDATE_TEXT = sql.SQL(QUERIES["candidate_text"]).format(text=sql.SQL(CANDIDATES.text_sql))
+_CANDIDATE_TEXT = compose(QUERIES["candidate_text"], text=sql.SQL(CANDIDATES.text_sql))
 # The statements that read or write vectors, per embedding model space; with one title_match
 # feature (shortlist.talent.evidence) for an internal hit and a backfilled person alike.
 _IN_SPACE = SpaceStatements(QUERIES, title_match=TITLE_MATCH)
@@ -53,7 +53,7 @@ _IN_SPACE = SpaceStatements(QUERIES, title_match=TITLE_MATCH)
 _SEARCH_IS_DONE = sql.SQL(QUERIES["search_is_done"])
 # Statements that take rows over from whoever held them end the lease as the queue states it.
 _TAKEOVER = {
-    name: sql.SQL(QUERIES[name]).format(lease_ended=LEASE_ENDED)
+    name: compose(QUERIES[name], lease_ended=LEASE_ENDED)
     for name in (
         "enrichment_out_of_credit",
         "reap_lost_candidates",
@@ -62,11 +62,11 @@ _TAKEOVER = {
         "requeue_failed_tiers",
     )
 }
-_COMPLETE_SEARCH_IF_DONE = sql.SQL(QUERIES["complete_search_if_done"]).format(
-    search_is_done=_SEARCH_IS_DONE
+_COMPLETE_SEARCH_IF_DONE = compose(
+    QUERIES["complete_search_if_done"], search_is_done=_SEARCH_IS_DONE
 )
-_RUNNING_SEARCHES_WITHOUT_WORK = sql.SQL(QUERIES["running_searches_without_work"]).format(
-    search_is_done=_SEARCH_IS_DONE
+_RUNNING_SEARCHES_WITHOUT_WORK = compose(
+    QUERIES["running_searches_without_work"], search_is_done=_SEARCH_IS_DONE
 )
 
 
