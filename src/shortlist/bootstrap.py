@@ -20,13 +20,13 @@ from shortlist import places
 from shortlist.config import Settings, index_build_overrides
 from shortlist.db import channels
 from shortlist.db.pool import open_async_pool
-from shortlist.db.replicas import ReadPools, open_read_pools, read_urls
+from shortlist.db.replicas import CHECK_INTERVAL, ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
 from shortlist.embedding.factory import check_embedder, configured_model, make_space_embedder
 from shortlist.embedding.local import LocalEmbedder
 from shortlist.embedding.spaces import EmbedderFactory, Spaces
-from shortlist.heap import trim_heap_periodically
+from shortlist.heap import HEAP_TRIM_EVERY, trim_heap
 from shortlist.indexer import CORPORA, LISTINGS, ClaimedRow, Corpus, EmbeddingQueue
 from shortlist.indexer.migration import coordinator_job
 from shortlist.indexer.retune import retune_job
@@ -153,7 +153,7 @@ async def open_services(
     services = Services(settings, database_url, pool, notifier, spaces, sources)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None
-    trimmer: asyncio.Task[None] | None = None
+    upkeep: asyncio.Task[None] | None = None
     cache_watcher = asyncio.create_task(
         services.search_cache.watch(
             notifier.subscribe(channels.LISTINGS), notifier.connected, notifier.disconnected
@@ -179,16 +179,14 @@ async def open_services(
             min_size=1,
             max_size=max_size,
         )
-        # Start-up (the gazetteer, the model) freed more than it kept: hand it back now, and
-        # what serving frees from time to time.
-        trimmer = asyncio.create_task(trim_heap_periodically(), name="shortlist-heap-trim")
+        upkeep = asyncio.create_task(
+            run_periodic(upkeep_jobs(services), stop_watching), name="shortlist-upkeep"
+        )
         yield services
     finally:
-        if trimmer is not None:
-            trimmer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await trimmer
         stop_watching.set()
+        if upkeep is not None:
+            await upkeep
         cache_watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await cache_watcher
@@ -206,6 +204,26 @@ async def open_services(
         await notifier.stop()
         services.mail_parser.close()
         await pool.close()
+
+
+def upkeep_jobs(services: Services) -> list[Periodic]:
+    """The periodic work every process with services does, on the one periodic runner."""
+    jobs = [
+        # Start-up (the gazetteer, the model) freed more than it kept: hand it back now, and
+        # what serving frees from time to time.
+        Periodic("heap-trim", HEAP_TRIM_EVERY, lambda: asyncio.to_thread(trim_heap)),
+    ]
+    if services.reads.replicas:
+        # open_read_pools ran the first round of checks.
+        jobs.append(
+            Periodic(
+                "read-replica-check",
+                CHECK_INTERVAL,
+                services.reads.check,
+                first_after=CHECK_INTERVAL,
+            )
+        )
+    return jobs
 
 
 @contextlib.asynccontextmanager

@@ -5,7 +5,6 @@ time (``shortlist.bootstrap``)."""
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import ctypes.util
 import functools
@@ -64,10 +63,3 @@ def trim_heap() -> bool:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return bool(trim(0))
-
-
-async def trim_heap_periodically(every: float = HEAP_TRIM_EVERY) -> None:
-    """:func:`trim_heap` now and every ``every`` seconds, off the event loop, until cancelled."""
-    while True:
-        await asyncio.to_thread(trim_heap)
-        await asyncio.sleep(every)

@@ -2,7 +2,8 @@
 replica when one is configured (``SHORTLIST_DATABASE_READ_URL``) and healthy; everything that
 writes or claims uses the primary pool.
 
-**Health.** A monitor task checks every replica each :data:`CHECK_INTERVAL` seconds. A replica
+**Health.** Every replica is checked each :data:`CHECK_INTERVAL` seconds (a periodic job of
+the process, ``shortlist.bootstrap``). A replica
 is ``ok`` when it answers and has replayed the primary's WAL up to where the primary was at
 most ``SHORTLIST_READ_MAX_LAG`` seconds ago; ``lagging`` past that; ``down`` when it does not
 answer. Lag is measured on WAL positions, not on the replica's last replayed commit time: an
@@ -23,7 +24,6 @@ primary, so a client that needs its own write reads it back by id.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -93,7 +93,6 @@ class ReadPools:
         self._turn = itertools.count()
         # (when first seen, primary WAL position), positions increasing.
         self._history: deque[tuple[float, int]] = deque(maxlen=HISTORY_LIMIT)
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def degraded(self) -> bool:
@@ -174,7 +173,7 @@ class ReadPools:
         return replayed if row["standby"] else None
 
     async def check(self) -> None:
-        """One round of health checks (the monitor runs one every :data:`CHECK_INTERVAL`)."""
+        """One round of health checks (one every :data:`CHECK_INTERVAL`)."""
         await self._primary_position()
         replayed = await asyncio.gather(*(self._check(r) for r in self.replicas))
         # Positions every replica has replayed are not needed to measure lag any more.
@@ -183,26 +182,12 @@ class ReadPools:
             while len(self._history) > 1 and self._history[0][1] <= least:
                 self._history.popleft()
 
-    async def _monitor(self) -> None:
-        while True:
-            try:
-                await self.check()
-            except Exception:
-                log.exception("read replica check failed")
-            await asyncio.sleep(CHECK_INTERVAL)
-
     async def start(self) -> None:
-        """A first round of checks, then the monitor task (nothing to do without replicas)."""
-        if self.replicas and self._task is None:
+        """A first round of checks, so a healthy replica serves from the first search."""
+        if self.replicas:
             await self.check()
-            self._task = asyncio.create_task(self._monitor(), name="read-replica-monitor")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
         for replica in self.replicas:
             await replica.pool.close()
 

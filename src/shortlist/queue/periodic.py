@@ -1,5 +1,6 @@
 """Periodic work of a process (the reaper with its retention purges, the model-migration
-coordinator, the vector-index retune) on one runner with one way of waiting: ``wait_any`` on
+coordinator, the vector-index retune; in every process, the heap trim and the read replicas'
+health checks) on one runner with one way of waiting: ``wait_any`` on
 the stop event and the next job's due time, the worker loop's own wait.
 
 A job runs as a task of its own when due (a slow one, such as an index rebuild, holds back
