@@ -103,6 +103,16 @@ def recruiter_owned(owner: int) -> dict[str, int]:
     }
 
 
+def own(status: int) -> dict[str, int]:
+    """Anyone with a key answers for their own account; nobody gets 401."""
+    return {**public(status), "none": 401}
+
+
+def managers(status: int) -> dict[str, int]:
+    """An organisation's owners and admins (an admin token's service account is one)."""
+    return {**dict.fromkeys(WHO, 403), "none": 401, "admin": status}
+
+
 def recruiter_any(status: int) -> dict[str, int]:
     return {
         "none": 401,
@@ -168,6 +178,59 @@ TABLE = [
     Row("GET", "/recruit", public()),
     Row("GET", "/status", public()),
     Row("GET", "/static/app.css", public()),
+    # Accounts (SPEC §10). A token is a service account's key (SPEC §10, issue 37 point 4): it
+    # has a user, so what is a person's own (/api/me, keys, sessions) answers it as its own;
+    # managing the organisation is its managers' (an admin token's service account is one).
+    # People signed in by cookie are tests/integration/test_accounts*.py's.
+    Row(
+        "POST",
+        "/api/session",
+        # The same address failing a sixth time in a row is throttled (per account).
+        {**public(401), "admin": 429},
+        json={"email": "x@example.org", "password": "p"},
+    ),
+    Row("DELETE", "/api/session", {**public(204), "none": 401}),
+    # Not a member of organisation 1 (each token's service account has its own).
+    Row("POST", "/api/session/organisation", own(400), json={"organisation": 1}),
+    Row("GET", "/api/me", own(200)),
+    Row("GET", "/api/me/sessions", own(200)),
+    Row("DELETE", "/api/me/sessions/{session_id}", own(404)),
+    Row("GET", "/api/keys", own(200)),
+    Row("POST", "/api/keys", own(201), json={"name": "ci"}),
+    Row("DELETE", "/api/keys/{key_id}", own(404)),
+    # A service account has no password to change.
+    Row("POST", "/api/me/password", public(401), json={"current": "a", "new": "b"}),
+    Row("POST", "/api/me/verify", own(202)),
+    Row("POST", "/api/me/totp", own(200)),
+    Row("POST", "/api/me/totp/confirm", own(400), json={"otp": "123456"}),
+    Row("DELETE", "/api/me/totp", own(400), json={"otp": "123456"}),
+    Row("GET", "/api/org", own(200)),
+    Row("PATCH", "/api/org", managers(200), json={"requireSecondFactor": True}),
+    Row(
+        "POST",
+        "/api/org/invitations",
+        managers(201),
+        json={"email": "a@b.org", "role": "recruiter"},
+    ),
+    Row("DELETE", "/api/org/invitations/{invitation_id}", managers(404)),
+    Row("PUT", "/api/org/members/{user_id}", managers(404), json={"role": "recruiter"}),
+    Row("DELETE", "/api/org/members/{user_id}", managers(204)),
+    Row("POST", "/api/org/domains", managers(201), json={"domain": "example.org"}),
+    Row("DELETE", "/api/org/domains/{domain}", managers(204)),
+    # Single-use links: an unknown token is refused to anyone (none of these takes a token).
+    Row("POST", "/api/invitations/accept", public(404), json={"token": "x" * 40}),
+    Row("POST", "/api/password/reset-request", public(202), json={"email": "x@example.org"}),
+    Row("POST", "/api/password/reset", public(400), json={"token": "x" * 40, "password": "p"}),
+    Row("POST", "/api/account/verify", public(404), json={"token": "x" * 40}),
+    Row(
+        "POST",
+        "/api/setup",
+        public(400),
+        json={"token": "x" * 40, "email": "a@b.org", "password": "p", "organisation": "o"},
+    ),
+    # Single sign-on is not configured here: both ends say so.
+    Row("GET", "/auth/oidc/login", public(404)),
+    Row("GET", "/auth/oidc/callback?state=x&code=y", public(404)),
 ]
 
 
@@ -274,6 +337,12 @@ def path_of(row: Row, world: World) -> str:
         stub=world.stub,
         candidate=world.candidate,
         source=world.source,
+        # Ids of nothing: a person's own objects are not the table's (see the accounts rows).
+        key_id=999999,
+        session_id=999999,
+        invitation_id=999999,
+        user_id=999999,
+        domain="example.org",
     )
 
 

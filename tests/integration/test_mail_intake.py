@@ -520,6 +520,14 @@ async def _mail(pool: AsyncPool) -> dict[int, dict[str, Any]]:
 
 async def _set(pool: AsyncPool, ids: list[int], assignments: str) -> None:
     async with pool.connection() as conn:
+        if "status =" in assignments:
+            # A message reaches an outcome only through a parser's claim (migration 0027's
+            # trigger): take it through `running` as the queue would.
+            await conn.execute(
+                "UPDATE inbound_mail SET status = 'running'"
+                " WHERE id = ANY (%s) AND status = 'queued'",
+                (ids,),
+            )
         await conn.execute(f"UPDATE inbound_mail SET {assignments} WHERE id = ANY (%s)", (ids,))
         await conn.commit()
 

@@ -215,6 +215,12 @@ def _error_response(status: int) -> dict[str, Any]:
     return response
 
 
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` of a route that answers ``codes`` beyond the shared ones (a sign-in that
+    takes no token yet answers 401; a page of /auth/ its own)."""
+    return {code: _error_response(code) for code in codes}
+
+
 def document_errors(app: FastAPI) -> None:
     """Put the error contract into the OpenAPI schema: one ``Error`` body for every error, and on
     every API operation the statuses the shared mapping can answer (401/403 only where a token

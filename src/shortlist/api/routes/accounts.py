@@ -31,6 +31,7 @@ from shortlist.accounts.signin import (
     start_session,
 )
 from shortlist.api.deps import ClientIPDep, ServicesDep, UserDep
+from shortlist.api.errors import error_responses
 from shortlist.auth import MANAGERS, OrgKind, OrgRole, Principal
 from shortlist.config import Settings
 from shortlist.db.sql import load_queries
@@ -119,7 +120,7 @@ def _ua(request: Request) -> str | None:
 # --- the session -----------------------------------------------------------------------------
 
 
-@router.post("/api/session")
+@router.post("/api/session", responses=error_responses(401, 403))
 async def sign_in(
     body: SessionIn,
     request: Request,

@@ -32,7 +32,7 @@ from shortlist.accounts.oidc import (
 )
 from shortlist.accounts.signin import set_session_cookie, sign_in_verified_identity
 from shortlist.api.deps import ClientIPDep, ServicesDep
-from shortlist.api.errors import error_body
+from shortlist.api.errors import error_body, error_responses
 from shortlist.config import Settings
 
 router = APIRouter(tags=["accounts"])
@@ -94,7 +94,12 @@ def _forget_cookie(response: Response, settings: Settings) -> None:
     )
 
 
-@router.get("/auth/oidc/login", response_class=RedirectResponse, status_code=302)
+@router.get(
+    "/auth/oidc/login",
+    response_class=RedirectResponse,
+    status_code=302,
+    responses=error_responses(400, 404, 503),
+)
 async def oidc_login(
     request: Request,
     services: ServicesDep,
@@ -124,7 +129,12 @@ async def oidc_login(
     return response
 
 
-@router.get("/auth/oidc/callback", response_class=RedirectResponse, status_code=303)
+@router.get(
+    "/auth/oidc/callback",
+    response_class=RedirectResponse,
+    status_code=303,
+    responses=error_responses(400, 403, 404, 503),
+)
 async def oidc_callback(
     request: Request,
     services: ServicesDep,
