@@ -47,6 +47,7 @@ from shortlist.talent.vendors.factory import (
     rate_limits,
 )
 from shortlist.talent.vendors.limits import PgRateGate
+from shortlist.webhooks.sender import SendPolicy, WebhookQueue
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 """A worker coroutine of the process: runs until the event is set, then drains."""
-WORKER_KINDS = ("indexer", "backfill", "reaper", "mail", "crawler")
+WORKER_KINDS = ("indexer", "backfill", "reaper", "mail", "crawler", "webhooks")
 
 # The backfill queues wake on NOTIFY; polling is the fallback, and what makes a tier deferred by
 # a 429 (not_before in the future, no NOTIFY when it falls due) run on time.
@@ -413,6 +414,32 @@ def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
+# Deliveries fall due on the clock (a retry's next_attempt_at), which sends no NOTIFY: how often
+# the sender looks for one. A new delivery does notify.
+WEBHOOK_POLL_INTERVAL = 5.0
+
+
+def webhook_workers(services: Services) -> list[QueueWorker[Any]]:
+    """The webhook sender (shortlist.webhooks.sender): deliveries POSTed to their endpoints."""
+    s = services.settings
+    config = WorkerConfig(
+        # One delivery per task: a slow endpoint (up to SHORTLIST_WEBHOOK_TIMEOUT) holds back
+        # only itself.
+        batch_size=1,
+        concurrency=s.webhook_concurrency,
+        poll_interval=WEBHOOK_POLL_INTERVAL,
+        # What the worker itself backs off on is the database; an endpoint's trouble backs off
+        # that delivery (its schedule).
+        backoff_base=1.0,
+        backoff_max=30.0,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    queue = WebhookQueue(services.pool, SendPolicy.from_settings(s))
+    return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
+
+
 def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
@@ -433,6 +460,8 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         runners.extend(w.run for w in mail_workers(services))
     if "crawler" in kinds:
         runners.extend(w.run for w in crawl_workers(services))
+    if "webhooks" in kinds:
+        runners.extend(w.run for w in webhook_workers(services))
     if "reaper" in kinds:
         periodic.append(reaper_job(services.pool, services.settings))
     if periodic:

@@ -282,6 +282,14 @@ class Settings(BaseSettings):
     crawl_backoff_base: float = Field(60.0, gt=0)
     """A source that failed transiently is tried again after base x 2^attempt, capped by the
     crawl interval."""
+    # --- webhooks (shortlist.webhooks) --------------------------------------------------------
+    webhook_timeout: float = Field(15.0, gt=0, le=120)
+    """Seconds one webhook delivery attempt may take in all (Standard Webhooks: 15 to 30)."""
+    webhook_allow_private: bool = False
+    """Allow webhook URLs on private, loopback and link-local addresses (refused otherwise, when
+    an endpoint is added and before every attempt)."""
+    webhook_concurrency: int = Field(8, ge=1, le=256)
+    """Webhook deliveries sent at once per worker process."""
 
     # --- accounts (shortlist.accounts) ----------------------------------------------------
     oidc_issuer: str | None = Field(None, pattern=r"^https?://")

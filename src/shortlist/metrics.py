@@ -83,3 +83,10 @@ BACKFILL_TIME_TO_FIRST_RESULT = Histogram(
     "Seconds from a backfilled search's creation to its first result from the backfill",
     buckets=(1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600),
 )
+WEBHOOK_ATTEMPTS = Counter(
+    "shortlist_webhook_attempts_total",
+    "Webhook delivery attempts by outcome: delivered (2xx), failed (any other answer, or none;"
+    " tried again on the schedule), gave_up (the schedule ran out), gone (410: the endpoint is"
+    " disabled), refused (the URL is not to a public address)",
+    ["outcome"],
+)

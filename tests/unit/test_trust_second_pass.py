@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from shortlist import public_address
 from shortlist.embedding.onnx_model import default_model_path, ensure_graph, graph_path
 from shortlist.errors import ConfigError, TransientError
 from shortlist.listings.sources import fetch
@@ -132,7 +133,7 @@ def test_a_source_spec_is_shown_without_its_credentials() -> None:
     ],
 )
 def test_ipv6_forms_of_private_addresses_are_refused(address: str, public: bool) -> None:
-    assert fetch._is_public(address) is public
+    assert public_address.is_public(address) is public
 
 
 def _policy(**overrides: Any) -> fetch.FetchPolicy:
@@ -159,7 +160,7 @@ async def test_the_crawler_connects_to_the_address_it_checked(monkeypatch: Any) 
 
         monkeypatch.setattr(loop, "getaddrinfo", rebinding)
         # 127.0.0.1 stands for a public address here: the check approves only it.
-        monkeypatch.setattr(fetch, "_is_public", lambda a: a == "127.0.0.1")
+        monkeypatch.setattr(public_address, "is_public", lambda a: a == "127.0.0.1")
         fetcher = fetch.Fetcher(None, _policy(timeout=3.0))  # type: ignore[arg-type]
         try:
             page = await asyncio.wait_for(fetcher.get(f"http://rebind.test:{port}/careers"), 30)

@@ -230,7 +230,8 @@ def worker(
     only: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated subset of: indexer,backfill,reaper,mail,crawler (default all)"
+            help="Comma-separated subset of: indexer,backfill,reaper,mail,crawler,webhooks"
+            " (default all)"
         ),
     ] = None,
 ) -> None:

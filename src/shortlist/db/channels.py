@@ -29,4 +29,7 @@ LISTINGS = "shortlist_listings"
 """A statement changed job listings as a search reads or shows them (migration 0025): every
 process empties its cache of job search answers (shortlist.listings.result_cache)."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES, LISTINGS)
+WEBHOOKS = "shortlist_webhooks"
+"""A webhook delivery was written (migration 0035): wakes the webhook sender."""
+
+ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES, LISTINGS, WEBHOOKS)

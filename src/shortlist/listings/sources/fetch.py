@@ -10,13 +10,11 @@
   out is a row of ``crawl_hosts``, reserved atomically (queries.sql ``reserve_host_slot``);
 * bounds what it reads (``SHORTLIST_CRAWL_MAX_BYTES``) and the redirects it follows
   (``SHORTLIST_CRAWL_MAX_REDIRECTS``), each hop checked again;
-* refuses anything but http(s) to public addresses unless ``SHORTLIST_CRAWL_ALLOW_PRIVATE``:
-  every address a host name resolves to must be global (no loopback, private, link-local —
-  cloud metadata —, multicast or reserved ranges, nor one of them written as IPv6: mapped,
-  IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo), and the
-  connection goes to the address checked (:class:`PinnedBackend`), never to a second answer
-  of the name (DNS rebinding); TLS and ``Host`` still name the host. The hosts of the API
-  base settings are the operator's own and always allowed;
+* refuses anything but http(s) to public addresses unless ``SHORTLIST_CRAWL_ALLOW_PRIVATE``
+  (``shortlist.public_address``: every address a host name resolves to must be global), and
+  connects to the address checked (``PinnedBackend``), never to a second answer of the name
+  (DNS rebinding). The hosts of the API base settings are the operator's own and always
+  allowed;
 * gives each request a deadline in all (``SHORTLIST_CRAWL_FETCH_DEADLINE``), and parses
   robots.txt off the event loop, its first :data:`ROBOTS_MAX_BYTES` only.
 
@@ -28,26 +26,24 @@ Errors are typed for the crawl queue: network trouble, timeouts, 429 and 5xx are
 from __future__ import annotations
 
 import asyncio
-import ipaddress
+import contextlib
 import logging
-import socket
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-import httpcore
 import httpx
 from protego import Protego
 
-from shortlist import __version__
+from shortlist import __version__, public_address
 from shortlist.config import Settings
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
 from shortlist.errors import PermanentError, TransientError
+from shortlist.public_address import AddressRefused, PinnedBackend, check_public
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +52,6 @@ ROBOTS_AGENT = "shortlist"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 512_000
 """robots.txt read and parsed at most (RFC 9309 2.5: a crawler must parse at least 500 KiB)."""
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 class FetchRefused(PermanentError):
@@ -163,112 +158,25 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.partition("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        # An IPv4 address written as IPv6 reaches that IPv4 address: judged as it.
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is None and (
-            any(ip in net for net in _NAT64) or ip.packed[:12] == bytes(12)  # ::/96
-        ):
-            embedded = ipaddress.IPv4Address(ip.packed[-4:])
-        if embedded is not None:
-            return _is_public(str(embedded)) and not ip.is_multicast
-    return ip.is_global and not ip.is_multicast
-
-
 async def check_address(url: str, policy: FetchPolicy) -> str | None:
-    """Raise ``FetchRefused`` unless the crawler may fetch ``url`` (scheme and address);
-    ``TransientError`` if its host cannot be resolved now. The address checked, to connect to
-    (None: a host the policy trusts whatever its address)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchRefused(f"only http(s) URLs are crawled, not {url[:200]!r}")
+    """Raise ``FetchRefused`` unless the crawler may fetch ``url`` (scheme and address,
+    ``shortlist.public_address``); ``TransientError`` if its host cannot be resolved now. The
+    address checked, to connect to (None: a host the policy trusts whatever its address)."""
+    allowed = policy.allow_private
+    with contextlib.suppress(ValueError):  # a bad port: check_public says so
+        allowed = allowed or host_key(url) in policy.trusted_hosts
     try:
-        _ = parts.port  # a sitemap's <loc> or a redirect may carry "host:99999"
-    except ValueError as exc:
-        raise FetchRefused(f"not a valid URL: {url[:200]!r} ({exc})") from exc
-    if policy.allow_private or host_key(url) in policy.trusted_hosts:
-        return None
-    host = parts.hostname
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
+        return await check_public(
+            url, allow_private=allowed, setting="SHORTLIST_CRAWL_ALLOW_PRIVATE"
         )
-    except (socket.gaierror, UnicodeError) as exc:
-        raise TransientError(f"cannot resolve {host}: {exc}") from exc
-    for info in infos:
-        address = str(info[4][0])
-        if not _is_public(address):
-            raise FetchRefused(
-                f"{host} resolves to {address}, not a public address (set"
-                " SHORTLIST_CRAWL_ALLOW_PRIVATE=true to crawl private networks)"
-            )
-    if not infos:
-        raise TransientError(f"cannot resolve {host}: no address")
-    return str(infos[0][4][0])
-
-
-class PinnedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend connecting each host to the address :func:`check_address`
-    checked for it (``pins``), not to whatever the name resolves to at connect time; a host
-    neither pinned nor trusted is not connected to at all. Only the TCP address changes: the
-    TLS server name and the ``Host`` header are the URL's."""
-
-    def __init__(self) -> None:
-        self.pins: dict[tuple[str, int], str | None] = {}
-        """(host, port) → the address to connect to; None: the host itself (trusted)."""
-        self._inner = httpcore.AnyIOBackend()
-
-    # httpcore's interface names the parameter ``timeout``.
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        key = (host.lower().strip("[]"), port)
-        if key not in self.pins:
-            raise httpcore.ConnectError(f"{host}:{port} was not checked before connecting")
-        return await self._inner.connect_tcp(
-            self.pins[key] or host,
-            port,
-            timeout=timeout,
-            local_address=local_address,
-            socket_options=socket_options,
-        )
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("the crawler connects to no Unix socket")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+    except AddressRefused as exc:
+        raise FetchRefused(str(exc)) from exc
 
 
 def pinned_client(policy: FetchPolicy, backend: PinnedBackend) -> httpx.AsyncClient:
-    """An httpx client whose connections go through ``backend``. httpx's transport takes no
-    network backend: its connection pool is replaced by httpcore's own, built as httpx builds
-    it (``httpx/_transports/default.py``) plus the backend."""
-    transport = httpx.AsyncHTTPTransport()
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(),
-        max_connections=10,
-        max_keepalive_connections=10,
-        keepalive_expiry=5.0,
-        network_backend=backend,
-    )
-    return httpx.AsyncClient(
-        transport=transport,
-        timeout=policy.timeout,
-        follow_redirects=False,
-        headers={"User-Agent": policy.user_agent},
+    """An httpx client whose connections go to the addresses checked (``backend``)."""
+    return public_address.pinned_client(
+        backend, timeout=policy.timeout, user_agent=policy.user_agent
     )
 
 
@@ -295,10 +203,7 @@ class Fetcher:
 
     async def check_url(self, url: str) -> None:
         """Check ``url``'s address, and pin its host to it for the connection."""
-        address = await check_address(url, self.policy)
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.backend.pins[((parts.hostname or "").lower(), port)] = address
+        self.backend.pin(url, await check_address(url, self.policy))
 
     async def _pace(self, url: str, delay: float) -> None:
         """Wait for this host's next slot, reserved for us in PostgreSQL."""

@@ -1,0 +1,173 @@
+-- Webhooks (shortlist.webhooks). Migration 0035 has the tables. %(ahead)s is how many seconds
+-- the sender's clock runs ahead of the database's (0 but in tests, which drive it).
+
+-- name: insert_endpoint
+-- A new endpoint of the organisation this transaction acts for.
+INSERT INTO webhook_endpoints (org_id, url, events, secret, created_by)
+VALUES (%(org_id)s, %(url)s, %(events)s, %(secret)s, %(user_id)s)
+RETURNING id
+
+-- name: count_endpoints
+SELECT count(*) AS n FROM webhook_endpoints WHERE org_id = %(org_id)s
+
+-- name: list_endpoints
+-- The endpoints this transaction may see, with their deliveries by status.
+SELECT e.id, e.org_id, e.url, e.events, e.status::text AS status, e.disabled_reason,
+       e.disabled_at, e.failing_since, e.paused_until, e.created_at,
+       e.previous_expires_at AS rotation_ends_at,
+       count(d.id) FILTER (WHERE d.status = 'pending') AS pending,
+       count(d.id) FILTER (WHERE d.status = 'delivered') AS delivered,
+       count(d.id) FILTER (WHERE d.status = 'failed') AS failed,
+       count(d.id) FILTER (WHERE d.status = 'cancelled') AS cancelled
+  FROM webhook_endpoints AS e
+  LEFT JOIN webhook_deliveries AS d ON d.endpoint_id = e.id
+ GROUP BY e.id
+ ORDER BY e.id
+
+-- name: delete_endpoint
+-- Its deliveries go with it (a delivery in flight finds no row to record its outcome on).
+DELETE FROM webhook_endpoints WHERE id = %(id)s RETURNING id
+
+-- name: rotate_secret
+-- A new secret; the current one signs too until previous_expires_at (Standard Webhooks: both
+-- signatures are sent during a rotation). A rotation during a rotation drops the oldest.
+UPDATE webhook_endpoints
+   SET previous_secret = secret,
+       previous_expires_at = now() + make_interval(secs => %(overlap)s),
+       secret = %(secret)s
+ WHERE id = %(id)s
+RETURNING id
+
+-- name: subscribed_endpoints
+-- Does any enabled endpoint of the organisation take this event type?
+SELECT EXISTS (
+    SELECT 1 FROM webhook_endpoints
+     WHERE org_id = %(org_id)s AND status = 'enabled' AND %(event_type)s = ANY (events)
+) AS subscribed
+
+-- name: enqueue
+-- One message (once per subject, when one is named) and a pending delivery of it to each
+-- enabled endpoint of the organisation subscribed to its type; nothing when none is.
+WITH endpoints AS (
+    SELECT id FROM webhook_endpoints
+     WHERE org_id = %(org_id)s AND status = 'enabled' AND %(event_type)s = ANY (events)
+), message AS (
+    INSERT INTO webhook_messages (msg_id, org_id, event_type, subject, body)
+    SELECT %(msg_id)s, %(org_id)s, %(event_type)s, %(subject)s, %(body)s
+     WHERE EXISTS (SELECT 1 FROM endpoints)
+    ON CONFLICT (org_id, event_type, subject) WHERE subject IS NOT NULL DO NOTHING
+    RETURNING id
+)
+INSERT INTO webhook_deliveries (message_id, endpoint_id, org_id)
+SELECT m.id, e.id, %(org_id)s FROM message AS m CROSS JOIN endpoints AS e
+RETURNING id
+
+-- name: publishable_listings
+-- Of the listings just embedded, those that are now open, listed (nobody's duplicate) and of an
+-- organisation with an endpoint subscribed to job.published: what job.published says of each.
+SELECT l.id, l.org_id, l.job_title, l.company_name, l.city_location, l.work_mode,
+       l.salary_min_ks, l.salary_max_ks, l.currency_code, l.detail_page_slug, l.source_url,
+       l.created_at
+  FROM job_listings AS l
+ WHERE l.id = ANY (%(ids)s::uuid[])
+   AND l.status = 'open'
+   AND l.duplicate_of IS NULL
+   AND l.org_id IS NOT NULL
+   AND EXISTS (SELECT 1 FROM webhook_endpoints AS e
+                WHERE e.org_id = l.org_id AND e.status = 'enabled'
+                  AND 'job.published' = ANY (e.events))
+
+-- name: claim_due_deliveries
+-- Pending deliveries due by the sender's clock, to enabled endpoints no Retry-After holds back,
+-- minus those under a live lease: leased to this worker, with what sending one takes. This
+-- claim owns expired leases: a killed sender's delivery is claimable once locked_until passes,
+-- and is sent again as it was (the same webhook-id and body).
+WITH due AS (
+    SELECT d.id
+      FROM webhook_deliveries AS d
+      JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+     WHERE d.status = 'pending'
+       AND d.next_attempt_at <= now() + make_interval(secs => %(ahead)s)
+       AND (d.locked_until IS NULL OR d.locked_until < now())
+       AND e.status = 'enabled'
+       AND (e.paused_until IS NULL
+            OR e.paused_until <= now() + make_interval(secs => %(ahead)s))
+     ORDER BY d.next_attempt_at, d.id
+     LIMIT %(limit)s
+       FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries AS d
+   SET locked_by = %(worker_id)s,
+       locked_until = now() + make_interval(secs => %(lease)s)
+  FROM due, webhook_messages AS m, webhook_endpoints AS e
+ WHERE d.id = due.id AND m.id = d.message_id AND e.id = d.endpoint_id
+RETURNING d.id, d.attempts, d.endpoint_id, m.msg_id, m.body, e.url, e.secret,
+          CASE WHEN e.previous_expires_at > now() + make_interval(secs => %(ahead)s)
+               THEN e.previous_secret END AS previous_secret
+
+-- name: delivered
+-- A 2xx: pending -> delivered (after the sender's lease on it ended, in that transaction).
+UPDATE webhook_deliveries
+   SET status = 'delivered',
+       attempts = attempts + 1,
+       last_attempt_at = now() + make_interval(secs => %(ahead)s),
+       delivered_at = now() + make_interval(secs => %(ahead)s),
+       last_status = %(status)s,
+       last_error = NULL
+ WHERE id = %(id)s AND status = 'pending'
+RETURNING endpoint_id
+
+-- name: attempt_failed
+-- Any other answer, or none: pending stays pending, due again after %(delay)s seconds; or
+-- pending -> failed when %(give_up)s (the schedule ran out, or the endpoint is gone).
+UPDATE webhook_deliveries
+   SET status = CASE WHEN %(give_up)s THEN 'failed'::webhook_delivery_status
+                     ELSE status END,
+       attempts = attempts + 1,
+       last_attempt_at = now() + make_interval(secs => %(ahead)s),
+       next_attempt_at = now() + make_interval(secs => %(ahead)s + %(delay)s),
+       last_status = %(status)s,
+       last_error = %(error)s
+ WHERE id = %(id)s AND status = 'pending'
+RETURNING endpoint_id
+
+-- name: endpoint_answered
+-- The endpoint took a delivery: it is not failing any more.
+UPDATE webhook_endpoints SET failing_since = NULL
+ WHERE id = %(id)s AND failing_since IS NOT NULL
+
+-- name: endpoint_failed
+-- A failed attempt: the endpoint fails since its first failure after its last success; a
+-- Retry-After holds every delivery to it back until then. Returns since when it fails.
+UPDATE webhook_endpoints
+   SET failing_since = coalesce(failing_since, now() + make_interval(secs => %(ahead)s)),
+       paused_until = CASE WHEN %(pause)s::float8 IS NULL THEN paused_until
+                           ELSE now() + make_interval(secs => %(ahead)s + %(pause)s::float8)
+                      END
+ WHERE id = %(id)s
+RETURNING failing_since <= now() + make_interval(secs => %(ahead)s - %(disable_after)s)
+          AS failing_too_long
+
+-- name: disable_endpoint
+-- enabled -> disabled, with the reason (a 410, or failing for too long); its pending deliveries
+-- are cancelled in the same statement.
+WITH endpoint AS (
+    UPDATE webhook_endpoints
+       SET status = 'disabled', disabled_at = now() + make_interval(secs => %(ahead)s),
+           disabled_reason = %(reason)s, paused_until = NULL
+     WHERE id = %(id)s AND status = 'enabled'
+    RETURNING id
+)
+UPDATE webhook_deliveries AS d
+   SET status = 'cancelled', last_error = %(reason)s
+  FROM endpoint
+ WHERE d.endpoint_id = endpoint.id AND d.status = 'pending'
+RETURNING d.id
+
+-- name: delivery_counts
+-- Deliveries by status (status, metrics): every status, zeros included.
+SELECT s.status::text AS status, count(d.id) AS n
+  FROM unnest(enum_range(NULL::webhook_delivery_status)) AS s (status)
+  LEFT JOIN webhook_deliveries AS d ON d.status = s.status
+ GROUP BY s.status
+ ORDER BY s.status

@@ -1,0 +1,190 @@
+"""Endpoints and the events written for them: every statement of ``queries.sql`` but the
+sender's. Each function runs on the caller's connection, in the caller's transaction; the API
+makes that transaction act for the caller's organisation (``shortlist.accounts.scope``), so
+row-level security (migration 0035) keeps each organisation to its own endpoints."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn
+from shortlist.webhooks.schedule import ROTATION_OVERLAP
+from shortlist.webhooks.signing import new_msg_id, new_secret
+
+_SQL = load_queries("shortlist.webhooks")
+
+JOB_PUBLISHED = "job.published"
+"""A listing of the organisation is open and searchable: embedded, and nobody's duplicate."""
+ALERT_MATCHED = "alert.matched"
+"""A saved search of the organisation matched something new (written by the alerts' matcher)."""
+EVENT_TYPES = (JOB_PUBLISHED, ALERT_MATCHED)
+MAX_ENDPOINTS = 20
+"""Endpoints per organisation (each event is sent to each)."""
+
+
+@dataclass(frozen=True)
+class NewEndpoint:
+    id: int
+    secret: str
+    """Shown once: the organisation verifies signatures with it."""
+
+
+async def create_endpoint(
+    conn: AsyncConn, org_id: int, user_id: int | None, url: str, events: Sequence[str]
+) -> NewEndpoint | None:
+    """A new endpoint with a new secret; None when the organisation has its
+    :data:`MAX_ENDPOINTS` already."""
+    cur = await conn.execute(_SQL["count_endpoints"], {"org_id": org_id})
+    row = await cur.fetchone()
+    if row is not None and int(row["n"]) >= MAX_ENDPOINTS:
+        return None
+    secret = new_secret()
+    cur = await conn.execute(
+        _SQL["insert_endpoint"],
+        {
+            "org_id": org_id,
+            "url": url,
+            "events": list(dict.fromkeys(events)),
+            "secret": secret,
+            "user_id": user_id,
+        },
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return NewEndpoint(int(row["id"]), secret)
+
+
+async def list_endpoints(conn: AsyncConn) -> list[dict[str, Any]]:
+    """The endpoints the transaction may see, never their secrets."""
+    cur = await conn.execute(_SQL["list_endpoints"])
+    return [
+        {
+            "id": r["id"],
+            "url": r["url"],
+            "events": list(r["events"]),
+            "status": r["status"],
+            "disabledReason": r["disabled_reason"],
+            "disabledAt": _iso(r["disabled_at"]),
+            "failingSince": _iso(r["failing_since"]),
+            "pausedUntil": _iso(r["paused_until"]),
+            "rotationEndsAt": _iso(r["rotation_ends_at"]),
+            "createdAt": _iso(r["created_at"]),
+            "deliveries": {k: int(r[k]) for k in ("pending", "delivered", "failed", "cancelled")},
+        }
+        for r in await cur.fetchall()
+    ]
+
+
+async def delete_endpoint(conn: AsyncConn, endpoint_id: int) -> bool:
+    cur = await conn.execute(_SQL["delete_endpoint"], {"id": endpoint_id})
+    return await cur.fetchone() is not None
+
+
+async def rotate_secret(conn: AsyncConn, endpoint_id: int) -> NewEndpoint | None:
+    """A new secret for the endpoint (None: no such endpoint here); the old one keeps signing
+    beside it for :data:`ROTATION_OVERLAP`, so a receiver can switch without losing a message."""
+    secret = new_secret()
+    cur = await conn.execute(
+        _SQL["rotate_secret"], {"id": endpoint_id, "secret": secret, "overlap": ROTATION_OVERLAP}
+    )
+    return NewEndpoint(endpoint_id, secret) if await cur.fetchone() is not None else None
+
+
+def message_body(event_type: str, payload: Mapping[str, Any], at: datetime | None = None) -> str:
+    """The body every endpoint receives, as the spec's payload structure has it: ``type``,
+    ``timestamp`` (when the event happened) and ``data``; compact JSON, signed as it is."""
+    occurred = (at or datetime.now(UTC)).astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return json.dumps(
+        {"type": event_type, "timestamp": occurred, "data": payload},
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+async def enqueue(
+    conn: AsyncConn,
+    organisation_id: int,
+    event_type: str,
+    payload: Mapping[str, Any],
+    *,
+    subject: str | None = None,
+) -> int:
+    """Write ``event_type`` with ``payload`` (its ``data``) for delivery to every enabled
+    endpoint of ``organisation_id`` subscribed to it, in the caller's transaction: the event
+    is sent if and only if that transaction commits. Returns the deliveries written (0 when no
+    endpoint takes the event).
+
+    ``subject`` names what the event is about; an event of the same type and subject for the
+    organisation is written once, ever (a second call writes nothing and returns 0), so a
+    caller that may run twice for one thing (a retried batch, a re-embedded listing) names it.
+
+    The alerts' matcher calls it for a saved search's new match, in the transaction that
+    records the match::
+
+        await enqueue(conn, org_id, ALERT_MATCHED,
+                      {"alertId": ..., "kind": "job" | "candidate", "item": {...}},
+                      subject=f"{alert_id}:{item_id}")
+
+    Keep ``payload`` small and free of contact details (the spec recommends thin payloads:
+    the receiver reads the rest from the API, with its own key)."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown webhook event type {event_type!r}")
+    cur = await conn.execute(
+        _SQL["enqueue"],
+        {
+            "org_id": organisation_id,
+            "event_type": event_type,
+            "msg_id": new_msg_id(),
+            "subject": subject,
+            "body": message_body(event_type, payload),
+        },
+    )
+    return len(await cur.fetchall())
+
+
+async def publish_listings(conn: AsyncConn, ids: Sequence[UUID]) -> int:
+    """``job.published`` for each of these just-embedded listings that is open and listed, of an
+    organisation whose endpoint takes it, once per listing (an edit that re-embeds it sends
+    nothing more); in the indexer's transaction. Returns the deliveries written."""
+    if not ids:
+        return 0
+    cur = await conn.execute(_SQL["publishable_listings"], {"ids": list(ids)})
+    written = 0
+    for r in await cur.fetchall():
+        written += await enqueue(
+            conn,
+            int(r["org_id"]),
+            JOB_PUBLISHED,
+            {
+                "id": str(r["id"]),
+                "slug": r["detail_page_slug"],
+                "title": r["job_title"],
+                "company": r["company_name"],
+                "location": r["city_location"],
+                "workMode": r["work_mode"],
+                "salaryMinK": r["salary_min_ks"],
+                "salaryMaxK": r["salary_max_ks"],
+                "currency": r["currency_code"],
+                "sourceUrl": r["source_url"],
+                "postedAt": _iso(r["created_at"]),
+            },
+            subject=str(r["id"]),
+        )
+    return written
+
+
+async def delivery_counts(conn: AsyncConn) -> dict[str, int]:
+    """Deliveries by status, every status (zeros included)."""
+    cur = await conn.execute(_SQL["delivery_counts"])
+    return {str(r["status"]): int(r["n"]) for r in await cur.fetchall()}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
