@@ -58,13 +58,13 @@ async def check_public(url: str, *, allow_private: bool, setting: str) -> str | 
     (``allow_private``: any address; ``setting`` names the variable that allows it);
     ``TransientError`` if its host cannot be resolved now. Returns the address checked, to
     connect to (None: any address is allowed, connect to the host by name)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AddressRefused(f"only http(s) URLs are allowed, not {url[:200]!r}")
     try:
-        port = default_port(url)  # "host:99999" is no port
+        parts = urlsplit(url)  # "http://[" is no URL
+        port = default_port(url)  # nor is "host:99999"
     except ValueError as exc:
         raise AddressRefused(f"not a valid URL: {url[:200]!r} ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AddressRefused(f"only http(s) URLs are allowed, not {url[:200]!r}")
     if allow_private:
         return None
     host = parts.hostname
@@ -72,6 +72,8 @@ async def check_public(url: str, *, allow_private: bool, setting: str) -> str | 
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise TransientError(f"cannot resolve {host}: {exc}") from exc
+    except ValueError as exc:  # a NUL in the name
+        raise AddressRefused(f"not a valid host name: {host[:200]!r}") from exc
     for info in infos:
         address = str(info[4][0])
         # Looked up here, not bound at import: tests stand a loopback server in for a public one.

@@ -79,6 +79,11 @@ async def collect_status(
                       "failed": int},
         "failures": [{"id", "company", "status", "rejected_as", "reason", "attempts", "at"}]
       }
+      "webhooks": {                     # shortlist.webhooks: the sender's queue
+        "deliveries": {"pending": int, "delivered": int, "failed": int, "cancelled": int},
+        "claimed": int,                 # being sent right now (live lease)
+        "endpoints": {"enabled": int, "failing": int, "disabled": int}
+      },
       "job_sources": [                  # shortlist.listings.sources
         {"id", "spec", "status", "listings_open", "last_crawl_at", "last_success_at",
          "next_crawl_at", "last_error", "last_outcome"}
@@ -137,6 +142,7 @@ async def collect_status(
         "vector_indexes": await index_report(conn, index_build),
         "embedding_models": await models_status(conn),
         "inbound_mail": await inbound_status(conn),
+        "webhooks": await _webhooks(conn, depths.get("webhook_deliveries", [])),
         "job_sources": await _job_sources(conn),
     }
 
@@ -205,3 +211,15 @@ async def _job_sources(conn: AsyncConn) -> list[dict[str, Any]]:
         }
         for r in await cur.fetchall()
     ]
+
+
+async def _webhooks(conn: AsyncConn, deliveries: list[Row]) -> dict[str, Any]:
+    cur = await conn.execute(QUERIES["webhook_endpoints"])
+    endpoints = await cur.fetchone()
+    return {
+        "deliveries": {r["status"]: int(r["n"]) for r in deliveries},
+        "claimed": sum(int(r["claimed"]) for r in deliveries),
+        "endpoints": {
+            k: int(endpoints[k]) if endpoints else 0 for k in ("enabled", "failing", "disabled")
+        },
+    }

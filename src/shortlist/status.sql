@@ -30,6 +30,14 @@ SELECT 'searches', s.status::text, count(x.id), 0, 0
   FROM unnest(enum_range(NULL::search_status)) AS s (status)
   LEFT JOIN searches AS x ON x.status = s.status
  GROUP BY s.status
+UNION ALL
+SELECT 'webhook_deliveries', s.status::text,
+       count(d.id),
+       count(d.id) FILTER (WHERE d.locked_until > now()),
+       0
+  FROM unnest(enum_range(NULL::webhook_delivery_status)) AS s (status)
+  LEFT JOIN webhook_deliveries AS d ON d.status = s.status
+ GROUP BY s.status
  ORDER BY queue, status
 
 -- name: listing_failures
@@ -80,3 +88,11 @@ SELECT s.id, s.spec, s.status, s.last_crawl_at, s.last_success_at, s.next_crawl_
          WHERE l.source_id = s.id AND l.status = 'open') AS listings_open
   FROM job_sources AS s
  ORDER BY s.id
+
+-- name: webhook_endpoints
+-- Webhook endpoints by state (shortlist.webhooks): enabled, of which failing (every attempt
+-- since its first failure failed), and disabled (a 410, or failing for 5 days).
+SELECT count(*) FILTER (WHERE status = 'enabled') AS enabled,
+       count(*) FILTER (WHERE status = 'enabled' AND failing_since IS NOT NULL) AS failing,
+       count(*) FILTER (WHERE status = 'disabled') AS disabled
+  FROM webhook_endpoints

@@ -61,6 +61,7 @@ class World:
     stub: int
     candidate: str
     source: int
+    webhook: int
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,11 @@ def recruiter_any(status: int) -> dict[str, int]:
     }
 
 
+def member_of_org(owner: int, other: int) -> dict[str, int]:
+    """Any member who posts jobs or searches people, for the company's organisation."""
+    return {**dict.fromkeys(WHO, other), "none": 401, "company": owner, "admin": owner}
+
+
 TABLE = [
     Row("GET", "/healthz", public()),
     Row("GET", "/readyz", public()),
@@ -170,6 +176,17 @@ TABLE = [
     Row("GET", "/api/sources", admin_only(200)),
     Row("POST", "/api/sources", admin_only(201), json={"spec": "greenhouse:acme-access"}),
     Row("DELETE", "/api/sources/{source}", admin_only(204)),
+    # Webhook endpoints: each organisation's own (the world's is the company's); an admin acts
+    # for every organisation. An address literal: no name to resolve.
+    Row(
+        "POST",
+        "/api/webhooks",
+        member_of_org(201, 201),
+        json={"url": "https://93.184.215.14/hooks", "events": ["job.published"]},
+    ),
+    Row("GET", "/api/webhooks", member_of_org(200, 200)),
+    Row("DELETE", "/api/webhooks/{webhook}", member_of_org(204, 404)),
+    Row("POST", "/api/webhooks/{webhook}/rotate", member_of_org(200, 404)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),
@@ -316,6 +333,15 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
             )
             source = await cur.fetchone()
             assert source is not None
+            cur = await conn.execute(
+                "INSERT INTO webhook_endpoints (org_id, url, events, secret)"
+                " SELECT org_id, 'https://93.184.215.14/hooks', '{job.published}',"
+                " 'whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3'"
+                " FROM api_tokens WHERE id = %s RETURNING id",
+                (company,),
+            )
+            webhook = await cur.fetchone()
+            assert webhook is not None
             await conn.commit()
         return World(
             str(listing["id"]),
@@ -324,6 +350,7 @@ def make_world(pool: AsyncPool, tokens: dict[str, str | None]) -> Callable[[], A
             stub["id"],
             str(person["id"]),
             int(source["id"]),
+            int(webhook["id"]),
         )
 
     return make
@@ -337,6 +364,7 @@ def path_of(row: Row, world: World) -> str:
         stub=world.stub,
         candidate=world.candidate,
         source=world.source,
+        webhook=world.webhook,
         # Ids of nothing: a person's own objects are not the table's (see the accounts rows).
         key_id=999999,
         session_id=999999,
@@ -413,7 +441,8 @@ def test_the_table_covers_every_endpoint(app: FastAPI) -> None:
             p.replace("{search}", "{search_id}")
             .replace("{stub}", "{candidate_id}")
             .replace("{candidate}", "{candidate_id}")
-            .replace("{source}", "{source_id}"),
+            .replace("{source}", "{source_id}")
+            .replace("{webhook}", "{webhook_id}"),
         )
         for m, p in normalised
     }

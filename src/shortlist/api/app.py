@@ -25,6 +25,7 @@ from shortlist.api.routes import (
     searches,
     shortlist,
     sources,
+    webhooks,
 )
 from shortlist.api.routes import accounts as accounts_routes
 from shortlist.api.streams import StreamSlots
@@ -139,6 +140,7 @@ def create_app(services: Services) -> FastAPI:
         shortlist.router,
         privacy.router,
         sources.router,
+        webhooks.router,
         events.router,
         intake.router,
         accounts_routes.router,

@@ -182,6 +182,14 @@ def print_status(report: dict[str, Any], console: Console) -> None:
             )
         if unposted.row_count:
             console.print(unposted)
+    hooks = report.get("webhooks")
+    if hooks is not None:
+        counts = ", ".join(f"{state} {n}" for state, n in hooks["deliveries"].items())
+        ends = hooks["endpoints"]
+        console.print(
+            f"Webhook deliveries: {counts}; endpoints: {ends['enabled']} enabled"
+            f" ({ends['failing']} failing), {ends['disabled']} disabled"
+        )
     if report.get("job_sources"):
         sources = Table(title="Job sources")
         for column in ("id", "source", "status", "open", "last crawl", "error"):

@@ -20,8 +20,13 @@ class Corpus:
     links_duplicates: bool = False
     """Link near-duplicates when vectors are written (queries.sql, link_near_duplicates): a
     job listing that repeats another of its company is not listed twice."""
+    publishes_jobs: bool = False
+    """Write ``job.published`` webhook events when vectors are written (after the links): a
+    listing of an organisation that becomes searchable (shortlist.webhooks)."""
 
 
-LISTINGS = Corpus("job_listings", _TEXT["job_listings_text"], links_duplicates=True)
+LISTINGS = Corpus(
+    "job_listings", _TEXT["job_listings_text"], links_duplicates=True, publishes_jobs=True
+)
 CANDIDATES = Corpus("candidates", _TEXT["candidates_text"])
 CORPORA: tuple[Corpus, ...] = (LISTINGS, CANDIDATES)

@@ -6,7 +6,8 @@
             held open while the model runs)
     handle  text unchanged (only e.g. the salary was edited) → embedded again, no model call
             otherwise one batch call, then ONE transaction: vectors with their status flip,
-            near-duplicate links (job listings), and the rows that failed permanently
+            near-duplicate links and job.published webhook events (job listings), and the rows
+            that failed permanently
 
 The run loop, the throttle between cycles, the NOTIFY wake-up, back-off and graceful stop are
 the shared primitive's (``shortlist.queue``); this module only says what is claimable and what
@@ -50,6 +51,7 @@ from shortlist.indexer.breaker import Breaker, EmbedderMisconfigured, probe_embe
 from shortlist.indexer.corpora import Corpus
 from shortlist.queue import DONE, Batch, LeaseTable
 from shortlist.redact import redact_emails
+from shortlist.webhooks import publish_listings
 
 log = logging.getLogger(__name__)
 
@@ -363,6 +365,9 @@ class EmbeddingQueue:
                         self._sql("link_near_duplicates", active),
                         {"ids": list(embedded), "max_distance": self.duplicate_distance},
                     )
+                if embedded and self.target.publishes_jobs:
+                    # After the links: a listing that repeats another is not published.
+                    await publish_listings(conn, sorted(embedded))
                 await self._after_vectors_written(conn, sorted(embedded))
             if bad:
                 for row, error in bad:

@@ -197,7 +197,12 @@ class WebhookQueue:
                     retry_after = parse_retry_after(response.headers.get("retry-after"))
         except TimeoutError:
             return Attempt(None, f"no answer within {self.policy.timeout:g} s")
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return Attempt(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS])
+        except Exception as exc:
+            # Whatever else one endpoint's answer does to the client, it is that delivery's
+            # failed attempt, not a batch given back to be sent again and again.
+            log.exception("webhook delivery %d: the attempt failed", delivery.id)
             return Attempt(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS])
         finally:
             await client.aclose()
