@@ -34,6 +34,7 @@ from shortlist.listings.mail.queue import MailQueue
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.sample import load_sample_listings
+from shortlist.listings.sources.queue import CrawlQueue
 from shortlist.queue import LeaseKeeper, Notifier, QueueWorker, WorkerConfig
 from shortlist.queue.periodic import Periodic, run_periodic
 from shortlist.talent.candidates import CandidateQueue
@@ -394,7 +395,6 @@ def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
     """The crawl queue of job sources (shortlist.listings.sources.queue)."""
     # Imported here: the crawler alone needs lxml, protego and html_text (30 modules, ~0.25 s
     # of every other process's start).
-    from shortlist.listings.sources.queue import CrawlQueue
 
     s = services.settings
     config = WorkerConfig(

@@ -12,7 +12,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
-from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides
+from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides, index_report
+from shortlist.indexer.migration import status as models_status
+from shortlist.listings.mail.store import inbound_status
 from shortlist.redact import redact_emails
 
 QUERIES = load_queries("shortlist", "status.sql")
@@ -90,10 +92,6 @@ async def collect_status(
       ]
     }
     """
-    from shortlist.db.vector_index import index_report
-    from shortlist.indexer.migration import status as models_status
-    from shortlist.listings.mail.store import inbound_status
-
     depths: dict[str, list[Row]] = {}
     for row in await queue_depths(conn):
         depths.setdefault(row["queue"], []).append(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 
 from fastapi import FastAPI
@@ -103,8 +104,6 @@ class _BodyTooLarge(Exception):
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    import json
-
     body = json.dumps(error_body("too_large", f"request body exceeds {limit} bytes")).encode()
     await send(
         {

@@ -10,6 +10,7 @@ import sys
 import typer
 
 from shortlist.errors import ConfigError, StartupError
+from shortlist.heap import cap_malloc_arenas
 
 
 def build_app() -> typer.Typer:
@@ -57,8 +58,6 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    from shortlist.heap import cap_malloc_arenas
-
     cap_malloc_arenas()  # before any thread allocates
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

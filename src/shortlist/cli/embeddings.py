@@ -15,6 +15,7 @@ from shortlist.bootstrap import open_command_pool
 from shortlist.cli.common import connect, load_settings
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
+from shortlist.embedding.factory import make_space_embedder
 from shortlist.indexer import migration
 from shortlist.indexer.migration import ModelMigrationError, ModelRequest
 from shortlist.runtime import prepared_database
@@ -65,8 +66,6 @@ def migrate_command(
     request = ModelRequest(kind=embedder.value, model=model, dim=dim, url=url)
 
     async def call(settings: Settings, db_url: str, pool: AsyncPool) -> str:
-        from shortlist.embedding.factory import make_space_embedder
-
         space = await migration.register(
             pool, db_url, request, lambda s: make_space_embedder(s, settings)
         )

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypeVar
 
+import psycopg
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -23,13 +25,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from shortlist import places
 from shortlist.cli.common import connect, load_settings
 from shortlist.config import Settings
 from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput
 from shortlist.ingest_files import BadRow, IngestReport, RecordFileReader
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
+from shortlist.listings.mail import store
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.sandbox import ParserPool
+from shortlist.listings.mail.smtp import message_id_of
+from shortlist.listings.service import create_listing
 from shortlist.runtime import prepared_database
+from shortlist.talent import ingest as talent_ingest
 
 # Bad rows beyond this many are counted, not printed: a file of a million bad rows should
 # still end with a readable summary.
@@ -131,11 +140,6 @@ EX_TEMPFAIL = 75
 async def _queue_email(
     url: str, settings: Settings, raw: bytes, to: str, sender: str | None, err: Console
 ) -> int:
-    import psycopg
-
-    from shortlist.listings.mail import store
-    from shortlist.listings.mail.smtp import message_id_of
-
     local = store.local_part_of(to, settings.mail_domain)
     try:
         conn = await connect(url)
@@ -166,11 +170,6 @@ async def _queue_email(
 async def _post_email(
     url: str, settings: Settings, raw: bytes, company: str | None, err: Console
 ) -> int:
-    from shortlist import places
-    from shortlist.listings.mail.listing import to_listing
-    from shortlist.listings.mail.sandbox import ParserPool
-    from shortlist.listings.service import create_listing
-
     parser = ParserPool(
         processes=1,
         timeout=settings.mail_parse_timeout,
@@ -211,13 +210,9 @@ def ingest_candidates(
     Exit status: 0 if any profile was imported, 1 if the file could not be read or held no
     valid row.
     """
-    from functools import partial
-
-    from shortlist.talent.ingest import CandidateFileReader, ingest_candidates
-
-    reader = CandidateFileReader(file)
+    reader = talent_ingest.CandidateFileReader(file)
     # A forgotten person is never stored again (the suppression list's key may be configured).
-    insert = partial(ingest_candidates, privacy_key=load_settings().privacy_key)
+    insert = partial(talent_ingest.ingest_candidates, privacy_key=load_settings().privacy_key)
     run_file_import(reader, insert, noun="candidates", batch_size=batch_size)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import uvicorn
 
 from shortlist.accounts.setup import setup_link_if_nobody
 from shortlist.bootstrap import (
@@ -27,6 +28,7 @@ from shortlist.cli.common import load_settings
 from shortlist.config import Settings
 from shortlist.errors import ConfigError, StartupError
 from shortlist.listings.mail.smtp import DEFAULT_PORT as DEFAULT_SMTP_PORT
+from shortlist.listings.mail.smtp import serve_intake
 from shortlist.runtime import (
     Database,
     QuietServer,
@@ -116,8 +118,7 @@ async def _serve(
     workers: bool,
     smtp: socket.socket | None = None,
 ) -> None:
-    import uvicorn
-
+    # FastAPI, the routes and the pages load only in a process that serves HTTP (not `worker`).
     from shortlist.api.app import create_app
 
     stop = asyncio.Event()
@@ -189,16 +190,12 @@ async def _serve(
 
 
 def _simulator_server(settings: Settings) -> QuietServer:
-    import uvicorn
-
     return QuietServer(
         uvicorn.Config(simulator_app(settings), log_level="warning", access_log=False)
     )
 
 
 def _intake_runner(services: Services, sock: socket.socket) -> Runner:
-    from shortlist.listings.mail.smtp import serve_intake
-
     return lambda stop: serve_intake(sock, services.pool, services.settings, stop)
 
 

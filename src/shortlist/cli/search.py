@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shortlist.auth import Principal, Role
+from shortlist.auth import Principal, Role, create_token_async
 from shortlist.bootstrap import Services, build_workers, bundled_simulator, open_services
 from shortlist.cli.common import load_settings
 from shortlist.config import Settings
@@ -27,6 +27,7 @@ from shortlist.listings.models import MAX_SALARY_KS
 from shortlist.listings.search import MAX_SIZE, SearchResult
 from shortlist.listings.service import run_job_search
 from shortlist.runtime import install_stop_signals, prepared_database, run_until_stopped
+from shortlist.talent.service import parse_search_create, results_page, start_search
 
 console = Console()
 CLI_PRINCIPAL_NAME = "shortlist-cli"
@@ -125,8 +126,6 @@ def search_candidates(
 
 async def _cli_principal(services: Services) -> Principal:
     """The CLI's own admin principal (a token row whose secret nobody ever sees)."""
-    from shortlist.auth import create_token_async
-
     async with services.pool.connection() as conn:
         cur = await conn.execute(
             "SELECT id FROM api_tokens WHERE name = %s AND role = 'admin' AND revoked_at IS NULL"
@@ -143,8 +142,6 @@ async def _cli_principal(services: Services) -> Principal:
 async def _search_candidates(
     settings: Settings, url: str, payload: dict[str, Any], *, workers: bool, poll: float
 ) -> None:
-    from shortlist.talent.service import parse_search_create, results_page, start_search
-
     search = parse_search_create(payload)
     stop = asyncio.Event()
     install_stop_signals(stop)

