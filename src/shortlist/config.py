@@ -244,6 +244,11 @@ class Settings(BaseSettings):
     smtp_relay_url: str | None = Field(None, pattern=r"^smtps?://")
     """``smtp://[user:password@]host[:port]`` (``smtps://`` for TLS): where replies to senders
     go. Unset: no reply is sent."""
+    mail_authserv_id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+    """The authserv-id of the MTA that receives the intake's mail and writes its SPF / DKIM /
+    DMARC verdicts in ``Authentication-Results`` (RFC 8601; e.g. its host name): a reply goes
+    only to a From address whose domain that MTA authenticated
+    (``shortlist.listings.mail.authentication``). Unset: no message is answered."""
     public_url: str | None = Field(None, pattern=r"^https?://")
     """The board's address in links sent out (replies). Unset: http://SHORTLIST_HOST:PORT."""
     # --- job sources (shortlist.listings.sources) ---------------------------------------------

@@ -8,6 +8,7 @@ import asyncio
 import email
 import email.policy
 import logging
+import re
 import smtplib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ pytest_plugins = ["tests.api_fixtures"]
 
 MAIL = Path(__file__).parent.parent / "data" / "mail"
 DOMAIN = "jobs.example"
+AUTHSERV = "mx.jobs.example"
+"""The authserv-id of the MTA in front of the intake, as its Authentication-Results name it."""
 MAX_BYTES = 300_000
 
 
@@ -83,6 +86,7 @@ def settings(db_url: str, relay: Relay) -> Settings:
         mail_domain=DOMAIN,
         mail_max_bytes=MAX_BYTES,
         smtp_relay_url=f"smtp://127.0.0.1:{relay.port}",
+        mail_authserv_id=AUTHSERV,
         public_url="https://board.example",
     )
 
@@ -123,8 +127,25 @@ async def intake_address(client: httpx.AsyncClient, token: str) -> str:
     return address
 
 
-def send(port: int, to: str, raw: bytes, sender: str = "jobs@northwind.example") -> Any:
-    """As a mail server sends: CRLF line ends (smtplib sends bytes as they are)."""
+_FROM_DOMAIN = re.compile(rb"(?im)^from:.*@([a-z0-9.-]+)>?[ \t]*$")
+
+
+def send(
+    port: int,
+    to: str,
+    raw: bytes,
+    sender: str = "jobs@northwind.example",
+    *,
+    authenticated: bool = True,
+) -> Any:
+    """As the MTA in front of the intake sends: CRLF line ends (smtplib sends bytes as they
+    are), and, when ``authenticated``, its DMARC verdict on the From domain first."""
+    m = _FROM_DOMAIN.search(raw.partition(b"\n\n")[0])
+    if authenticated and m is not None:
+        raw = (
+            f"Authentication-Results: {AUTHSERV}; dmarc=pass (p=reject)"
+            f" header.from={m.group(1).decode()}\n"
+        ).encode() + raw
     wire = raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     with smtplib.SMTP("127.0.0.1", port, timeout=10) as smtp:
         return smtp.sendmail(sender, [to], wire)
@@ -210,6 +231,78 @@ async def test_a_bounce_is_parsed_but_never_answered(
     await settled(pool, 2)
     await wait_for(lambda: _replied(pool, 1), message="the second message answered")
     assert len(relay.received) == 1 and "does not describe a job" not in relay.bodies()[0]
+
+
+VICTIM = "victim@victim.example"
+FORGED = {
+    # Nothing vouches for the From: the envelope, From and Reply-To all name the victim.
+    "unauthenticated": ("", f"From: <{VICTIM}>\nReply-To: <{VICTIM}>"),
+    # The sender wrote its own verdict, under another MTA's id.
+    "another MTA's verdict": (
+        "Authentication-Results: mx.elsewhere.example; dmarc=pass header.from=victim.example\n",
+        f"From: <{VICTIM}>",
+    ),
+    # The sender's verdict under our MTA's id, but the MTA's own (first) says DMARC failed.
+    "DMARC failed": (
+        f"Authentication-Results: {AUTHSERV}; dmarc=fail header.from=victim.example\n"
+        f"Authentication-Results: {AUTHSERV}; dkim=pass header.d=victim.example\n",
+        f"From: <{VICTIM}>",
+    ),
+    # The attacker's own domain passed; the From names the victim's.
+    "another domain signed": (
+        f"Authentication-Results: {AUTHSERV}; spf=pass smtp.mailfrom=a@attacker.example;"
+        " dkim=pass header.d=attacker.example; dmarc=pass header.from=attacker.example\n",
+        f"From: <{VICTIM}>",
+    ),
+    # A signer below the From's domain (a customer's subdomain on a shared host).
+    "a subdomain signed": (
+        f"Authentication-Results: {AUTHSERV}; dkim=pass header.d=evil.victim.example\n",
+        f"From: <{VICTIM}>",
+    ),
+    # Two From addresses: which one was authenticated is anyone's guess.
+    "two From addresses": (
+        f"Authentication-Results: {AUTHSERV}; dkim=pass header.d=northwind.example\n",
+        f"From: <jobs@northwind.example>, <{VICTIM}>",
+    ),
+}
+
+
+async def test_only_an_authenticated_sender_hears_back_never_a_forged_one(
+    intake: int,
+    client: httpx.AsyncClient,
+    pool: AsyncPool,
+    relay: Relay,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Issue 36 point 3: each message names the victim where a forger can (the envelope sender,
+    # From, Reply-To); each is posted all the same, and only the last, whose domain the MTA
+    # authenticated, is answered — at its From, not its Reply-To.
+    caplog.set_level(logging.INFO, logger="shortlist.listings.mail.queue")
+    address = await intake_address(client, await company_token(pool, "Northwind"))
+    english = (MAIL / "english.eml").read_bytes()
+    original_from = b"From: Jobs at Northwind <jobs@northwind.example>"
+    for n, (verdicts, from_lines) in enumerate(FORGED.values()):
+        raw = verdicts.encode() + english.replace(original_from, from_lines.encode()).replace(
+            b"<20261201094500.4F2A@", f"<forged-{n}@".encode()
+        )
+        assert (
+            await asyncio.to_thread(send, intake, address, raw, VICTIM, authenticated=False) == {}
+        )
+    genuine = english.replace(original_from, original_from + f"\nReply-To: <{VICTIM}>".encode())
+    genuine = (
+        f"Authentication-Results: {AUTHSERV}; dkim=pass header.d=northwind.example"
+        " header.s=2026; dmarc=none header.from=northwind.example\n"
+    ).encode() + genuine
+    assert (
+        await asyncio.to_thread(send, intake, address, genuine, VICTIM, authenticated=False) == {}
+    )
+    rows = await settled(pool, len(FORGED) + 1)
+    assert [r["status"] for r in rows] == ["posted"] * (len(FORGED) + 1)
+    await wait_for(lambda: _replied(pool, 1), message="the authenticated sender answered")
+    assert [to for to, _raw in relay.received] == [["jobs@northwind.example"]]
+    unanswered = [r for r in caplog.records if "not answered" in r.getMessage()]
+    assert len(unanswered) == len(FORGED)
+    assert VICTIM not in caplog.text
 
 
 async def test_a_message_without_a_job_is_rejected_visibly_with_the_reason(

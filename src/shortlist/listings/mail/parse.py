@@ -105,8 +105,9 @@ class Reading:
     work_mode: WorkMode | None = None
     salary: Salary | None = None
     message_id: str | None = None
-    reply_to: str | None = None
-    """Where an answer goes (Reply-To, else From); None for automatic mail (never answered)."""
+    automatic: bool = False
+    """Automatic mail by its headers (never answered). Whom an answer goes to is not the
+    parser's to say: the server takes the authenticated From (``mail.authentication``)."""
     addresses: list[str] = field(default_factory=list)
     """Every address of its From and Reply-To (and a forwarded message's From), lower-case: a
     forgotten person among them is neither answered nor kept (shortlist.privacy)."""
@@ -665,7 +666,7 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         salary=salary,
         signals=signals,
         message_id=message_id,
-        reply_to=None if _is_automatic(msg) else next((a for _d, a in reply_to if a), None),
+        automatic=_is_automatic(msg),
         addresses=sorted({a.lower() for _d, a in [*senders, *reply_to] if a}),
         language=language,
     )

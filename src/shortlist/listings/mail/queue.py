@@ -8,6 +8,9 @@ and the row is claimed again; a message that keeps killing its worker is given u
 after :data:`MAX_ATTEMPTS`. A message that holds no job is ``rejected`` with the reason the
 sender is told; one the parser could not read in time is ``failed`` — both show in /status.
 
+Only an authenticated sender is answered (:mod:`.authentication`: the From address whose domain
+the receiving MTA vouched for); any other message is posted or rejected all the same, silently.
+
 A message of a forgotten person (its envelope sender was suppressed at delivery, or its From or
 Reply-To is on the suppression list) is still posted or rejected, but never answered, and its
 personal data is erased in the transaction that finishes it (:func:`shortlist.privacy.erase_mail`).
@@ -15,6 +18,7 @@ personal data is erased in the transaction that finishes it (:func:`shortlist.pr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Literal
@@ -25,6 +29,7 @@ from shortlist.db import channels
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
+from shortlist.listings.mail.authentication import authenticated_sender
 from shortlist.listings.mail.listing import to_listing
 from shortlist.listings.mail.parse import NoJob, Reading
 from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeout, ParseTooLarge
@@ -72,6 +77,11 @@ class MailQueue:
         self.relay = (
             reply.Relay.from_url(settings.smtp_relay_url) if settings.smtp_relay_url else None
         )
+        if self.relay is not None and not settings.mail_authserv_id:
+            log.warning(
+                "mail: SHORTLIST_SMTP_RELAY_URL is set but SHORTLIST_MAIL_AUTHSERV_ID is not:"
+                " no sender can be authenticated, so none is answered"
+            )
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[InboundMessage]:
         async with self.pool.connection() as conn, conn.transaction():
@@ -111,13 +121,12 @@ class MailQueue:
                 if isinstance(exc, ParseTimeout | ParseTooLarge | ParseCrashed)
                 else "rejected"
             )
-            to = reading.reply_to if reading is not None else item.mail_from
             # Automatic mail is never answered (RFC 3834: no mail loops), nor a scam (its
             # From is as likely forged: no backscatter).
             kind = exc.kind if isinstance(exc, NoJob) else None
             finished = await self._finish_unposted(batch, item, status, str(exc), reading, kind)
             if finished == "kept" and kind not in ("automatic", "scam"):
-                await self._reply(item, reading, to, reply.rejected_text(str(exc)))
+                await self._reply(item, reading, reply.rejected_text(str(exc)))
             return DONE if finished else GIVE_BACK
         try:
             async with self.pool.connection() as conn, conn.transaction():
@@ -142,7 +151,7 @@ class MailQueue:
             # keeps its state).
             return GIVE_BACK
         if not forgotten:
-            await self._reply(item, reading, reading.reply_to, self._posted_text(listing))
+            await self._reply(item, reading, self._posted_text(listing))
         return DONE
 
     async def _finish_unposted(
@@ -196,14 +205,20 @@ class MailQueue:
             listing.job_title, listing.company_name, listing.city_location, link
         )
 
-    async def _reply(
-        self, item: InboundMessage, reading: Reading | None, to: str | None, text: str
-    ) -> None:
-        """Answer the sender, once, when a relay is configured; a relay failure is logged (the
-        listing, or the reason, stands either way). A message with a null envelope sender (a
-        bounce, or a pipe delivery without one) is never answered (RFC 3834 §2), whatever
-        its headers say: no backscatter to a forged From."""
-        if self.relay is None or not to or item.mail_from is None:
+    async def _reply(self, item: InboundMessage, reading: Reading | None, text: str) -> None:
+        """Answer the sender, once, when a relay is configured and the receiving MTA
+        authenticated the From address's domain (never a ``Reply-To``: no backscatter to a
+        forged sender); a relay failure is logged (the listing, or the reason, stands either
+        way). A message with a null envelope sender (a bounce, or a pipe delivery without
+        one) or read as automatic mail is never answered (RFC 3834 §2)."""
+        if self.relay is None or item.mail_from is None:
+            return
+        if reading is not None and reading.automatic:
+            return
+        # Off the loop: the header fields are bounded, but a field's parser is quadratic.
+        to = await asyncio.to_thread(authenticated_sender, item.raw, self.settings.mail_authserv_id)
+        if to is None:
+            log.info("mail: message %d not answered: its sender is not authenticated", item.id)
             return
         try:
             msg = reply.build_reply(
