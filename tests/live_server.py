@@ -106,7 +106,10 @@ class LiveServer:
         embedder: Embedder | None = None,
         workers: set[str] | None = None,
         pool_max: int = 10,
+        worker_pool_max: int | None = None,
     ) -> None:
+        """``worker_pool_max``: the workers get their own pool of that size, as in ``serve``
+        (``SHORTLIST_DB_WORKER_POOL_MAX``); None: they share the API's."""
         self.db_url = db_url
         self.simulator_config = simulator or SimulatorConfig(time_scale=DEFAULT_TIME_SCALE)
         self.use_simulator = use_simulator
@@ -118,6 +121,7 @@ class LiveServer:
         if unknown:
             raise ValueError(f"unknown worker kinds: {sorted(unknown)}")
         self.pool_max = pool_max
+        self.worker_pool_max = worker_pool_max
         self.settings: Settings | None = None
         self.services: Services | None = None
         self.base_url = ""
@@ -183,6 +187,7 @@ class LiveServer:
             self.db_url,
             embedder=self.embedder,
             pool_max=self.pool_max,
+            worker_pool_max=self.worker_pool_max if self.workers else None,
             with_sources="backfill" in self.workers,
         ) as services:
             self.services = services

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from shortlist import places
 from shortlist.config import Settings, index_build_overrides
 from shortlist.db import channels
-from shortlist.db.pool import open_async_pool
+from shortlist.db.pool import PoolShare, open_async_pool
 from shortlist.db.replicas import CHECK_INTERVAL, ReadPools, open_read_pools, read_urls
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.base import Embedder
@@ -81,6 +81,10 @@ class Services:
     """The embedding models in use: the active one (queries, search) and one being built."""
     sources: Sources | None = None
     """The talent providers: only in processes that run the backfill."""
+    worker_pool: AsyncPool | None = None
+    """The in-process workers' own pool (``serve``: ``SHORTLIST_DB_WORKER_POOL_MAX``), so a
+    flood of requests never takes the workers' connections, nor the workers the requests';
+    None: the workers use ``pool`` (a process of workers only)."""
     keeper: LeaseKeeper = field(init=False)
     """Renews every lease this process's workers hold, in one statement per beat."""
     reads: ReadPools = field(init=False)
@@ -89,9 +93,17 @@ class Services:
     """The parser processes e-mailed job posts are read in (started on first use)."""
     search_cache: ResultCache = field(init=False)
     """Answers of repeated job searches, until a listing changes."""
+    intake: PoolShare = field(init=False)
+    """The share of ``pool`` the e-mail intake (SMTP and ``POST /api/jobs/email``) may hold:
+    ``SHORTLIST_MAIL_DB_CONNECTIONS``, and never all of it."""
 
     def __post_init__(self) -> None:
-        self.keeper = LeaseKeeper(self.pool, every=self.settings.heartbeat_interval)
+        self.keeper = LeaseKeeper(self.work_pool, every=self.settings.heartbeat_interval)
+        self.intake = PoolShare(
+            self.pool,
+            max(1, min(self.settings.mail_db_connections, self.pool.max_size - 1)),
+            "the e-mail intake's share of the pool",
+        )
         self.reads = ReadPools(self.pool)
         self.search_cache = ResultCache(
             int(self.settings.search_cache_mb * 2**20),
@@ -103,6 +115,11 @@ class Services:
             max_bytes=self.settings.mail_max_bytes,
             memory_mb=self.settings.mail_parse_memory_mb,
         )
+
+    @property
+    def work_pool(self) -> AsyncPool:
+        """The pool the queue workers and periodic jobs use."""
+        return self.worker_pool or self.pool
 
     @property
     def embedder(self) -> Embedder:
@@ -120,12 +137,14 @@ async def open_services(
     sources: Sources | None = None,
     with_sources: bool = False,
     pool_max: int | None = None,
+    worker_pool_max: int | None = None,
     statement_timeout: float = 0.0,
 ) -> AsyncIterator[Services]:
     """Build a process's services; ``with_sources`` also builds the configured providers
     (raising ``SourcesNotConfigured`` before anything is opened when they are not);
     ``statement_timeout`` bounds every statement of the pool (``serve``: the API's,
-    ``SHORTLIST_STATEMENT_TIMEOUT``).
+    ``SHORTLIST_STATEMENT_TIMEOUT``); ``worker_pool_max``: the workers get a pool of their own
+    of that size (``serve``, whose requests and workers share the process).
 
     The embedder of each model space comes from ``embedder_factory`` (default: the settings'
     kinds, ``make_space_embedder``); ``embedder`` is one embedder for every space (tests)."""
@@ -145,14 +164,23 @@ async def open_services(
         max_size=max_size,
         statement_timeout=statement_timeout,
     )
+    worker_pool = None
+    if worker_pool_max is not None:
+        worker_pool = await open_async_pool(
+            database_url,
+            min_size=1,
+            max_size=worker_pool_max,
+            name="shortlist-workers",
+            statement_timeout=statement_timeout,
+        )
     if sources is None and with_sources:
-        sources = shared_sources(settings, pool)
+        sources = shared_sources(settings, worker_pool or pool)
     notifier = Notifier(database_url)
     notifier.start()
     spaces = Spaces(
         pool, embedder_factory, database_url, query_cache_size=settings.query_cache_size
     )
-    services = Services(settings, database_url, pool, notifier, spaces, sources)
+    services = Services(settings, database_url, pool, notifier, spaces, sources, worker_pool)
     stop_watching = asyncio.Event()
     watcher: asyncio.Task[None] | None = None
     upkeep: asyncio.Task[None] | None = None
@@ -205,6 +233,8 @@ async def open_services(
                 await close
         await notifier.stop()
         services.mail_parser.close()
+        if worker_pool is not None:
+            await worker_pool.close()
         await pool.close()
 
 
@@ -284,7 +314,7 @@ def indexer_workers(
     return [
         QueueWorker(
             EmbeddingQueue(
-                services.pool,
+                services.work_pool,
                 services.embedder,
                 corpus,
                 probe_every=s.indexer_poll_interval,
@@ -318,7 +348,7 @@ def interactive_indexer_workers(services: Services) -> list[QueueWorker[ClaimedR
         grace=s.shutdown_grace,
     )
     queue = EmbeddingQueue(
-        services.pool,
+        services.work_pool,
         services.embedder,
         LISTINGS,
         probe_every=s.indexer_poll_interval,
@@ -348,14 +378,14 @@ def backfill_workers(services: Services) -> list[QueueWorker[Any]]:
         grace=s.shutdown_grace,
     )
     tiers = QueueWorker(
-        TierQueue(services.pool, s, services.sources, services.spaces),
+        TierQueue(services.work_pool, s, services.sources, services.spaces),
         config,
         notifier=services.notifier,
         keeper=services.keeper,
     )
     candidates = QueueWorker(
         CandidateQueue(
-            services.pool,
+            services.work_pool,
             services.spaces,
             services.sources,
             min_score=s.internal_min_score,
@@ -382,7 +412,7 @@ def mail_workers(services: Services) -> list[QueueWorker[Any]]:
         heartbeat=s.heartbeat_interval,
         grace=s.shutdown_grace,
     )
-    queue = MailQueue(services.pool, services.mail_parser, s)
+    queue = MailQueue(services.work_pool, services.mail_parser, s)
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
@@ -410,7 +440,7 @@ def crawl_workers(services: Services) -> list[QueueWorker[Any]]:
         heartbeat=s.heartbeat_interval,
         grace=s.shutdown_grace,
     )
-    queue = CrawlQueue(services.pool, s)
+    queue = CrawlQueue(services.work_pool, s)
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
@@ -436,7 +466,7 @@ def webhook_workers(services: Services) -> list[QueueWorker[Any]]:
         heartbeat=s.heartbeat_interval,
         grace=s.shutdown_grace,
     )
-    queue = WebhookQueue(services.pool, SendPolicy.from_settings(s))
+    queue = WebhookQueue(services.work_pool, SendPolicy.from_settings(s))
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
@@ -449,7 +479,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         runners.extend(w.run for w in interactive_indexer_workers(services))
         overrides = index_build_overrides(services.settings)
         periodic.append(
-            coordinator_job(services.pool, services.database_url, services.spaces, overrides)
+            coordinator_job(services.work_pool, services.database_url, services.spaces, overrides)
         )
         periodic.append(
             retune_job(services.database_url, overrides, services.settings.index_retune_interval)
@@ -463,7 +493,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     if "webhooks" in kinds:
         runners.extend(w.run for w in webhook_workers(services))
     if "reaper" in kinds:
-        periodic.append(reaper_job(services.pool, services.settings))
+        periodic.append(reaper_job(services.work_pool, services.settings))
     if periodic:
         # One runner, one way of waiting, for every periodic job of the process.
         runners.append(lambda stop: run_periodic(periodic, stop))

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     db_pool_min: int = Field(2, ge=1)
     db_pool_max: int = Field(10, ge=1)
+    db_worker_pool_max: int = Field(6, ge=1)
+    """Connections of the in-process workers' own pool in ``serve`` (requests never take the
+    workers' connections, nor the workers the requests'); a ``shortlist worker`` process uses
+    ``db_pool_max``."""
     database_read_url: str | None = None
     """Comma-separated read replicas for job and candidate-corpus search (shortlist.db.replicas).
     Unset: every read goes to the primary."""
@@ -232,6 +236,10 @@ class Settings(BaseSettings):
     mail_max_stored_bytes: int = Field(200_000_000, ge=10_000)
     """Bytes of messages one intake (company) may have stored and not yet erased from the last
     24 hours; past it a message is refused for now (452)."""
+    mail_db_connections: int = Field(3, ge=1)
+    """Connections of the process's pool the e-mail intake (SMTP sessions and ``POST
+    /api/jobs/email``) may hold at once (at most all of the pool's but one), shared fairly
+    between companies: a flood of one company's posts waits its own turns."""
     mail_body_timeout: float = Field(30.0, gt=0)
     """Seconds a client may take to send a message to ``POST /api/jobs/email`` (then 408)."""
     mail_parse_timeout: float = Field(10.0, gt=0)

@@ -97,7 +97,7 @@ def server(live_server_factory: Callable[..., LiveServer]) -> Iterator[tuple[Liv
     async def start() -> None:
         handles["stop"] = asyncio.Event()
         handles["task"] = asyncio.create_task(
-            serve_intake(sock, server.services.pool, server.services.settings, handles["stop"])
+            serve_intake(sock, server.services.intake, server.services.settings, handles["stop"])
         )
 
     async def stop() -> None:

@@ -103,7 +103,7 @@ async def intake(services: Services, settings: Settings) -> AsyncIterator[int]:
         keeper=services.keeper,
     )
     tasks = [
-        asyncio.create_task(serve_intake(sock, services.pool, settings, stop)),
+        asyncio.create_task(serve_intake(sock, services.intake, settings, stop)),
         asyncio.create_task(worker.run(stop)),
     ]
     yield sock.getsockname()[1]
@@ -931,7 +931,7 @@ async def test_smtp_sessions_and_stored_bytes_per_intake_are_capped(
     sock = bind_socket("127.0.0.1", 0, "the capped intake")
     port = sock.getsockname()[1]
     stop = asyncio.Event()
-    task = asyncio.create_task(serve_intake(sock, services.pool, capped, stop))
+    task = asyncio.create_task(serve_intake(sock, services.intake, capped, stop))
     try:
         first = await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", port, timeout=10)
         second = await asyncio.to_thread(smtplib.SMTP, "127.0.0.1", port, timeout=10)

@@ -118,7 +118,7 @@ def test_parser_processes_see_none_of_the_servers_secrets(monkeypatch: pytest.Mo
 
 async def test_parser_processes_are_shared_in_turn_between_companies() -> None:
     # Issue 36 point 2: one company's ten slow messages never hold up another's behind them.
-    from shortlist.listings.mail.sandbox import FairSlots
+    from shortlist.fair import FairSlots
 
     slots = FairSlots(1)
     order: list[str] = []
@@ -144,7 +144,7 @@ async def test_parser_processes_are_shared_in_turn_between_companies() -> None:
 
 
 async def test_one_company_keeps_a_process_free_for_the_others() -> None:
-    from shortlist.listings.mail.sandbox import FairSlots
+    from shortlist.fair import FairSlots
 
     slots = FairSlots(2)
     await slots.acquire("slowco")

@@ -138,7 +138,11 @@ async def _serve(
         sim_task = asyncio.create_task(sim_server.serve(sockets=[sim_sock]))
     try:
         async with open_services(
-            settings, db.url, with_sources=workers, statement_timeout=settings.statement_timeout
+            settings,
+            db.url,
+            with_sources=workers,
+            worker_pool_max=settings.db_worker_pool_max if workers else None,
+            statement_timeout=settings.statement_timeout,
         ) as services:
             # Load the model before the first request, not during it.
             await asyncio.to_thread(services.embedder.warm_up)
@@ -196,7 +200,7 @@ def _simulator_server(settings: Settings) -> QuietServer:
 
 
 def _intake_runner(services: Services, sock: socket.socket) -> Runner:
-    return lambda stop: serve_intake(sock, services.pool, services.settings, stop)
+    return lambda stop: serve_intake(sock, services.intake, services.settings, stop)
 
 
 def mail() -> None:

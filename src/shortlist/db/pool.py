@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import weakref
@@ -13,10 +14,11 @@ import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.rows import dict_row
 from psycopg.types import TypeInfo
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from shortlist.db import vector_search
 from shortlist.db.types import AsyncConn, AsyncPool, Row, SyncConn
+from shortlist.fair import FairSlots
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +187,43 @@ async def open_async_pool(
     )
     await pool.open(wait=wait, timeout=30)
     return pool
+
+
+class PoolShare:
+    """At most ``size`` of ``pool``'s connections, for one kind of work that anyone outside
+    can make plentiful (the e-mail intake: SMTP sessions and ``POST /api/jobs/email``), shared
+    fairly between its keys (companies, :class:`shortlist.fair.FairSlots`). A flood of it waits
+    for its own turns — the rest of the pool stays free for searches, probes and sign-ins, and
+    one company's stalled writes leave a turn to another's. A caller waits at most
+    :data:`CONNECTION_WAIT` for a turn, then ``PoolTimeout``, as it would for the pool's own
+    connections (the API answers 503, the SMTP intake 451)."""
+
+    def __init__(self, pool: AsyncPool, size: int, name: str) -> None:
+        self.pool = pool
+        self.size = size
+        self.name = name
+        self.in_use = 0
+        self.most_in_use = 0
+        """The most connections the share held at once (tests read it)."""
+        self._turns = FairSlots(size)
+
+    @asynccontextmanager
+    async def connection(self, key: str = "") -> AsyncIterator[AsyncConn]:
+        try:
+            async with asyncio.timeout(CONNECTION_WAIT):
+                await self._turns.acquire(key)
+        except TimeoutError:
+            raise PoolTimeout(
+                f"{self.name}: no connection of its {self.size} free after {CONNECTION_WAIT:g} s"
+            ) from None
+        self.in_use += 1
+        self.most_in_use = max(self.most_in_use, self.in_use)
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        finally:
+            self.in_use -= 1
+            self._turns.release(key)
 
 
 @asynccontextmanager

@@ -188,8 +188,9 @@ async def create_from_email(
     reading = await services.mail_parser.read(raw, principal.company or "")
     data = to_listing(reading, principal.company)
     # The same message posted again (a client's retry, a resend) is the same listing, as a
-    # redelivery is on the SMTP intake: 200 with the listing the first post made.
-    async with services.pool.connection() as conn:
+    # redelivery is on the SMTP intake: 200 with the listing the first post made. On the
+    # intake's share of the pool: a flood of posts never holds every connection.
+    async with services.intake.connection(data.company_name) as conn:
         listing, created = await service.create_listing_once(
             conn,
             data,

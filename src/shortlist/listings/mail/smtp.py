@@ -28,7 +28,7 @@ import psycopg
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from shortlist.config import Settings
-from shortlist.db.types import AsyncPool
+from shortlist.db.pool import PoolShare
 from shortlist.listings.mail import store
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,12 @@ def message_id_of(raw: bytes) -> str | None:
 class IntakeHandler:
     """aiosmtpd handler hooks: ``handle_RCPT`` and ``handle_DATA``."""
 
-    def __init__(self, pool: AsyncPool, settings: Settings) -> None:
-        self.pool = pool
+    def __init__(self, connections: PoolShare, settings: Settings) -> None:
+        self.connections = connections
+        """The process's share of its pool for the intake (``Services.intake``): a flood of
+        sessions waits its own turns, never for every connection of the process, and a
+        company's writes leave a turn to another's (an address is looked up under the key
+        ``""``, a message written under its company's name)."""
         self.domain = settings.mail_domain
         self.privacy_key = settings.privacy_key
         self.max_sessions = settings.mail_smtp_max_sessions
@@ -67,7 +71,7 @@ class IntakeHandler:
         local = store.local_part_of(address, self.domain)
         if local is None:
             return None
-        async with self.pool.connection() as conn:
+        async with self.connections.connection() as conn:
             return await store.find_intake(conn, local)
 
     async def handle_RCPT(  # aiosmtpd hook name
@@ -106,7 +110,7 @@ class IntakeHandler:
                 intake = await self._intake(address)
                 if intake is None:  # rotated between RCPT and DATA
                     continue
-                async with self.pool.connection() as conn:
+                async with self.connections.connection(intake.company_name) as conn:
                     cur = await conn.execute(
                         store.SQL["stored_bytes"], {"company": intake.company_name}
                     )
@@ -178,10 +182,11 @@ def make_server(handler: IntakeHandler, settings: Settings) -> SMTP:
 
 
 async def serve_intake(
-    sock: socket.socket, pool: AsyncPool, settings: Settings, stop: asyncio.Event
+    sock: socket.socket, connections: PoolShare, settings: Settings, stop: asyncio.Event
 ) -> None:
-    """Accept SMTP on ``sock`` (bound beforehand by the command) until ``stop``."""
-    handler = IntakeHandler(pool, settings)
+    """Accept SMTP on ``sock`` (bound beforehand by the command) until ``stop``; the database
+    through the intake's share of the pool (``Services.intake``)."""
+    handler = IntakeHandler(connections, settings)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: make_server(handler, settings), sock=sock)
     host, port = sock.getsockname()[:2]
