@@ -301,7 +301,14 @@ GERMANY = {"term": {"location_country": "germany"}}
 @pytest.mark.parametrize(
     ("location", "expected"),
     [
-        ("München", [{"term": {"location_locality": "munich"}}, GERMANY]),
+        (
+            "München",
+            [
+                {"term": {"location_locality": "munich"}},
+                {"term": {"location_region": "bavaria"}},
+                GERMANY,
+            ],
+        ),
         ("Bavaria", [{"term": {"location_region": "bavaria"}}, GERMANY]),
         ("UK", [{"term": {"location_country": "united kingdom"}}]),
         ("Remote", []),
@@ -409,3 +416,57 @@ async def test_without_the_credits_header_a_search_books_its_records_and_an_enri
             await api.enrich("linkedin:nobody")
     assert [(c.kind, c.credits) for c in calls] == [("search", 3), ("enrich", 1), ("enrich", 0)]
     await api.aclose()
+
+
+async def test_places_are_searched_in_the_location_cleaners_canonical_values() -> None:
+    # Data Formatting, "Locations": PDL's location matching is reached through its Location
+    # Cleaner API; Location Countries: canonical country names change between releases
+    # ("macedonia" became "north macedonia" in v28.0). The cleaner's values win, a city goes
+    # with its region, and one place is cleaned once.
+    cleaned: list[str] = []
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v5/location/clean":
+            cleaned.append(request.url.params["location"])
+            return httpx.Response(
+                200,
+                json={
+                    "status": 200,
+                    "name": "skopje, grad skopje, macedonia",
+                    "locality": "skopje",
+                    "region": "grad skopje",
+                    "country": "macedonia",
+                    "type": "locality",
+                },
+                headers={"x-call-credits-spent": "0"},
+            )
+        bodies.append(json.loads(request.content))
+        return httpx.Response(404, json={"status": 404, "error": {"type": "not_found"}})
+
+    pdl = _pdl(handler)
+    query = DiscoveryQuery(role="nurse", place=resolve("Skopje"))
+    with ledger.collecting() as calls:
+        await pdl.discover(query, 1, 10)
+        await pdl.discover(query, 1, 10)
+    assert len(cleaned) == 1
+    must = bodies[0]["query"]["bool"]["must"]
+    assert {"term": {"location_locality": "skopje"}} in must
+    assert {"term": {"location_region": "grad skopje"}} in must
+    assert {"term": {"location_country": "macedonia"}} in must
+    # Cleaner APIs reference: free of charge.
+    assert sum(c.credits for c in calls if c.kind == "clean") == 0
+
+
+async def test_a_place_the_cleaner_does_not_know_is_searched_by_the_gazetteers_names() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v5/location/clean":
+            return httpx.Response(404, json={"status": 404, "error": {"type": "not_found"}})
+        bodies.append(json.loads(request.content))
+        return httpx.Response(404, json={"status": 404, "error": {"type": "not_found"}})
+
+    await _pdl(handler).discover(DiscoveryQuery(role="nurse", place=resolve("Munich")), 1, 10)
+    must = bodies[0]["query"]["bool"]["must"]
+    assert {"term": {"location_locality": "munich"}} in must and GERMANY in must

@@ -56,16 +56,18 @@ def page(*links: str, cached: bool = False) -> dict[str, Any]:
 
 def test_the_place_is_a_location_and_a_country_and_num_is_never_sent() -> None:
     munich = resolve("Munich")
-    params = search_params('"FPGA Verification Engineer"', 2, munich, "k")
+    params = search_params('"FPGA Verification Engineer"', 2, munich, "k", "Munich,Bavaria,Germany")
     assert params == {
         "engine": "google",
         "q": 'site:linkedin.com/in "FPGA Verification Engineer" Munich',
         "start": 10,
         "hl": "en",
         "api_key": "k",
-        "location": "Munich, Bavaria, Germany",
+        "location": "Munich,Bavaria,Germany",
         "gl": "de",
     }
+    # Without a canonical name from the Locations API, the country alone.
+    assert "location" not in search_params('"Nurse"', 1, munich, "k")
     country = search_params('"Nurse"', 1, resolve("UK"), "k")
     assert country["gl"] == "gb" and "location" not in country
     remote = search_params('"Nurse"', 1, resolve("Remote"), "k")
@@ -168,4 +170,58 @@ async def test_an_empty_balance_stops_before_a_search_is_sent() -> None:
     with pytest.raises(ProviderQuotaExhausted, match="SerpApi balance 0 searches left"):
         await api.search('"Nurse"', 1)
     assert searches == []
+    await api.aclose()
+
+
+async def test_location_is_the_locations_apis_canonical_name_asked_once() -> None:
+    # Locations API (serpapi.com/locations-api): "use the location canonical name (e.g.,
+    # "Austin,Texas,United States") … as the value of the param location"; the list comes
+    # most reach first, and a name may be a city, a region or a DMA elsewhere.
+    asked: list[str] = []
+    searched: list[httpx.QueryParams] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account())
+        if request.url.path == "/locations.json":
+            asked.append(request.url.params["q"])
+            return httpx.Response(
+                200,
+                json=[
+                    {"name": "Portland, OR", "canonical_name": "Portland, OR,Oregon,United States",
+                     "country_code": "US", "target_type": "DMA Region", "reach": 3000000},
+                    {"name": "Portland", "canonical_name": "Portland,Maine,United States",
+                     "country_code": "US", "target_type": "City", "reach": 900000},
+                    {"name": "Portland", "canonical_name": "Portland,Oregon,United States",
+                     "country_code": "US", "target_type": "City", "reach": 800000},
+                ],
+            )  # fmt: skip
+        searched.append(request.url.params)
+        return httpx.Response(200, json=page("https://www.linkedin.com/in/a"))
+
+    api = _serp(handler)
+    portland = resolve("Portland, Oregon")
+    assert portland is not None and portland.region == "oregon"
+    await api.search('"Nurse"', 1, portland)
+    await api.search('"Nurse"', 2, portland)
+    assert asked == ["Portland"]
+    assert [p.get("location") for p in searched] == ["Portland,Oregon,United States"] * 2
+    assert searched[0]["gl"] == "us"
+    await api.aclose()
+
+
+async def test_a_place_the_locations_api_cannot_name_is_searched_with_gl_only() -> None:
+    searched: list[httpx.QueryParams] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account())
+        if request.url.path == "/locations.json":
+            return httpx.Response(200, json=[])
+        searched.append(request.url.params)
+        return httpx.Response(200, json=page("https://www.linkedin.com/in/a"))
+
+    api = _serp(handler)
+    result = await api.search('"Nurse"', 1, resolve("Munich"))
+    assert result.stubs and "location" not in searched[0] and searched[0]["gl"] == "de"
     await api.aclose()

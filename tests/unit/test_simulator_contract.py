@@ -229,3 +229,69 @@ async def test_serpapi_hourly_throughput_and_out_of_searches() -> None:
         out = await c.get("/search.json", params={**params, "q": "teacher"})
         assert out.status_code == 429
         assert out.json() == {"error": "Your account has run out of searches."}
+
+
+async def test_serpapi_quoted_phrase_is_an_exact_match_and_location_only_an_origin() -> None:
+    # Google, "Refine web searches" (support.google.com/websearch/answer/2466433): a phrase in
+    # quotes is an exact match, so a page without it is no result; the other words are looked
+    # for, and pages holding them all come first. SerpApi's Google Search API: `location` is
+    # where the search originates, so it ranks, it does not filter.
+    from shortlist.simulator.population import _page_tokens
+
+    app = create_simulator_app(CALM)
+    index = app.state.index
+    by_slug = {s: p for p in index.people for s in (p.username, *p.old_slugs)}
+    params = {"engine": "google", "api_key": KEY, "location": "Aberdeen, Scotland, United Kingdom"}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://sim"
+    ) as c:
+        people = []
+        for start in (0, 10, 20, 30, 40):
+            page = (
+                await c.get(
+                    "/search.json",
+                    params={**params, "q": 'site:linkedin.com/in "Marine Geophysicist" Aberdeen',
+                            "start": start},
+                )
+            ).json()  # fmt: skip
+            for hit in page.get("organic_results", []):
+                people.append(by_slug[hit["link"].split("/in/", 1)[1].split("?")[0]])
+    assert people
+    texts = [" ".join(_page_tokens(p)) for p in people]
+    assert all("marine geophysicist" in t for t in texts)
+    in_aberdeen = ["aberdeen" in t.split() for t in texts]
+    # Everyone whose page names Aberdeen comes before anyone whose page does not.
+    assert in_aberdeen[0] and in_aberdeen == sorted(in_aberdeen, reverse=True)
+
+
+async def test_serpapi_locations_api_and_unsupported_location(sim: httpx.AsyncClient) -> None:
+    # Locations API (serpapi.com/locations-api): free, no key; q keeps the names that contain
+    # it, most reach first, at most `limit` (10 at most); `canonical_name` is what `location`
+    # takes. Google Search API errors: a location it does not support is a 400.
+    found = (await sim.get("/locations.json", params={"q": "Munich", "limit": 5})).json()
+    assert 1 <= len(found) <= 5
+    assert {"id", "google_id", "name", "canonical_name", "country_code", "target_type",
+            "reach"} <= set(found[0])  # fmt: skip
+    assert [r["reach"] for r in found] == sorted((r["reach"] for r in found), reverse=True)
+    city = next(r for r in found if r["target_type"] == "City")
+    assert city["canonical_name"] == "Munich,Bavaria,Germany"
+    params = {"engine": "google", "api_key": KEY, "q": "nurse"}
+    ok = await sim.get("/search.json", params={**params, "location": city["canonical_name"]})
+    assert ok.status_code == 200
+    bad = await sim.get("/search.json", params={**params, "location": "Atlantis Deep, Nowhere"})
+    assert bad.status_code == 400
+    assert bad.json() == {"error": "Unsupported `location` parameter."}
+
+
+async def test_pdl_location_cleaner_answers_canonical_values(sim: httpx.AsyncClient) -> None:
+    # Cleaner APIs reference: GET /v5/location/clean?location=…; PDL's canonical lowercase
+    # values (Data Formatting, "Common Location Fields"); 404 for a place it does not know;
+    # free of charge.
+    found = await sim.get("/v5/location/clean", params={"location": "Munich, Germany"})
+    assert found.status_code == 200
+    body = found.json()
+    assert (body["locality"], body["region"], body["country"]) == ("munich", "bavaria", "germany")
+    assert body["name"] == "munich, bavaria, germany" and body["type"] == "locality"
+    assert found.headers["x-call-credits-spent"] == "0"
+    missing = await sim.get("/v5/location/clean", params={"location": "Atlantis Deep"})
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"

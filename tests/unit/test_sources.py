@@ -747,7 +747,17 @@ async def test_sim_profiles_with_and_without_email(sim: Sim) -> None:
 
 
 async def test_sim_serp_handles_enrich_through_the_talent_api(sim: Sim) -> None:
-    sources = make_sources(sim_settings(talent_api_url=sim.url, serp_api_url=sim.url + "/"))
+    # Nothing here is about time: no hang is forced, so the calls get deadlines no loaded
+    # machine reaches (the 1 s of sim_settings is a timed assertion under load), and the test
+    # waits for the answers themselves.
+    sources = make_sources(
+        sim_settings(
+            talent_api_url=sim.url,
+            serp_api_url=sim.url + "/",
+            discovery_timeout=60.0,
+            enrichment_timeout=60.0,
+        )
+    )
     try:
         page = await sources.serp.search("machine learning engineer", 1)
         assert page.stubs

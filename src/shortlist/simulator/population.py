@@ -17,7 +17,7 @@ import random
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from itertools import accumulate
@@ -67,6 +67,8 @@ _STOP_WORDS = frozenset({
     "in", "is", "mostly", "new", "of", "on", "open", "or", "the", "their", "they", "to", "who",
     "with", "work", "works", "year", "years",
 })  # fmt: skip
+# A phrase in double quotes (Google: an exact match).
+_QUOTED = re.compile(r'"([^"]*)"')
 _COMPANY_SUFFIXES = ("Group", "Labs", "Partners", "Systems", "Holdings", "Solutions", "& Co")
 _CLOSERS = (
     "Open to new opportunities.",
@@ -81,6 +83,19 @@ _CLOSERS = (
 @lru_cache(maxsize=65536)
 def _ascii_handle(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", fold(text))
+
+
+def _page_tokens(p: Person) -> tuple[str, ...]:
+    """The words of a person's public profile page as a search engine reads it: name, headline,
+    title and company, place, about, skills."""
+    return tuple(
+        tokenize(
+            " . ".join(
+                (p.full_name, p.headline, p.job_title, p.company, p.location, p.summary,
+                 " . ".join(p.skills))
+            )
+        )
+    )  # fmt: skip
 
 
 def _seniority(years: int, title: str) -> str:
@@ -559,6 +574,58 @@ class PopulationIndex:
             # Like a real search engine, never an empty page: fall back to popular profiles.
             return self._by_popularity[:limit]
         return [h[3] for h in heapq.nsmallest(limit, scored, key=lambda h: h[:3])]
+
+    @lru_cache(maxsize=16384)  # noqa: B019 (an index lives as long as its simulator)
+    def _page(self, i: int) -> tuple[str, ...]:
+        return _page_tokens(self._entries[i].person)
+
+    def web(
+        self, query: str, limit: int, origin: Callable[[Person], bool] | None = None
+    ) -> list[Person]:
+        """People's profile pages as Google answers ``query`` (support.google.com/websearch/
+        answer/2466433, "Refine web searches": a word or phrase inside quotes is an exact
+        match, so a page without it is no result; the other words are looked for, and a page
+        lacking one still comes after those that have them all — Google's "Missing: …").
+        ``origin`` says who is where the search is made from (SerpApi's ``location`` / ``gl``):
+        among equal matches they come first; it never leaves anyone out. Operators (``site:``)
+        are the caller's."""
+        phrases = [tokenize(p) for p in _QUOTED.findall(query)]
+        phrases = [p for p in phrases if p]
+        loose = {w for w in tokenize(_QUOTED.sub(" ", query)) if w not in _STOP_WORDS}
+        needed = {w for p in phrases for w in p if w not in _STOP_WORDS}
+        if phrases:
+            # A page holds a quoted word in its text: only those people can hold the phrase.
+            ids: set[int] | None = None
+            for word in needed:
+                posting = set(self._postings.get(word, ((), ()))[0])
+                ids = posting if ids is None else ids & posting
+            candidates = sorted(ids or ())
+        else:
+            candidates = sorted(self._scores(loose))
+        weights = self._scores(needed | loose)
+        hits: list[tuple[int, bool, float, float, str, Person]] = []
+        for i in candidates:
+            e = self._entries[i]
+            page = self._page(i)
+            text = f" {' '.join(page)} "
+            if any(f" {' '.join(p)} " not in text for p in phrases):
+                continue
+            held = set(page)
+            missing = sum(1 for w in loose if w not in held)
+            if missing == len(loose) and not phrases:
+                continue
+            local = origin(e.person) if origin is not None else False
+            hits.append(
+                (
+                    missing,
+                    not local,
+                    -weights.get(i, 0.0),
+                    -e.popularity,
+                    e.person.username,
+                    e.person,
+                )
+            )
+        return [h[-1] for h in heapq.nsmallest(limit, hits, key=lambda h: h[:5])]
 
     def relevant(self, query: str, limit: int, min_coverage: float = 0.5) -> list[Person]:
         """Free-text ranking as a search engine answers: only people whose profile covers at

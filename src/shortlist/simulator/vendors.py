@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Final, Literal
 from urllib.parse import urlencode
 
@@ -61,6 +61,7 @@ from shortlist.simulator.pdl import (
 )
 from shortlist.simulator.population import Person, PopulationIndex
 from shortlist.simulator.responder import respond
+from shortlist.simulator.world import City
 from shortlist.text import fold
 
 IN_FLIGHT_GRACE = 1.0
@@ -206,6 +207,142 @@ class VendorState:
                     v: sum(n - 1 for n in c.values()) for v, c in self.pages.items()
                 },
             }
+
+
+@dataclass(frozen=True)
+class _Places:
+    """The places the population lives in, by folded name: what the simulated Location
+    Cleaner (PDL) and Locations API (SerpApi) know."""
+
+    cities: dict[str, list[City]]
+    countries: dict[str, City]
+    """Folded country name or ISO code → one city of it (for the country's names)."""
+
+    @staticmethod
+    def of(index: PopulationIndex) -> _Places:
+        cities: dict[str, list[City]] = defaultdict(list)
+        countries: dict[str, City] = {}
+        for city in {p.city for p in index.people if p.city is not None}:
+            cities[fold(city.name)].append(city)
+            countries.setdefault(fold(city.country_name), city)
+            countries.setdefault(city.country_code.lower(), city)
+        for found in cities.values():
+            found.sort(key=lambda c: -c.population)
+        return _Places(dict(cities), countries)
+
+    @cached_property
+    def google_locations(self) -> list[dict[str, Any]]:
+        """SerpApi's supported locations (Locations API: ``id``, ``google_id``,
+        ``google_parent_id``, ``name``, ``canonical_name`` "Austin,Texas,United States",
+        ``country_code``, ``target_type``, ``reach``, ``gps``), most reach first."""
+        rows: dict[str, dict[str, Any]] = {}
+
+        def add(name: str, parts: list[str], code: str, kind: str, reach: int, gps: Any) -> None:
+            canonical = ",".join(p for p in parts if p)
+            row = rows.get(canonical)
+            if row is not None:
+                row["reach"] += reach
+                return
+            digest = hashlib.sha1(canonical.encode()).hexdigest()
+            rows[canonical] = {
+                "id": digest[:24],
+                "google_id": 1_000_000 + int(digest[:6], 16),
+                "google_parent_id": 2_000 + int(hashlib.sha1(code.encode()).hexdigest()[:3], 16),
+                "name": name,
+                "canonical_name": canonical,
+                "country_code": code,
+                "target_type": kind,
+                "reach": reach,
+                "gps": gps,
+            }
+
+        for found in self.cities.values():
+            for c in found:
+                reach = c.population * 3
+                add(c.name, [c.name, c.region_name or "", c.country_name], c.country_code,
+                    "City", reach, [c.lon, c.lat])  # fmt: skip
+                if c.region_name:
+                    add(c.region_name, [c.region_name, c.country_name], c.country_code,
+                        "Region", reach, None)  # fmt: skip
+                add(c.country_name, [c.country_name], c.country_code, "Country", reach, None)
+        return sorted(rows.values(), key=lambda r: (-int(r["reach"]), r["canonical_name"]))
+
+    def google_location(self, text: str) -> dict[str, Any] | None:
+        """The supported location a search's ``location`` names (Google Search API: "If
+        several locations match the location requested, we'll pick the most popular one")."""
+        wanted = [fold(x.strip()) for x in text.split(",") if x.strip()]
+        if not wanted:
+            return None
+        for row in self.google_locations:
+            parts = [fold(x.strip()) for x in str(row["canonical_name"]).split(",")]
+            if parts == wanted:
+                return row
+        for row in self.google_locations:
+            parts = [fold(x.strip()) for x in str(row["canonical_name"]).split(",")]
+            if parts[0] == wanted[0] and all(w in parts for w in wanted[1:]):
+                return row
+        return None
+
+    def city(self, text: str) -> City | None:
+        """The biggest city named by the first part of ``text`` whose other parts (region,
+        country) agree with it."""
+        parts = [fold(x.strip()) for x in text.split(",") if x.strip()]
+        if not parts:
+            return None
+        for city in self.cities.get(parts[0], ()):
+            names = {
+                fold(city.region_name or ""),
+                fold(city.country_name),
+                city.country_code.lower(),
+            }
+            if all(p in names for p in parts[1:]):
+                return city
+        return None
+
+    def clean(self, text: str) -> dict[str, Any] | None:
+        city = self.city(text)
+        if city is not None:
+            return {
+                "name": city.location_name,
+                "locality": city.locality,
+                "region": city.region,
+                "country": city.country,
+                "continent": city.continent,
+                "type": "locality",
+                "geo": f"{city.lat:.4f},{city.lon:.4f}",
+            }
+        parts = [fold(x.strip()) for x in text.split(",") if x.strip()]
+        country = self.countries.get(parts[-1]) if parts else None
+        if country is None:
+            return None
+        if len(parts) == 2:
+            regions = {
+                c.region for found in self.cities.values() for c in found
+                if c.country_code == country.country_code and fold(c.region or "") == parts[0]
+            }  # fmt: skip
+            if not regions:
+                return None
+            region = next(iter(regions))
+            return {
+                "name": f"{region}, {country.country}",
+                "locality": None,
+                "region": region,
+                "country": country.country,
+                "continent": country.continent,
+                "type": "region",
+                "geo": None,
+            }
+        if len(parts) > 1:
+            return None
+        return {
+            "name": country.country,
+            "locality": None,
+            "region": None,
+            "country": country.country,
+            "continent": country.continent,
+            "type": "country",
+            "geo": None,
+        }
 
 
 def _iso(epoch: float) -> str:
@@ -475,7 +612,26 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             ok_headers=billed(PDL_ENRICH, "enrich", rate),
         )
 
-    register_serpapi_routes(app, state, index, vendors)
+    places = _Places.of(index)
+
+    @app.get("/v5/location/clean")
+    async def pdl_location_clean(request: Request) -> Response:
+        """PDL Location Cleaner API (Cleaner APIs reference): ``location`` → PDL's canonical
+        ``name``, ``locality``, ``region``, ``country``, ``continent``, ``type``, ``geo``
+        (lowercase, Data Formatting); 404 for a place it does not know; free of charge."""
+        if request.headers.get("x-api-key") != state.config.api_key and (
+            request.query_params.get("api_key") != state.config.api_key
+        ):
+            return _pdl_error(401)
+        text = request.query_params.get("location", "")
+        if not text.strip():
+            return _pdl_error(400, message="location is required")
+        found = places.clean(text)
+        if found is None:
+            return _pdl_error(404, {"x-call-credits-spent": "0"})
+        return JSONResponse({"status": 200, **found}, headers={"x-call-credits-spent": "0"})
+
+    register_serpapi_routes(app, state, index, vendors, places)
 
     @app.get("/v1/admin/vendors")
     async def vendor_report() -> dict[str, Any]:
@@ -559,7 +715,11 @@ def _organic(p: Person, position: int, rng_key: str) -> dict[str, Any]:
 
 
 def register_serpapi_routes(
-    app: FastAPI, state: SimulatorState, index: PopulationIndex, vendors: VendorState
+    app: FastAPI,
+    state: SimulatorState,
+    index: PopulationIndex,
+    vendors: VendorState,
+    places: _Places,
 ) -> None:
     cache: dict[str, _Cached] = {}
     countries_by_code = {
@@ -608,6 +768,12 @@ def register_serpapi_routes(
         except ValueError:
             return serp_error(400, "Invalid `start` parameter.")
         location, gl, hl = params.get("location", ""), params.get("gl", ""), params.get("hl", "")
+        if location.strip():
+            # Google Search API, `location`: one of the Locations API's; another is refused.
+            origin = places.google_location(location)
+            if origin is None:
+                return serp_error(400, "Unsupported `location` parameter.")
+            location = str(origin["canonical_name"])
         key = "serpapi?" + urlencode(
             {"q": " ".join(fold(q).split()), "start": start, "location": fold(location),
              "gl": gl.lower(), "hl": hl.lower()}
@@ -635,9 +801,7 @@ def register_serpapi_routes(
             vendors.searches_used += 1
             vendors.bill(SERPAPI, 1)
             vendors.answered(SERPAPI, key)
-            local = place_filter(location, gl)
-            found = index.relevant(text, 10 * state.config.serp_max_results)
-            ranked = sorted(found, key=lambda p: not local(p))[: state.config.serp_max_results]
+            ranked = index.web(text, state.config.serp_max_results, place_filter(location, gl))
             page = ranked[start : start + SERP_PAGE]
             created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             search_id = hashlib.sha1(f"{key}|{time.time()}".encode()).hexdigest()[:24]
@@ -686,6 +850,18 @@ def register_serpapi_routes(
             rate_limited=serp_rate_limited,
             failed=lambda status, message, headers: serp_error(status, message, headers),
         )
+
+    @app.get("/locations.json")
+    async def serpapi_locations(request: Request) -> Response:
+        """SerpApi Locations API (serpapi.com/locations-api): free, no key; ``q`` keeps the
+        locations whose name contains it, ``limit`` (at most 10) how many; most reach first."""
+        q = fold(request.query_params.get("q", "").strip())
+        try:
+            limit = min(10, max(1, int(request.query_params.get("limit", "10"))))
+        except ValueError:
+            return serp_error(400, "Invalid `limit` parameter.")
+        found = [r for r in places.google_locations if q in fold(str(r["name"]))]
+        return JSONResponse(found[:limit])
 
     @app.get("/account.json")
     async def serpapi_account(request: Request) -> Response:

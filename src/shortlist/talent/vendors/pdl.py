@@ -23,6 +23,12 @@ Written from PDL's documentation (each rule names its page beside the code):
     (``{'minute': 10, 'day': None}``), ``x-ratelimit-reset`` is a UTC timestamp;
     ``x-call-credits-spent`` / ``x-call-credits-type`` say what the call cost and from which
     pool, ``x-totallimit-remaining`` what is left; 429 (``rate_limit_error``) when over.
+  - Cleaner APIs (/docs/cleaner-apis-reference; Data Formatting, "Locations": "To tap into our
+    location matching logic, use our Location Cleaner API"): ``GET /v5/location/clean?location=
+    …`` → ``{"status", "name", "locality", "region", "country", "continent", "type", "geo"}``
+    in PDL's canonical values (Location Countries: the country list changes between releases,
+    v28.0 renamed "swaziland" to "eswatini"); free of charge, 10 a minute, 10,000 a month; 404
+    when it knows no such place.
   - Data formatting / data build (/docs/data-formatting, /docs/data-build): every string is
     lowercase unless ``titlecase`` is set; a field without data is ``null`` (``[]`` for
     arrays). Person Schema (/docs/fields): ``location_locality`` / ``_region`` / ``_country``
@@ -36,6 +42,9 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -68,11 +77,14 @@ from shortlist.talent.vendors.provider import (
 )
 from shortlist.text import fold
 
+log = logging.getLogger(__name__)
+
 PROVIDER_NAME = "pdl"
 PDL_PREFIX = "pdl:"
 # One gate per endpoint ("Rate limits for all of our API endpoints are separate", Usage Limits).
 SEARCH_GATE = "pdl:search"
 ENRICH_GATE = "pdl:enrich"
+CLEAN_GATE = "pdl:clean"
 # PDL's page size bounds (Person Search input parameters; spec: size minimum 1, maximum 100).
 MIN_SIZE = 1
 MAX_SIZE = 100
@@ -211,6 +223,24 @@ class _SearchResponse(BaseModel):
     total: int | None = None
 
 
+class _CleanResponse(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    locality: Text = ""
+    region: Text = ""
+    country: Text = ""
+
+
+@dataclass(frozen=True)
+class CleanedLocation:
+    """A place in PDL's own canonical values (Location Cleaner API), lowercase as its
+    ``location_*`` fields hold them."""
+
+    locality: str | None
+    region: str | None
+    country: str | None
+
+
 class _EnrichResponse(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -221,19 +251,31 @@ class _EnrichResponse(BaseModel):
 # --- the Person Search query -----------------------------------------------------------------
 
 
-def place_filters(place: Place) -> list[dict[str, Any]]:
+def place_filters(place: Place, cleaned: CleanedLocation | None = None) -> list[dict[str, Any]]:
     """``place`` on PDL's keyword location fields (Person Schema: ``location_locality``,
-    ``location_region``, ``location_country`` hold the canonical lowercase names, as the
-    gazetteer gives them); a remote brief filters on no place."""
+    ``location_region``, ``location_country`` hold the canonical lowercase names). ``cleaned``
+    is PDL's own reading of the place (its Location Cleaner) and wins; without it, the
+    gazetteer's names. A city goes with its region ("Portland" is not Portland, Maine and
+    Portland, Oregon); a remote brief filters on no place."""
     if place.kind is PlaceKind.remote or not place.country:
         return []
+    locality = (cleaned.locality if cleaned else None) or place.locality
+    region = (cleaned.region if cleaned else None) or place.region
+    country = (cleaned.country if cleaned else None) or place.country
     terms: list[dict[str, Any]] = []
-    if place.kind is PlaceKind.city and place.locality:
-        terms.append(_keyword("location_locality", place.locality))
-    elif place.kind is PlaceKind.region and place.region:
-        terms.append(_keyword("location_region", place.region))
-    terms.append(_keyword("location_country", place.country))
+    if place.kind is PlaceKind.city and locality:
+        terms.append(_keyword("location_locality", locality))
+        if region:
+            terms.append(_keyword("location_region", region))
+    elif place.kind is PlaceKind.region and region:
+        terms.append(_keyword("location_region", region))
+    terms.append(_keyword("location_country", country))
     return terms
+
+
+def fold_lower(value: str) -> str | None:
+    """A cleaner's value as PDL's keyword fields hold it: lowercase (Data Formatting)."""
+    return " ".join(value.lower().split()) or None
 
 
 def _keyword(field: str, name: str) -> dict[str, Any]:
@@ -287,7 +329,10 @@ def _taxonomy_hint(role: str) -> dict[str, Any] | None:
     return None
 
 
-def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
+Cleaned = Mapping[Place, CleanedLocation]
+
+
+def _bool_query(query: DiscoveryQuery, cleaned: Cleaned) -> dict[str, Any]:
     must: list[dict[str, Any]] = []
     should: list[dict[str, Any]] = []
     if query.role:
@@ -304,7 +349,7 @@ def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
             if hint is not None:
                 should.append(hint)
     if query.place is not None:
-        must.extend(place_filters(query.place))
+        must.extend(place_filters(query.place, cleaned.get(query.place)))
     elif query.location:
         # A place the gazetteer does not know: its words against the analysed location_name.
         must.append({"match": {"location_name": {"query": query.location, "operator": "and"}}})
@@ -321,15 +366,21 @@ def _bool_query(query: DiscoveryQuery) -> dict[str, Any]:
         bool_query["should"] = should
     if query.exclude is not None:
         # People the strict tier already paid for are not bought a second time.
-        bool_query["must_not"] = [{"bool": _bool_query(query.exclude)}]
+        bool_query["must_not"] = [{"bool": _bool_query(query.exclude, cleaned)}]
     return bool_query
 
 
-def search_body(query: DiscoveryQuery, size: int, scroll_token: str | None) -> dict[str, Any]:
-    """The Person Search request: the brief as an Elasticsearch bool query on PDL's fields,
-    ``size`` records (each billed) within PDL's bounds, records title-cased."""
+def search_body(
+    query: DiscoveryQuery,
+    size: int,
+    scroll_token: str | None,
+    cleaned: Cleaned | None = None,
+) -> dict[str, Any]:
+    """The Person Search request: the brief as an Elasticsearch bool query on PDL's fields
+    (its places as ``cleaned`` reads them), ``size`` records (each billed) within PDL's
+    bounds, records title-cased."""
     body: dict[str, Any] = {
-        "query": {"bool": _bool_query(query)},
+        "query": {"bool": _bool_query(query, cleaned or {})},
         "size": max(MIN_SIZE, min(size, MAX_SIZE)),
         # Person Search input parameters: titlecase, else every string is lowercase.
         "titlecase": True,
@@ -444,8 +495,8 @@ class PdlClient(ProviderClient):
         spent = header_int(response.headers.get("x-call-credits-spent"))
         if spent is not None:
             return max(spent, 0)
-        if response.status_code != 200:
-            return 0
+        if response.status_code != 200 or operation == "clean":
+            return 0  # errors, and the Cleaner APIs ("free of charge"), cost nothing
         if operation != "search":
             return 1
         try:
@@ -523,17 +574,25 @@ class PdlTalentAPI:
         self.min_likelihood = settings.pdl_min_likelihood
         self.search_gate = Provider(SEARCH_GATE, settings.provider_concurrency)
         self.enrich_gate = Provider(ENRICH_GATE, settings.provider_concurrency)
+        # The Location Cleaner: one call at a time (10 a minute, Cleaner APIs reference).
+        self.clean_gate = Provider(CLEAN_GATE, 1)
         self._http = PdlClient.for_settings(
             PROVIDER_NAME,
             settings,
             client=client,
-            gates={"search": self.search_gate, "enrich": self.enrich_gate},
+            gates={
+                "search": self.search_gate,
+                "enrich": self.enrich_gate,
+                "clean": self.clean_gate,
+            },
             limiter=limiter,
         )
+        self._cleaned: dict[str, CleanedLocation | None] = {}
         self._http.window_seconds = settings.pdl_window_seconds
         self.provider = self.search_gate
         self._parse_search = parse_model(_SearchResponse, SEARCH_GATE, "person search")
         self._parse_enrich = parse_model(_EnrichResponse, ENRICH_GATE, "person enrichment")
+        self._parse_clean = parse_model(_CleanResponse, CLEAN_GATE, "location clean")
 
     @property
     def _headers(self) -> dict[str, str]:
@@ -552,13 +611,56 @@ class PdlTalentAPI:
                 f"PDL balance {balance} {credit_type} credits: below {what} ({needed})",
             )
 
+    async def clean_location(self, place: Place) -> CleanedLocation | None:
+        """PDL's canonical values for ``place`` (Location Cleaner API), asked once per place
+        and process (a place's canonical form does not change within a release); None when
+        the cleaner knows no such place or cannot be asked now (the gazetteer's names are
+        used instead, and the cleaner is asked again next time)."""
+        if place.kind is PlaceKind.remote or not place.country:
+            return None
+        label = place.label()
+        if label in self._cleaned:
+            return self._cleaned[label]
+        try:
+            body = await self._http.request_json(
+                "clean",
+                "GET",
+                f"{self.base_url}/v5/location/clean",
+                params={"location": label},
+                headers=self._headers,
+                time_limit=self.enrichment_timeout,
+                parse=self._parse_clean,
+            )
+        except ProviderNotFound:
+            self._cleaned[label] = None
+            return None
+        except ProviderError as exc:
+            log.info("pdl location cleaner unavailable (%s): the gazetteer's names are used", exc)
+            return None
+        cleaned = CleanedLocation(
+            locality=fold_lower(body.locality),
+            region=fold_lower(body.region),
+            country=fold_lower(body.country),
+        )
+        self._cleaned[label] = cleaned
+        return cleaned
+
+    async def _cleaned_places(self, query: DiscoveryQuery) -> dict[Place, CleanedLocation]:
+        found: dict[Place, CleanedLocation] = {}
+        for q in (query, query.exclude):
+            if q is not None and q.place is not None and q.place not in found:
+                cleaned = await self.clean_location(q.place)
+                if cleaned is not None:
+                    found[q.place] = cleaned
+        return found
+
     async def discover(
         self, query: DiscoveryQuery, page: int, per_page: int, cursor: str | None = None
     ) -> DiscoveryPage:
         if page > 1 and not cursor:
             # PDL pages only by scroll token: a later page without one cannot be asked for.
             return DiscoveryPage(stubs=[], has_more=False)
-        body_json = search_body(query, per_page, cursor)
+        body_json = search_body(query, per_page, cursor, await self._cleaned_places(query))
         await self._check_balance("search", body_json["size"], "one page")
         try:
             body = await self._http.request_json(

@@ -15,6 +15,11 @@ Written from SerpApi's documentation (each rule names its page beside the code):
     is a success whose ``error`` says so.
   - Account API (serpapi.com/account-api): ``GET /account.json?api_key=…`` is free and not
     counted: ``total_searches_left``, ``account_rate_limit_per_hour``, ``this_hour_searches``.
+  - Locations API (serpapi.com/locations-api): ``GET /locations.json?q=…&limit=…`` is free;
+    its ``canonical_name`` ("Austin,Texas,United States") is what ``location`` takes ("use the
+    location canonical name … as the value of the param location"); a ``location`` it does not
+    support is refused (400 "Unsupported `location` parameter."), so a place it cannot name
+    is searched with ``gl`` only.
 The profile URLs found here are enriched through PDL (by ``profile=``), and their LinkedIn slug
 is the person's external id, as it is for a PDL record that knows the same profile; a regional
 host (``de.linkedin.com/in/x?trk=…``) is the same profile as ``www.linkedin.com/in/x``.
@@ -28,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shortlist.config import Settings
 from shortlist.places import Place, PlaceKind, resolve
@@ -48,6 +53,7 @@ from shortlist.talent.vendors.provider import (
     parse_model,
     provider_error,
 )
+from shortlist.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +112,20 @@ class _SearchResponse(BaseModel):
     error: str | None = None
 
 
+class _Location(BaseModel):
+    """One supported location (Locations API)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: Text = ""
+    canonical_name: Text = ""
+    country_code: Text = ""
+    target_type: Text = ""
+
+
+_LOCATIONS = TypeAdapter(list[_Location])
+
+
 class Account(BaseModel):
     """What the Account API says (serpapi.com/account-api)."""
 
@@ -125,7 +145,11 @@ def people_query(text: str, place: Place | None = None) -> str:
     return " ".join(p for p in parts if p)
 
 
-def search_params(text: str, page: int, place: Place | None, api_key: str) -> dict[str, str | int]:
+def search_params(
+    text: str, page: int, place: Place | None, api_key: str, location: str | None = None
+) -> dict[str, str | int]:
+    """The Google Search API request. ``location`` is a canonical name of the Locations API
+    (where the search originates); without one, ``gl`` alone says the country."""
     params: dict[str, str | int] = {
         "engine": "google",
         "q": people_query(text, place),
@@ -134,12 +158,75 @@ def search_params(text: str, page: int, place: Place | None, api_key: str) -> di
         "api_key": api_key,
     }
     if place is not None and place.kind is not PlaceKind.remote:
-        # Google Search API: `location` where the search originates, `gl` its country.
-        if place.kind is not PlaceKind.country:
-            params["location"] = place.label()
+        if location:
+            params["location"] = location
         if place.country_code:
             params["gl"] = place.country_code.lower()
     return params
+
+
+# Locations API ``target_type`` values that name a city, or a country's first-level division.
+_TARGET_TYPES: dict[PlaceKind, frozenset[str]] = {
+    PlaceKind.city: frozenset({"city"}),
+    PlaceKind.region: frozenset(
+        {"state", "region", "province", "county", "territory", "autonomous community", "prefecture"}
+    ),
+}
+
+
+def pick_location(place: Place, found: list[_Location]) -> str | None:
+    """The supported location that is ``place``: same country, same name, a city for a city
+    and a region for a region (the API lists the most reach first); None when none is."""
+    wanted = fold(place.name)
+    kinds = _TARGET_TYPES.get(place.kind)
+    if kinds is None:
+        return None
+    # A city's region must be among the canonical name's parts: Portland, Oregon is not
+    # Portland, Maine (more reach, listed first).
+    # Portland, Maine (more reach, listed first). Google may name a region otherwise than the
+    # gazetteer does: then the one city of that name in the country, if there is only one.
+    region = fold(place.region) if place.kind is PlaceKind.city and place.region else None
+    same = [
+        loc
+        for loc in found
+        if loc.canonical_name
+        and loc.country_code.upper() == (place.country_code or "").upper()
+        and fold(loc.name) == wanted
+        and loc.target_type.lower() in kinds
+    ]
+    for loc in same:
+        if region is None or region in {fold(p) for p in loc.canonical_name.split(",")}:
+            return loc.canonical_name
+    return same[0].canonical_name if len(same) == 1 else None
+
+
+class LocationNames:
+    """``location`` values from the Locations API, asked once per place and process (a
+    canonical name does not move); a failed lookup is not kept, so it is asked again."""
+
+    def __init__(self, base_url: str, http: httpx.AsyncClient, timeout: float) -> None:
+        self.url = f"{base_url}/locations.json"
+        self.http = http
+        self.timeout = timeout
+        self._known: dict[str, str | None] = {}
+
+    async def canonical(self, place: Place) -> str | None:
+        if place.kind not in (PlaceKind.city, PlaceKind.region):
+            return None  # a country goes by `gl`; a remote brief by nothing
+        key = place.label()
+        if key in self._known:
+            return self._known[key]
+        try:
+            response = await self.http.get(
+                self.url, params={"q": place.name, "limit": 10}, timeout=self.timeout
+            )
+            response.raise_for_status()
+            found = _LOCATIONS.validate_python(response.json())
+        except (httpx.HTTPError, ValueError, ValidationError) as exc:
+            log.info("serpapi locations lookup failed (%s): searched with gl only", exc)
+            return None
+        self._known[key] = pick_location(place, found)
+        return self._known[key]
 
 
 # A LinkedIn profile's page title as Google shows it, in the shapes it takes: "Jane Doe -
@@ -296,6 +383,7 @@ class SerpApiSearch:
         self._http.window_seconds = settings.serpapi_window_seconds
         self.account = AccountReader(self.base_url, self.api_key, self._http)
         self._http.account = self.account
+        self.locations = LocationNames(self.base_url, self._http._client, _ACCOUNT_TIMEOUT)
         self._parse = parse_model(_SearchResponse, GATE, "google search")
 
     async def aclose(self) -> None:
@@ -309,10 +397,11 @@ class SerpApiSearch:
             raise provider_error(
                 ProviderQuotaExhausted, GATE, f"SerpApi balance {balance} searches left"
             )
+        location = await self.locations.canonical(place) if place is not None else None
         body = await self._http.get_json(
             "search",
             f"{self.base_url}/search.json",
-            params=search_params(text, page, place, self.api_key),
+            params=search_params(text, page, place, self.api_key, location),
             time_limit=self.timeout,
             parse=self._parse,
         )
