@@ -26,6 +26,8 @@ class Received:
     verified_by: list[str]
     """The receiver's secrets that verify the request (empty: a forgery, to the receiver)."""
     status: int
+    answered: bool = False
+    """Whether the receiver has started to answer it (it waits ``delay`` before it does)."""
 
     @property
     def msg_id(self) -> str:
@@ -57,6 +59,8 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length)
+                if len(body) < length:
+                    return  # the sender went away mid-request: nothing was received
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 verified = []
                 for secret in receiver.secrets:
@@ -67,9 +71,11 @@ class WebhookReceiver:
                     verified.append(secret)
                 with receiver._lock:
                     status, extra = receiver.answers.pop(0) if receiver.answers else (200, {})
-                    receiver.received.append(Received(headers, body, verified, status))
+                    record = Received(headers, body, verified, status)
+                    receiver.received.append(record)
                 if receiver.delay:
                     time.sleep(receiver.delay)
+                record.answered = True
                 try:
                     self.send_response(status)
                     for name, value in extra.items():
