@@ -218,3 +218,28 @@ async def test_a_taker_that_waited_for_the_lock_counts_in_the_window_it_got_it_i
     row2 = await _row(pool, ENRICH_GATE)
     assert row2["window_start"] == next_window + timedelta(seconds=2), row2
     assert row2["window_count"] == 1
+
+
+async def test_a_vendors_spent_day_is_not_waited_out_holding_work(pool: AsyncPool) -> None:
+    # PDL Usage Limits: minute, day and month windows. A spent day is far longer than one of
+    # our windows: whoever asks is told to come back (ProviderPaused), nobody sleeps on it.
+    gate = PgRateGate(pool, {SEARCH_GATE: GateLimit(10, 60.0)})
+    await gate.spent(SEARCH_GATE, 5 * 3600)
+    with pytest.raises(ProviderPaused) as paused:
+        await asyncio.wait_for(gate.acquire(SEARCH_GATE), 5)
+    assert paused.value.retry_after is not None and paused.value.retry_after > 4 * 3600
+
+
+async def test_the_account_apis_hour_seeds_the_window_after_a_restart(pool: AsyncPool) -> None:
+    # SerpApi Account API: this_hour_searches. A process that starts mid-hour counts what the
+    # key already sent, so it does not spend the hour's remainder in one burst and a 429.
+    limits = {"serpapi": GateLimit(5, 3600.0)}
+    gate = PgRateGate(pool, limits)
+    await gate.seed("serpapi", 4)
+    await asyncio.wait_for(gate.acquire("serpapi"), 2)
+    assert (await _row(pool, "serpapi"))["window_count"] == 5
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(gate.acquire("serpapi"), 0.5)
+    # A smaller count never lowers ours.
+    await gate.seed("serpapi", 2)
+    assert (await _row(pool, "serpapi"))["window_count"] == 5

@@ -470,3 +470,40 @@ async def test_a_place_the_cleaner_does_not_know_is_searched_by_the_gazetteers_n
     await _pdl(handler).discover(DiscoveryQuery(role="nurse", place=resolve("Munich")), 1, 10)
     must = bodies[0]["query"]["bool"]["must"]
     assert {"term": {"location_locality": "munich"}} in must and GERMANY in must
+
+
+def test_every_documented_rate_window_is_read() -> None:
+    # Usage Limits: x-ratelimit-remaining holds minute, day and month; fixed windows. A spent
+    # minute ends at x-ratelimit-reset, a spent day at UTC midnight, a spent month on the 1st.
+    from shortlist.talent.vendors.pdl import spent_until
+
+    now = datetime(2026, 12, 3, 22, 0, 0, tzinfo=UTC)
+    reset = (now + timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def headers(remaining: str) -> httpx.Headers:
+        return httpx.Headers({"x-ratelimit-remaining": remaining, "x-ratelimit-reset": reset})
+
+    assert spent_until(headers("{'minute': 3, 'day': 40, 'month': None}"), 60, now=now) is None
+    assert spent_until(headers("{'minute': 0, 'day': 40, 'month': None}"), 60, now=now) == 20
+    assert spent_until(headers("{'minute': 9, 'day': 0, 'month': None}"), 60, now=now) == 7200
+    month = spent_until(headers('{"minute": 9, "day": 3, "month": 0}'), 60, now=now)
+    assert month == (datetime(2027, 1, 1, tzinfo=UTC) - now).total_seconds()
+
+
+async def test_a_429_with_the_day_spent_pauses_until_the_day_ends() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            429,
+            json={"status": 429, "error": {"type": "rate_limit_error", "message": "too quick"}},
+            headers={
+                "x-ratelimit-remaining": "{'minute': 7, 'day': 0, 'month': None}",
+                "x-ratelimit-reset": (datetime.now(UTC) + timedelta(seconds=30)).isoformat(),
+            },
+        )
+
+    with pytest.raises(ProviderRateLimited) as limited:
+        await _pdl(handler).discover(DiscoveryQuery(role="nurse"), 1, 10)
+    midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0) + timedelta(days=1)
+    left = (midnight - datetime.now(UTC)).total_seconds()
+    assert limited.value.retry_after is not None
+    assert limited.value.retry_after >= min(left, 30) - 5

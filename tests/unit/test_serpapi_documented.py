@@ -225,3 +225,32 @@ async def test_a_place_the_locations_api_cannot_name_is_searched_with_gl_only() 
     result = await api.search('"Nurse"', 1, resolve("Munich"))
     assert result.stubs and "location" not in searched[0] and searched[0]["gl"] == "de"
     await api.aclose()
+
+
+async def test_a_throttle_while_the_account_hour_has_room_pauses_briefly() -> None:
+    # Account API: this_hour_searches of account_rate_limit_per_hour. SerpApi does not say when
+    # its hour ends; a 429 while the Account API shows room is not an hour's pause.
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account(this_hour_searches=87))
+        if request.url.path == "/locations.json":
+            return httpx.Response(200, json=[])
+        return httpx.Response(429, json={"error": THROTTLED})
+
+    api = _serp(handler, serpapi_window_seconds=3600.0)
+    with pytest.raises(ProviderRateLimited) as throttled:
+        await api.search('"Nurse"', 1)
+    assert throttled.value.retry_after is not None and throttled.value.retry_after < 1
+    await api.aclose()
+
+    def full(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/account.json":
+            return httpx.Response(200, json=account(this_hour_searches=6000))
+        return httpx.Response(429, json={"error": THROTTLED})
+
+    api = _serp(full, serpapi_window_seconds=3600.0)
+    with pytest.raises(ProviderRateLimited) as throttled:
+        await api.search('"Nurse"', 1)
+    # Asked again within a twelfth of the hour, not at the clock's next hour.
+    assert throttled.value.retry_after is not None and throttled.value.retry_after <= 300
+    await api.aclose()

@@ -65,6 +65,11 @@ class RateGate(Protocol):
         """The vendor's window is spent: calls wait ``seconds`` for it to reset."""
         ...
 
+    async def seed(self, gate: str, used: int) -> None:
+        """The vendor counts ``used`` requests of this key in its current window already
+        (SerpApi's Account API, ``this_hour_searches``): ours counts at least as many."""
+        ...
+
     async def tighten(self, gate: str, per_window: int) -> None:
         """The vendor's own limit per window, from its headers."""
         ...
@@ -121,6 +126,15 @@ class PgRateGate:
                 exc.provider = gate
                 raise exc
             window_s = float(row["window_s"]) if row else _MIN_WAIT
+            if window_s > self.limits[gate].window_seconds:
+                # Longer than one of our windows: the vendor's day or month is spent (PDL Usage
+                # Limits). Nobody waits that out holding work: the caller defers it.
+                exc = ProviderPaused(
+                    f"{gate}: the vendor's window is spent for another {window_s:.0f}s (shared)",
+                    retry_after=window_s,
+                )
+                exc.provider = gate
+                raise exc
             await asyncio.sleep(max(window_s, _MIN_WAIT))
 
     async def pause(self, gate: str, seconds: float) -> None:
@@ -137,6 +151,13 @@ class PgRateGate:
         await self._ensure(gate)
         async with self.pool.connection() as conn:
             await conn.execute(QUERIES["gate_spent"], {"gate": gate, "seconds": seconds})
+
+    async def seed(self, gate: str, used: int) -> None:
+        if gate not in self.limits or used <= 0:
+            return
+        await self._ensure(gate)
+        async with self.pool.connection() as conn:
+            await conn.execute(QUERIES["seed_gate"], {"gate": gate, "used": used})
 
     async def tighten(self, gate: str, per_window: int) -> None:
         if gate not in self.limits or per_window <= 0:

@@ -65,6 +65,21 @@ UPDATE provider_limits
    SET full_until = greatest(full_until, clock_timestamp() + make_interval(secs => %(seconds)s))
  WHERE provider = %(gate)s
 
+-- name: seed_gate
+-- The vendor counts `used` requests in its current window (SerpApi's Account API,
+-- this_hour_searches, after a restart mid-hour): our current window counts at least as many.
+WITH clock AS (
+    SELECT to_timestamp(floor(extract(epoch FROM clock_timestamp()) / p.window_seconds)
+                        * p.window_seconds) AS w
+      FROM provider_limits p WHERE p.provider = %(gate)s
+)
+UPDATE provider_limits AS p
+   SET window_count = CASE WHEN p.window_start = clock.w
+                           THEN greatest(p.window_count, %(used)s) ELSE %(used)s END,
+       window_start = clock.w
+  FROM clock
+ WHERE p.provider = %(gate)s AND p.window_start <= clock.w
+
 -- name: tighten_gate
 -- The vendor's headers said this endpoint's limit per window: never send more than that.
 UPDATE provider_limits

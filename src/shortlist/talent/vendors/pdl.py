@@ -45,7 +45,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import httpx
@@ -436,6 +436,33 @@ def header_window(value: str | None, window: str = "minute") -> int | None:
     return None
 
 
+WINDOWS = ("minute", "day", "month")
+"""PDL's rate windows (Usage Limits: ``x-ratelimit-remaining`` has ``minute``, ``day`` and
+``month``; the ones a key has no limit on are ``None``)."""
+
+
+def spent_until(
+    headers: httpx.Headers, window_seconds: float, *, now: datetime | None = None
+) -> float | None:
+    """Seconds until every spent PDL window has reset, from ``x-ratelimit-remaining``: a spent
+    minute ends at ``x-ratelimit-reset`` (else after ``window_seconds``), a spent day at the
+    next UTC midnight, a spent month on the first of the next UTC month (fixed windows, Usage
+    Limits), whichever is latest; None when no window is spent."""
+    now = now or datetime.now(UTC)
+    remaining = headers.get("x-ratelimit-remaining")
+    reset = seconds_until_reset(headers.get("x-ratelimit-reset"), now=now)
+    waits: list[float] = []
+    if header_window(remaining, "minute") == 0:
+        waits.append(window_seconds if reset is None else reset)
+    if header_window(remaining, "day") == 0:
+        midnight = datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1)
+        waits.append(max((midnight - now).total_seconds(), reset or 0.0))
+    if header_window(remaining, "month") == 0:
+        first = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+        waits.append(max((first - now).total_seconds(), reset or 0.0))
+    return max(waits) if waits else None
+
+
 def header_per_minute(value: str | None) -> int | None:
     """The per-minute figure of a rate header (PDL's windows are minutes)."""
     return header_window(value, "minute")
@@ -509,7 +536,12 @@ class PdlClient(ProviderClient):
         return header_per_minute(response.headers.get("x-ratelimit-limit"))
 
     def pause_after_429(self, response: httpx.Response) -> float | None:
-        # "Fix 429 rate limit errors": pause until x-ratelimit-reset, then retry.
+        # "Fix 429 rate limit errors": pause until x-ratelimit-reset, then retry — or, when the
+        # day's or the month's window is the one spent (Usage Limits), until it ends: asking
+        # again after a minute would only earn the next 429.
+        spent = spent_until(response.headers, self.window_seconds)
+        if spent is not None:
+            return spent
         reset = seconds_until_reset(response.headers.get("x-ratelimit-reset"))
         if reset is not None:
             return reset
@@ -524,13 +556,13 @@ class PdlClient(ProviderClient):
         if remaining is not None:
             credit_type = (headers.get("x-call-credits-type") or operation).strip() or operation
             await self.note_balance(credit_type, remaining)
-        # The endpoint's window is spent ("Fix 429 rate limit errors": once
-        # x-ratelimit-remaining reaches zero, requests return 429 until the window resets):
-        # the next caller waits for the reset instead of earning a 429.
-        left = header_per_minute(headers.get("x-ratelimit-remaining"))
-        if left == 0 and response.status_code != 429 and self.limiter is not None:
-            wait = seconds_until_reset(headers.get("x-ratelimit-reset"))
-            await self.limiter.spent(gate.name, self.window_seconds if wait is None else wait)
+        # One of the endpoint's windows is spent ("Fix 429 rate limit errors": once
+        # x-ratelimit-remaining reaches zero, requests return 429 until the window resets;
+        # Usage Limits: minute, day and month windows): the next caller waits for the reset
+        # instead of earning a 429.
+        wait = spent_until(headers, self.window_seconds)
+        if wait is not None and response.status_code != 429 and self.limiter is not None:
+            await self.limiter.spent(gate.name, wait)
 
     async def vendor_error(self, response: httpx.Response, gate: Provider) -> ProviderError | None:
         status = response.status_code

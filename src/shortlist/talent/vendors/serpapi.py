@@ -318,10 +318,24 @@ class SerpApiClient(ProviderClient):
                 gate.name,
                 f"HTTP 429: SerpApi balance 0 searches left: {message}",
             )
-        pause = self.pause_after_429(response) or self._window_left()
+        pause = self.pause_after_429(response) or self._throughput_pause(account)
         return provider_error(
             ProviderRateLimited, gate.name, f"HTTP 429: {message}", retry_after=pause
         )
+
+    def _throughput_pause(self, account: Account | None) -> float:
+        """How long the hourly throughput 429 pauses searching. SerpApi does not say when its
+        hour ends (Account API: ``this_hour_searches`` of ``account_rate_limit_per_hour``), so
+        not until our clock's hour ends: when the Account API shows room, a short pause;
+        otherwise the Account API is asked again after a twelfth of the window."""
+        if (
+            account is not None
+            and account.this_hour_searches is not None
+            and account.account_rate_limit_per_hour
+            and account.this_hour_searches < account.account_rate_limit_per_hour
+        ):
+            return self.default_pause
+        return min(self._window_left(), self.window_seconds / 12)
 
 
 class AccountReader:
@@ -353,8 +367,13 @@ class AccountReader:
         self._last = account
         if account.total_searches_left is not None:
             await self.http.note_balance(CREDIT_TYPE, account.total_searches_left)
-        if account.account_rate_limit_per_hour and self.http.limiter is not None:
-            await self.http.limiter.tighten(GATE, account.account_rate_limit_per_hour)
+        if self.http.limiter is not None:
+            if account.account_rate_limit_per_hour:
+                await self.http.limiter.tighten(GATE, account.account_rate_limit_per_hour)
+            if account.this_hour_searches:
+                # What the key already sent this hour (another process, before a restart)
+                # counts in our window too.
+                await self.http.limiter.seed(GATE, account.this_hour_searches)
         return account
 
 
