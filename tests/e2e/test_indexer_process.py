@@ -1,8 +1,9 @@
-"""The indexer across OS processes (SKIP LOCKED between processes, SIGTERM on the real CLI) and
-with the real local model."""
+"""The indexer across OS processes (SKIP LOCKED between processes, SIGTERM and SIGKILL on the
+real CLI) and with the real local model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,11 +17,14 @@ import psycopg
 import pytest
 from pgvector import Vector
 
+from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.local import LocalEmbedder
 from shortlist.indexer import LISTINGS, EmbeddingQueue
+from shortlist.queue import QueueWorker, WorkerConfig
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fake_openai import fake_openai as fake_openai  # the fixture
+from tests.fakes import FakeEmbedder
 from tests.helpers import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,28 +99,29 @@ def test_separate_processes_embed_each_row_exactly_once(db_url: str, tmp_path: P
     assert all(per_process), [len(t) for t in per_process]
 
 
-def test_sigterm_lets_the_batch_in_flight_commit(
-    db_url: str, fake_openai: FakeOpenAI, tmp_path: Path
-) -> None:
-    insert_listings(db_url, 20)
-    fake_openai.set_default(Reply.ok(delay=3.0))
-    env = os.environ | {
-        "SHORTLIST_DATABASE_URL": db_url,
-        "SHORTLIST_DATA_DIR": str(tmp_path / "data"),
-        "SHORTLIST_EMBEDDER": "openai",
-        "SHORTLIST_EMBEDDER_URL": fake_openai.url,
-        "SHORTLIST_EMBEDDER_API_KEY": "test-key",
-        "SHORTLIST_EMBEDDER_MODEL": "fake-embed",
-        "SHORTLIST_EMBEDDER_TIMEOUT": "30",
-        "SHORTLIST_INDEXER_POLL_INTERVAL": "0.2",
-        "SHORTLIST_INDEXER_BATCH_SIZE": "100",
-        "SHORTLIST_LOG_LEVEL": "INFO",
-    }
+def start_cli_indexer_at_the_model(
+    db_url: str, fake_openai: FakeOpenAI, tmp_path: Path, **env: str
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """``shortlist worker --only indexer`` on the fake provider, returned once its first batch
+    (all 20 rows inserted before) is at the model; and the file its stderr goes to."""
     stderr = tmp_path / "worker.err"
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("shortlist")), "worker", "--only", "indexer"],
         cwd=ROOT,
-        env=env,
+        env=os.environ
+        | {
+            "SHORTLIST_DATABASE_URL": db_url,
+            "SHORTLIST_DATA_DIR": str(tmp_path / "data"),
+            "SHORTLIST_EMBEDDER": "openai",
+            "SHORTLIST_EMBEDDER_URL": fake_openai.url,
+            "SHORTLIST_EMBEDDER_API_KEY": "test-key",
+            "SHORTLIST_EMBEDDER_MODEL": "fake-embed",
+            "SHORTLIST_EMBEDDER_TIMEOUT": "120",
+            "SHORTLIST_INDEXER_POLL_INTERVAL": "0.2",
+            "SHORTLIST_INDEXER_BATCH_SIZE": "100",
+            "SHORTLIST_LOG_LEVEL": "INFO",
+        }
+        | env,
         stdout=subprocess.DEVNULL,
         stderr=stderr.open("wb"),
     )
@@ -129,6 +134,73 @@ def test_sigterm_lets_the_batch_in_flight_commit(
         assert proc.poll() is None, stderr.read_text()
         assert count(db_url, "locked_by IS NOT NULL") == 20
         assert count(db_url, "embedding_status = 'embedded'") == 0
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, stderr
+
+
+async def _embed_what_is_left(db_url: str) -> list[list[str]]:
+    """A second indexer worker, in drain mode: the batches it sends to the model."""
+    embedder = FakeEmbedder()
+    pool = await open_async_pool(db_url, min_size=1, max_size=2)
+    try:
+        worker = QueueWorker(
+            EmbeddingQueue(pool, embedder, LISTINGS),
+            WorkerConfig(batch_size=100, poll_interval=0.05),
+        )
+        await asyncio.wait_for(worker.run(asyncio.Event(), drain=True), timeout=120)
+    finally:
+        await pool.close()
+    return embedder.batches
+
+
+def test_sigkill_mid_batch_the_lease_runs_out_and_another_worker_embeds_each_row_once(
+    db_url: str, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A worker killed with its batch at the model leaves its rows leased; once the lease runs
+    out (no heartbeat renews it), another worker claims them and embeds each exactly once."""
+    insert_listings(db_url, 20)
+    fake_openai.set_default(Reply.ok(delay=60.0))  # the batch is at the model when it is killed
+    proc, _ = start_cli_indexer_at_the_model(
+        db_url,
+        fake_openai,
+        tmp_path,
+        SHORTLIST_LEASE_SECONDS="2",
+        SHORTLIST_HEARTBEAT_INTERVAL="0.5",
+    )
+    try:
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=20) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Nothing was committed; the rows stay leased by the dead worker until the lease runs out.
+    assert count(db_url, "embedding_status = 'embedded'") == 0
+    assert count(db_url, "locked_by IS NOT NULL") == 20
+    wait_for_sync(
+        lambda: count(db_url, "locked_until < now()") == 20,
+        timeout=30,
+        message="the dead worker's leases run out",
+    )
+
+    batches = asyncio.run(_embed_what_is_left(db_url))
+    texts = Counter(text for batch in batches for text in batch)
+    assert set(texts) == set(texts_by_id(db_url))
+    assert set(texts.values()) == {1}, "a listing was embedded twice"
+    assert count(db_url, "embedding_status = 'embedded' AND embedding_attempts = 0") == 20
+    assert count(db_url, "locked_by IS NOT NULL") == 0
+
+
+def test_sigterm_lets_the_batch_in_flight_commit(
+    db_url: str, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    insert_listings(db_url, 20)
+    fake_openai.set_default(Reply.ok(delay=3.0))
+    proc, stderr = start_cli_indexer_at_the_model(db_url, fake_openai, tmp_path)
+    try:
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=20)

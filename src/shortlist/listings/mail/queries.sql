@@ -99,12 +99,6 @@ SELECT id, company_name, status::text AS status, rejected_as, reason, attempts, 
  ORDER BY updated_at DESC, id DESC
  LIMIT %(limit)s
 
--- name: inbound_row
--- One inbound message's state (tests, the HTTP producer).
-SELECT id, company_name, status::text AS status, rejected_as, reason, listing_id, attempts,
-       replied_at
-  FROM inbound_mail WHERE id = %(id)s
-
 -- name: disable_intake
 -- An operator stops a company's address (shortlist intake disable); rotating gives a new one.
 UPDATE mail_intakes SET disabled_at = coalesce(disabled_at, now())
