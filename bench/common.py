@@ -27,6 +27,7 @@ from rich.table import Table
 
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
+from shortlist.listings import rates
 
 T = TypeVar("T")
 Better = Literal["higher", "lower"]
@@ -148,6 +149,7 @@ class Postgres:
         url = self.server.url(name)
         if migrated:
             migrate(url)
+            rates.seed_bundled(url)
         return url
 
     def socket_dir(self) -> str:

@@ -35,6 +35,7 @@ from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
+from shortlist.listings import rates
 
 # No network but loopback, and never a model download.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -192,6 +193,7 @@ def template_url(pg_server: Any) -> str:
         conn.execute(f"CREATE DATABASE {TEMPLATE_DB}")
     url = pg_server.url(TEMPLATE_DB)
     migrate(url)
+    rates.seed_bundled(url)
     return url
 
 

@@ -32,6 +32,7 @@ from shortlist.indexer.migration import coordinator_job
 from shortlist.indexer.retune import retune_job
 from shortlist.listings.mail.queue import MailQueue
 from shortlist.listings.mail.sandbox import ParserPool
+from shortlist.listings.rates import RateCache
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.sample import load_sample_listings
 from shortlist.listings.sources.queue import CrawlQueue
@@ -96,6 +97,8 @@ class Services:
     intake: PoolShare = field(init=False)
     """The share of ``pool`` the e-mail intake (SMTP and ``POST /api/jobs/email``) may hold:
     ``SHORTLIST_MAIL_DB_CONNECTIONS``, and never all of it."""
+    rates: RateCache = field(init=False)
+    """The reference exchange rates job searches convert salaries with (read once a minute)."""
 
     def __post_init__(self) -> None:
         self.keeper = LeaseKeeper(self.work_pool, every=self.settings.heartbeat_interval)
@@ -105,6 +108,7 @@ class Services:
             "the e-mail intake's share of the pool",
         )
         self.reads = ReadPools(self.pool)
+        self.rates = RateCache()
         self.search_cache = ResultCache(
             int(self.settings.search_cache_mb * 2**20),
             ttl=self.settings.search_cache_seconds,

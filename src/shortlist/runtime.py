@@ -28,6 +28,7 @@ from shortlist.config import Settings, index_build_overrides
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.errors import StartupError
+from shortlist.listings import rates
 from shortlist.queue.worker import RELEASE_TIMEOUT
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def prepared_database(settings: Settings, *, retune: bool = False) -> Iterator[D
     try:
         try:
             migrate(db.url, index_build=index_build_overrides(settings), retune=retune)
+            rates.seed_bundled(db.url)
         except psycopg.OperationalError as exc:
             raise StartupError(f"database unreachable: {_first_line(exc)}") from exc
         except psycopg.Error as exc:

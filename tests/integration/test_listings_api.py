@@ -207,6 +207,7 @@ async def test_create_returns_listing_with_location_slug_and_salary_range(
         "salary_max_ks", "currency_code", "salary_range", "detail_page_slug", "created_at",
         "updated_at", "embedding_status", "embedded_at", "embedding_error", "work_mode",
         "source", "source_url", "status", "valid_through", "last_seen_at", "duplicate_of",
+        "apply_url", "apply_email", "remote_countries", "visa_sponsorship", "salary_converted",
     }  # fmt: skip
     assert (body["source"], body["status"], body["source_url"]) == ("api", "open", None)
     async with pool.connection() as conn:

@@ -15,7 +15,17 @@ from shortlist.heap import cap_malloc_arenas
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
-    from shortlist.cli import accounts, admin, embeddings, ingest, privacy, run, search, sources
+    from shortlist.cli import (
+        accounts,
+        admin,
+        embeddings,
+        ingest,
+        privacy,
+        rates,
+        run,
+        search,
+        sources,
+    )
 
     app = typer.Typer(
         name="shortlist",
@@ -54,6 +64,9 @@ def build_app() -> typer.Typer:
     app.add_typer(user_app, name="user")
     app.add_typer(intake_app, name="intake")
     accounts.register(org_app, user_app, intake_app)
+    rates_app = typer.Typer(help="Reference exchange rates.", no_args_is_help=True)
+    app.add_typer(rates_app, name="rates")
+    rates.register(rates_app)
     return app
 
 

@@ -8,8 +8,10 @@ first place bad input is noticed.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
 from uuid import UUID
 
 from pydantic import (
@@ -24,6 +26,7 @@ from pydantic import (
 )
 
 from shortlist.errors import BadInput
+from shortlist.listings.eligibility import VisaSponsorship
 from shortlist.validation import blank_to_none, storable
 
 MAX_COMPANY = 200
@@ -84,6 +87,105 @@ CurrencyCode = Annotated[
     Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD (upper-cased on input)"),
 ]
 
+MAX_URL = 2000
+MAX_EMAIL = 320
+_EMAIL = re.compile(
+    r"^[^@\s<>()\[\],;:\"]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$"
+)
+
+
+def _apply_url(value: str) -> str:
+    """An employer's application page: http(s), a host, no user or password before it (a
+    link that logs the reader in as someone is no apply link), no white space."""
+    if len(value) > MAX_URL:
+        raise ValueError(f"must be at most {MAX_URL} characters")
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        raise ValueError("must be an http(s) URL") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http(s) URL with a host")
+    if "@" in parts.netloc:
+        raise ValueError("must not carry a user name or password")
+    if any(c.isspace() for c in value):
+        raise ValueError("must not contain white space")
+    return value
+
+
+def valid_apply_url(value: object) -> str | None:
+    """``value`` if it is an apply URL :class:`ListingCreate` accepts, else None (a source's
+    odd link is left out, not the whole posting)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return _apply_url(value.strip())
+    except ValueError:
+        return None
+
+
+def _apply_email(value: str) -> str:
+    if len(value) > MAX_EMAIL or not _EMAIL.match(value):
+        raise ValueError("must be an e-mail address (name@example.com)")
+    return value
+
+
+def valid_apply_email(value: object) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return _apply_email(value.strip())
+    except ValueError:
+        return None
+
+
+def _country_list(value: object) -> object:
+    # A bulk file's cell: "US, CA" or "US;CA".
+    if isinstance(value, str):
+        return [c for c in re.split(r"[\s,;|]+", value) if c]
+    return value
+
+
+ApplyUrl = Annotated[
+    str | None,
+    BeforeValidator(blank_to_none),
+    AfterValidator(lambda v: None if v is None else _apply_url(v.strip())),
+    Field(description="the employer's application page (http or https)"),
+]
+ApplyEmail = Annotated[
+    str | None,
+    BeforeValidator(blank_to_none),
+    AfterValidator(lambda v: None if v is None else _apply_email(v.strip())),
+    Field(description="where applications are e-mailed"),
+]
+CountryCode = Annotated[str, BeforeValidator(_upper), Field(pattern=r"^[A-Z]{2}$")]
+RemoteCountries = Annotated[
+    Annotated[list[CountryCode], Field(max_length=300)] | None,
+    AfterValidator(lambda v: None if v is None else sorted(set(v))),
+    BeforeValidator(_country_list),
+    BeforeValidator(blank_to_none),
+    Field(
+        description="ISO 3166 alpha-2 codes of the countries a remote job accepts ([]: not"
+        " said); absent: read from the listing's text"
+    ),
+]
+VisaIn = Annotated[
+    VisaSponsorship | None,
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
+    BeforeValidator(blank_to_none),
+    Field(description="offered, not_offered or unknown; absent: read from the listing's text"),
+]
+
+
+class SalaryConverted(BaseModel):
+    """A listing's yearly salary in another currency, by the reference rate of ``rate_date``
+    (approximate: one day's rate, rounded to thousands; shortlist.listings.rates)."""
+
+    min_ks: int | None
+    max_ks: int | None
+    currency: str
+    rate_date: date
+
+
 WorkModeIn = Annotated[
     WorkMode | None,
     BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
@@ -111,6 +213,11 @@ class ListingCreate(BaseModel):
     currency_code: CurrencyCode = "USD"
     # Absent: the database infers it from the text (migration 0011, infer_work_mode).
     work_mode: WorkModeIn = None
+    apply_url: ApplyUrl = None
+    apply_email: ApplyEmail = None
+    # Absent: read from the text (shortlist.listings.eligibility) when the listing is written.
+    remote_countries: RemoteCountries = None
+    visa_sponsorship: VisaIn = None
 
     @model_validator(mode="after")
     def _salary_order(self) -> Self:
@@ -136,6 +243,11 @@ class ListingPatch(BaseModel):
     currency_code: CurrencyCode | None = None
     # null: inferred again from the text.
     work_mode: WorkModeIn = None
+    apply_url: ApplyUrl = None
+    apply_email: ApplyEmail = None
+    # null: read again from the text.
+    remote_countries: RemoteCountries = None
+    visa_sponsorship: VisaIn = None
 
     @model_validator(mode="after")
     def _meaningful(self) -> Self:
@@ -196,6 +308,15 @@ class ListingOut(BaseModel):
     valid_through: datetime | None
     last_seen_at: datetime | None
     """When the crawler last saw the posting on its source (None: not crawled)."""
+    apply_url: str | None
+    """Where to apply: the employer's application page."""
+    apply_email: str | None
+    """Where to apply by e-mail (a listing may have both, or neither)."""
+    remote_countries: list[str]
+    """ISO 3166 alpha-2 codes of the countries a remote job accepts; empty: not said."""
+    visa_sponsorship: VisaSponsorship
+    salary_converted: SalaryConverted | None = None
+    """In a job search with ``currency=``: the salary in that currency (else null)."""
     duplicate_of: UUID | None
     """The open listing this one repeats (same company and city, a near-identical text), which
     keeps it out of search and facets. Judged by the indexer each time either is embedded; when
@@ -229,6 +350,10 @@ class ListingOut(BaseModel):
             valid_through=row["valid_through"],
             last_seen_at=row["last_seen_at"],
             duplicate_of=row["duplicate_of"],
+            apply_url=row["apply_url"],
+            apply_email=row["apply_email"],
+            remote_countries=row["remote_countries"],
+            visa_sponsorship=row["visa_sponsorship"],
         )
 
 

@@ -7,6 +7,8 @@ how the pages show an amount.
 
 from __future__ import annotations
 
+from typing import Any
+
 # Currencies written with a symbol before the amount; any other is its ISO code and a space.
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "CAD": "CA$", "AUD": "A$"}
 
@@ -45,3 +47,26 @@ def format_salary(low: int | None, high: int | None, currency_code: str) -> str 
 
 def band_scale(currency_code: str) -> int:
     return BAND_SCALE.get(currency_code, 1)
+
+
+REFERENCE_STEP_EUR = 20
+"""The salary facet's bands in a chosen currency are multiples of about this many thousand
+euros in it, rounded to a figure people write (20K USD, 200K SEK, 3M JPY)."""
+MAX_BANDS = 6
+
+
+def nice(amount: float) -> int:
+    """``amount`` (thousands) down to 1, 2, 2.5 or 5 times a power of ten, at least 1."""
+    if amount <= 1:
+        return 1
+    power = int(10 ** (len(str(int(amount))) - 1))
+    for m in (5, 2.5, 2, 1):
+        if amount >= m * power and (m * power) == int(m * power):
+            return int(m * power)
+    return power
+
+
+def salary_step(rates: Any, currency_code: str) -> int:
+    """The facet's step in ``currency_code`` (thousands), from the reference rates."""
+    factor = rates.factor("EUR", currency_code) or 1.0
+    return nice(REFERENCE_STEP_EUR * factor)

@@ -10,17 +10,18 @@
 INSERT INTO job_listings (
     id, company_name, job_title, city_location, description,
     salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
-    owner_token_id, external_id)
+    owner_token_id, external_id, apply_url, apply_email, remote_countries, visa_sponsorship)
 VALUES (
     %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
     %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(work_mode)s, %(detail_page_slug)s,
-    %(source)s, %(owner_token_id)s, %(external_id)s)
+    %(source)s, %(owner_token_id)s, %(external_id)s, %(apply_url)s, %(apply_email)s,
+    %(remote_countries)s, %(visa_sponsorship)s)
 ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING
 RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error, source, source_url, status, valid_through,
-          last_seen_at, duplicate_of
+          last_seen_at, duplicate_of, apply_url, apply_email, remote_countries, visa_sponsorship
 
 -- name: listing_of_external_id
 SELECT id FROM job_listings WHERE source = %(source)s AND external_id = %(external_id)s
@@ -32,7 +33,7 @@ SELECT id FROM job_listings WHERE source = %(source)s AND external_id = %(extern
 COPY job_listings (
     id, company_name, job_title, city_location, description,
     salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
-    claim_seq)
+    claim_seq, apply_url, apply_email, remote_countries, visa_sponsorship)
 FROM STDIN
 
 -- name: get_listing
@@ -40,7 +41,7 @@ SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error, source, source_url, status, valid_through,
-       last_seen_at, duplicate_of
+       last_seen_at, duplicate_of, apply_url, apply_email, remote_countries, visa_sponsorship
   FROM job_listings
  WHERE id = %(id)s
 
@@ -49,14 +50,15 @@ SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
        created_at, updated_at, embedding_status::text AS embedding_status,
        embedded_at, embedding_error, source, source_url, status, valid_through,
-       last_seen_at, duplicate_of
+       last_seen_at, duplicate_of, apply_url, apply_email, remote_countries, visa_sponsorship
   FROM job_listings
  WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: lock_listing
 -- Taken before a change so that the ownership check and the write see the same row.
 SELECT id, company_name, job_title, city_location, description,
-       salary_min_ks, salary_max_ks, currency_code, work_mode, owner_token_id
+       salary_min_ks, salary_max_ks, currency_code, work_mode, owner_token_id,
+       apply_url, apply_email, remote_countries, visa_sponsorship
   FROM job_listings
  WHERE id = %(id)s
    FOR UPDATE
@@ -73,13 +75,17 @@ UPDATE job_listings
        salary_max_ks = %(salary_max_ks)s,
        currency_code = %(currency_code)s,
        work_mode = %(work_mode)s,
-       detail_page_slug = %(detail_page_slug)s
+       detail_page_slug = %(detail_page_slug)s,
+       apply_url = %(apply_url)s,
+       apply_email = %(apply_email)s,
+       remote_countries = %(remote_countries)s,
+       visa_sponsorship = %(visa_sponsorship)s
  WHERE id = %(id)s
 RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
           created_at, updated_at, embedding_status::text AS embedding_status,
           embedded_at, embedding_error, source, source_url, status, valid_through,
-          last_seen_at, duplicate_of
+          last_seen_at, duplicate_of, apply_url, apply_email, remote_countries, visa_sponsorship
 
 -- name: close_listing
 -- A listing taken down (DELETE /api/jobs/{id}, or gone from its source): open -> closed. It

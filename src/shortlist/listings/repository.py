@@ -16,17 +16,30 @@ from uuid import UUID
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
 from shortlist.errors import NotFound
+from shortlist.listings import eligibility
 from shortlist.listings.models import ListingCreate, ListingOut, Source
 from shortlist.listings.slug import make_detail_page_slug
 
 QUERIES = load_queries("shortlist.listings")
 
 
+def _fields(data: ListingCreate) -> dict[str, Any]:
+    """The listing's columns; who may take the job, when the producer did not say, read from
+    its text (shortlist.listings.eligibility)."""
+    fields = data.model_dump()
+    text = f"{data.job_title}\n{data.city_location}\n{data.description}"
+    if fields["remote_countries"] is None:
+        fields["remote_countries"] = eligibility.remote_countries_in(text)
+    if fields["visa_sponsorship"] is None:
+        fields["visa_sponsorship"] = eligibility.visa_in(text)
+    return fields
+
+
 def _new_row(data: ListingCreate, source: Source) -> dict[str, Any]:
     listing_id = uuid.uuid4()
     return {
         "id": listing_id,
-        **data.model_dump(),
+        **_fields(data),
         "detail_page_slug": make_detail_page_slug(
             data.company_name, data.job_title, data.city_location, listing_id
         ),
@@ -108,7 +121,7 @@ async def update_listing(conn: AsyncConn, listing_id: UUID, data: ListingCreate)
     cur = await conn.execute(
         QUERIES["update_listing"],
         {
-            **data.model_dump(),
+            **_fields(data),
             "id": listing_id,
             "detail_page_slug": make_detail_page_slug(
                 data.company_name, data.job_title, data.city_location, listing_id
@@ -148,6 +161,10 @@ async def copy_listings(conn: AsyncConn, items: Iterable[ListingCreate], *, sour
                     row["detail_page_slug"],
                     row["source"],
                     n + 1,
+                    row["apply_url"],
+                    row["apply_email"],
+                    row["remote_countries"],
+                    row["visa_sponsorship"],
                 )
             )
             n += 1

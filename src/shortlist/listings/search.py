@@ -62,6 +62,7 @@ from uuid import UUID
 import numpy as np
 from cachetools import TTLCache
 from psycopg import sql
+from psycopg.types.json import Jsonb
 from pydantic import BaseModel, PrivateAttr
 
 from shortlist import metrics, places
@@ -77,6 +78,9 @@ from shortlist.listings import facets as facet_counts
 from shortlist.listings import why as explain
 from shortlist.listings.facets import Facets
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES, ListingOut
+from shortlist.listings.money import salary_step
+from shortlist.listings.rates import Rates
+from shortlist.listings.rates import load as load_rates
 from shortlist.listings.why import Why
 from shortlist.relevance import JOB_SCORE, normalise_query, text_terms
 from shortlist.validation import is_storable_text
@@ -93,7 +97,9 @@ def _compact(statement: LiteralString) -> LiteralString:
     is at most ``psycopg._queries.MAX_CACHED_STATEMENT_LENGTH`` (4,096) bytes, which it caches;
     the commented candidates statement was 6.4 kB (search.sql keeps the comments)."""
     lines = [line.strip() for line in statement.splitlines()]
-    return "\n".join(line for line in lines if line and not line.startswith("--"))
+    # ", " → ",": no literal of search.sql has a comma followed by a space it needs
+    text = "\n".join(line for line in lines if line and not line.startswith("--"))
+    return text.replace(", ", ",")
 
 
 # The candidates statement, with or without the facet counts (see search.sql).
@@ -113,7 +119,10 @@ CANDIDATES_WITH_FACETS = _compact(
 _FILTER_CONDITIONS: dict[str, LiteralString] = {
     "location": QUERIES["filter_location"],
     "salary_min": QUERIES["filter_salary_min"],
+    "salary_converted": QUERIES["filter_salary_converted"],
     "work_mode": QUERIES["filter_work_mode"],
+    "remote_country": QUERIES["filter_remote_country"],
+    "visa": QUERIES["filter_visa"],
     "posted_within_days": QUERIES["filter_posted_within_days"],
 }
 FILTERS = tuple(_FILTER_CONDITIONS)
@@ -398,6 +407,30 @@ def _check_params(
     return q, loc or None
 
 
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+VISA_FILTERS = ("offered",)
+
+
+def check_seeker_filters(
+    currency: str | None, remote_country: str | None, visa: str | None
+) -> tuple[str | None, str | None, str | None]:
+    """``currency`` (ISO 4217), ``remote_country`` (ISO 3166 alpha-2), ``visa`` (offered),
+    upper- / lower-cased; ``BadInput`` naming the parameter otherwise."""
+    code = (currency or "").strip().upper() or None
+    if code is not None and not _CURRENCY.match(code):
+        raise BadInput("currency must be an ISO 4217 code such as EUR", field="currency")
+    country = (remote_country or "").strip().upper() or None
+    if country is not None and not _COUNTRY.match(country):
+        raise BadInput(
+            "remote_country must be an ISO 3166 alpha-2 code such as PT", field="remote_country"
+        )
+    wanted = (visa or "").strip().lower() or None
+    if wanted is not None and wanted not in VISA_FILTERS:
+        raise BadInput("visa must be 'offered'", field="visa")
+    return code, country, wanted
+
+
 def _check_filters(work_mode: str | None, posted_within_days: int | None) -> None:
     if work_mode is not None and work_mode not in WORK_MODES:
         raise BadInput(f"work_mode must be one of {', '.join(WORK_MODES)}", field="work_mode")
@@ -452,17 +485,36 @@ async def search_jobs(
     with_facets: bool = True,
     space: ModelSpace | None = None,
     query_cache: QueryCache | None = None,
+    currency: str | None = None,
+    remote_country: str | None = None,
+    visa: str | None = None,
+    rates: Rates | None = None,
 ) -> SearchResult:
     """Search job listings; raises ``BadInput`` for an empty query, an unknown work mode, or
     out-of-range paging or freshness. ``with_facets=False`` skips the facet counts (the
     benchmark's baseline; every caller of the product wants them). ``space``: the model space
     ``embedder`` embeds for (default: the first, of the embedder's dimension).
-    ``query_cache``: where a repeated query's vector is kept (default: none, always embed)."""
+    ``query_cache``: where a repeated query's vector is kept (default: none, always embed).
+    ``currency``: salaries in it (each hit's ``salary_converted``, ``salary_min`` and the
+    salary facet; by ``rates``, else the table's); ``remote_country``: remote jobs open to a
+    person there; ``visa``: ``offered``."""
     if space is None:
         space = first_space(embedder.dim)
     started = time.perf_counter()
     q, loc = _check_params(query, size, location, salary_min, offset)
     _check_filters(work_mode, posted_within_days)
+    currency, remote_country, visa = check_seeker_filters(currency, remote_country, visa)
+    money: dict[str, Any] = {}
+    band_step: int | None = None
+    if currency is not None:
+        if rates is None:
+            rates = Rates(await load_rates(pool))
+        if currency not in rates.by_code:
+            raise BadInput(f"no reference rate for {currency}", field="currency")
+        band_step = salary_step(rates, currency)
+        money["band_unit"] = facet_counts.CONVERTED_BAND_UNIT
+        if salary_min is not None:
+            money["salary_at"] = Jsonb(rates.thresholds(salary_min, currency))
     normalised = normalise_query(q)
     vector = await _embed_query(embedder, normalised, space, query_cache)
     windows = fusion_windows(size, offset)
@@ -472,12 +524,16 @@ async def search_jobs(
         # A numpy array goes over the wire as a pgvector value (register_vector_async).
         "vector": vector,
         "location": like_pattern(loc) if loc else None,
-        "salary_min": salary_min,
+        "salary_min": salary_min if currency is None else None,
+        "salary_converted": True if currency is not None and salary_min is not None else None,
         "work_mode": work_mode,
+        "remote_country": remote_country,
+        "visa": visa,
         "posted_within_days": posted_within_days,
         "k": k,
         "broad_window": max(BROAD_WINDOW, k),
         **facet_counts.FACET_PARAMS,
+        **money,
     }
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
@@ -529,10 +585,23 @@ async def search_jobs(
         for c in page
         if c.id in listings and c.id in whys
     ]
+    if currency is not None and rates is not None:
+        for hit in hits:
+            item = hit.listing
+            item.salary_converted = rates.convert(
+                item.salary_min_ks, item.salary_max_ks, item.currency_code, currency
+            )
     elapsed = time.perf_counter() - started
     metrics.SEARCH_LATENCY.labels("jobs").observe(elapsed)
     facets = (
-        facet_counts.facets_from_counts(facet_counts_row) if with_facets else facet_counts.EMPTY
+        facet_counts.facets_from_counts(
+            facet_counts_row,
+            currency=currency,
+            step=band_step,
+            factors=None if currency is None or rates is None else rates.factors(currency),
+        )
+        if with_facets
+        else facet_counts.EMPTY
     )
     result = SearchResult(query=q, took_ms=round(elapsed * 1000, 2), hits=hits, facets=facets)
     result._degraded = vector is None

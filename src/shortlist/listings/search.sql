@@ -10,6 +10,12 @@
 --              minimum is advertised); listings without any salary never match this filter
 --   work_mode  remote | hybrid | onsite
 --   posted_within_days  created in the last N days
+--   salary_converted  salary_min in the request's currency: the same amount in each listing's
+--              currency (%(salary_at)s: {"SEK": 1100.5, …}, shortlist.listings.rates), so a
+--              listing of a currency without a rate never matches it
+--   remote_country  remote jobs a person in that country may take: those that name it, and
+--              those that name no country (not said; shortlist_remote_for, migration 0033)
+--   visa       offered: listings that say they sponsor a visa
 
 -- name: widen_vector_scan
 -- For a candidate list longer than the session's hnsw.ef_search (shortlist.db.pool sets it, and
@@ -44,20 +50,30 @@ SELECT w.word, shortlist_quote_lexeme(t.lexeme) AS quoted,
 -- lists and the facets obey the same conditions: open, repeating no other, and each filter
 -- the request sets (filter_* below, joined by AND in shortlist.listings.search; a filter not
 -- set is not in the statement at all, which keeps it under psycopg's cache limit,
--- tests/unit/test_search_statements.py).
-l.status = 'open' AND l.duplicate_of IS NULL
+-- tests/unit/test_search_statements.py). The conditions are written tight: each is in the
+-- statement three times.
+l.status='open' AND l.duplicate_of IS NULL
 
 -- name: filter_location
 l.city_location ILIKE %(location)s
 
 -- name: filter_salary_min
-coalesce(l.salary_max_ks, l.salary_min_ks) >= %(salary_min)s::int
+coalesce(l.salary_max_ks,l.salary_min_ks)>=%(salary_min)s::int
+
+-- name: filter_salary_converted
+coalesce(l.salary_max_ks,l.salary_min_ks)>=(%(salary_at)s::jsonb->>l.currency_code)::float8
 
 -- name: filter_work_mode
-l.work_mode = %(work_mode)s
+l.work_mode=%(work_mode)s
+
+-- name: filter_remote_country
+shortlist_remote_for(l.work_mode,l.remote_countries,%(remote_country)s)
+
+-- name: filter_visa
+l.visa_sponsorship=%(visa)s
 
 -- name: filter_posted_within_days
-l.created_at >= now() - make_interval(days => %(posted_within_days)s::int)
+l.created_at>=now()-make_interval(days=>%(posted_within_days)s::int)
 
 -- name: candidate_ctes
 -- {embedding} and {halfvec}: the active model space's column and index type
@@ -145,7 +161,8 @@ matching AS (
 -- full-text match, and the nearest that are not one), counted in one pass (two grouping sets)
 -- and summed up in Python: by city, and by work mode, currency, units (the top figure in steps
 -- of %(band_unit)s thousand, scaled per currency into bands in Python) and fresh (1, 7 or 30
--- days, or NULL).
+-- days, or NULL). A search in a chosen currency counts in finer steps (band_unit 10), which
+-- shortlist.listings.facets converts (by the reference rates) into that currency's bands.
 counts AS (
     SELECT city_location, work_mode, currency_code, units, fresh,
            GROUPING(city_location) AS by_mode, count(*) AS n

@@ -29,8 +29,9 @@ from shortlist.listings.models import (
     Source,
     bad_input_from,
 )
+from shortlist.listings.rates import RateCache
 from shortlist.listings.result_cache import ResultCache
-from shortlist.listings.search import SearchResult, search_jobs
+from shortlist.listings.search import SearchResult, check_seeker_filters, search_jobs
 from shortlist.listings.slug import listing_id_from_slug
 
 
@@ -69,6 +70,10 @@ def merge_patch(current: Row, patch: ListingPatch) -> ListingCreate:
     """The stored listing with ``patch`` applied, validated as a whole listing."""
     changes = patch.changes()
     merged = {k: current[k] for k in ListingCreate.model_fields} | changes
+    if "description" in changes or "job_title" in changes or "city_location" in changes:
+        # A new text is read again for who may take the job, unless the patch says it.
+        for derived in ("remote_countries", "visa_sponsorship"):
+            merged[derived] = changes.get(derived)
     low, high = merged["salary_min_ks"], merged["salary_max_ks"]
     if low is not None and high is not None and low > high:
         # Each value may be fine alone and still cross the stored other one: the caller's
@@ -154,6 +159,8 @@ class JobSearchServices(Protocol):
     def spaces(self) -> Spaces: ...
     @property
     def search_cache(self) -> ResultCache: ...
+    @property
+    def rates(self) -> RateCache: ...
 
 
 async def run_job_search(
@@ -166,10 +173,15 @@ async def run_job_search(
     salary_min: int | None = None,
     work_mode: str | None = None,
     posted_within_days: int | None = None,
+    currency: str | None = None,
+    remote_country: str | None = None,
+    visa: str | None = None,
 ) -> SearchResult:
     """A job search as the API and the pages run it (``shortlist.listings.search``): with the
     active model, on a healthy read replica if there is one, through the process's
     query-embedding and answer caches. Raises ``BadInput`` as ``search_jobs`` does."""
+    currency, remote_country, visa = check_seeker_filters(currency, remote_country, visa)
+    rates = None if currency is None else await services.rates.get(services.reads.primary)
 
     async def in_model(model: ModelInUse) -> SearchResult:
         key = (
@@ -181,6 +193,9 @@ async def run_job_search(
             salary_min,
             work_mode,
             posted_within_days,
+            currency,
+            remote_country,
+            visa,
         )
 
         async def compute() -> tuple[SearchResult, bool]:
@@ -201,6 +216,10 @@ async def run_job_search(
                     posted_within_days=posted_within_days,
                     space=model.space,
                     query_cache=services.spaces.query_cache,
+                    currency=currency,
+                    remote_country=remote_country,
+                    visa=visa,
+                    rates=rates,
                 )
 
             result = await services.reads.read(on)

@@ -8,7 +8,7 @@ declared before ``/{id_or_slug}`` so they are never taken for a listing referenc
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from pydantic import BeforeValidator, Field
@@ -85,6 +85,32 @@ async def search(
             ),
         ),
     ] = None,
+    currency: Annotated[
+        str | None,
+        BeforeValidator(blank_to_none),
+        Query(
+            description="ISO 4217 code: each hit's salary_converted, salary_min and the salary"
+            " facet in this currency (by the reference rates, shortlist rates)",
+            json_schema_extra=blank_allowed({"type": "string", "pattern": "^[A-Za-z]{3}$"}),
+        ),
+    ] = None,
+    remote_country: Annotated[
+        str | None,
+        BeforeValidator(blank_to_none),
+        Query(
+            description="ISO 3166 alpha-2 code: remote jobs a person living there may take"
+            " (those naming it, and those naming no country)",
+            json_schema_extra=blank_allowed({"type": "string", "pattern": "^[A-Za-z]{2}$"}),
+        ),
+    ] = None,
+    visa: Annotated[
+        Literal["offered"] | None,
+        BeforeValidator(blank_to_none),
+        Query(
+            description="offered: only listings that say they sponsor a visa",
+            json_schema_extra=blank_allowed({"type": "string", "enum": ["offered"]}),
+        ),
+    ] = None,
 ) -> Response:
     """Hits with ``why`` (matched words, highlighted snippet, which retrieval found it) and the
     ``facets`` of the query's matches."""
@@ -97,6 +123,9 @@ async def search(
         offset=offset,
         work_mode=work_mode,
         posted_within_days=posted_within_days,
+        currency=currency,
+        remote_country=remote_country,
+        visa=visa,
     )
     # Serialised once, by pydantic's Rust serialiser, as FastAPI's response model would, but not
     # first validated again as that model (it is one already); the schema is response_model's.

@@ -10,7 +10,12 @@ from pydantic import ValidationError
 
 from shortlist.listings import jobpost
 from shortlist.listings.mail.parse import NOT_A_JOB, NoJob, Reading
-from shortlist.listings.models import ListingCreate, bad_input_from
+from shortlist.listings.models import (
+    ListingCreate,
+    bad_input_from,
+    valid_apply_email,
+    valid_apply_url,
+)
 
 _AT_COMPANY = re.compile(
     r"^(?P<title>.{2,200}?)\s(?:at|@|bei)\s(?P<company>[A-Z][\w&.,' -]{1,80})$"
@@ -56,6 +61,8 @@ def to_listing(reading: Reading, company: str | None) -> ListingCreate:
             currency_code=(salary.currency if salary and salary.currency else None)
             or jobpost.default_currency(city),
             work_mode=reading.work_mode,
+            apply_url=valid_apply_url(reading.apply_url),
+            apply_email=valid_apply_email(reading.apply_email),
         )
     except ValidationError as exc:
         raise bad_input_from(exc, prefix="e-mail job post: ") from None

@@ -112,6 +112,12 @@ class Reading:
     """Every address of its From and Reply-To (and a forwarded message's From), lower-case: a
     forgotten person among them is neither answered nor kept (shortlist.privacy)."""
     language: str = "en"
+    apply_url: str | None = None
+    """A link of the message that reads as the application (shortlist.listings.mail.parse,
+    :func:`apply_link`)."""
+    apply_email: str | None = None
+    """An address the message asks applications to be sent to; else, when it invites a
+    reply, its reply address."""
     signals: int = 1
     """How much the message reads like a job post (job words, salary, labelled lines); 0: it
     does not, and a missing title or city means there is no job in it at all."""
@@ -300,6 +306,76 @@ def _payload_text(part: Message, limit: int = MAX_TEXT) -> str:
     except LookupError:
         text = data[: limit * 4].decode("utf-8", errors="replace")
     return text[:limit]
+
+
+_URL = re.compile(r"https?://[^\s<>\"')\]]{1,2000}", re.I)
+_MAIL_ADDRESS = re.compile(r"(?:mailto:)?([\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})")
+_APPLY_WORDS = re.compile(
+    r"appl(?:y|ication|icants?)|bewerb|candidat|\bcareers?\b|karriere|/jobs?/|stellen|recruit",
+    re.I,
+)
+_SEND_TO = re.compile(
+    r"(?:appl(?:y|ications?)|send|e-?mail|submit|forward|cv|resume|résumé|bewerb\w*|"
+    r"Unterlagen|Lebenslauf)[^\n@]{0,80}$",
+    re.I,
+)
+_REPLY_INVITED = re.compile(
+    r"reply (?:to )?(?:this|the) (?:e-?mail|message)|apply by (?:e-?mail|replying)|"
+    r"(?:respond|reply) with your (?:cv|resume)|antworten Sie (?:einfach )?auf diese|"
+    r"per E-?Mail bewerben|Bewerbung per (?:E-?Mail|Antwort)",
+    re.I,
+)
+
+
+def html_links(html: str) -> list[tuple[str, str]]:
+    """Each link of an HTML body (its href and its text), in order."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html[:MAX_HTML])
+    return [
+        (str(node.attributes.get("href") or "").strip(), (node.text() or "").strip()[:200])
+        for node in tree.css("a[href]")
+    ][:500]
+
+
+def text_links(text: str) -> list[tuple[str, str]]:
+    """Each URL of a plain text, with its line as its text."""
+    found: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        for match in _URL.finditer(line):
+            found.append((match.group(0).rstrip(".,;:"), line[:200]))
+            if len(found) >= 500:
+                return found
+    return found
+
+
+def apply_link(links: list[tuple[str, str]]) -> str | None:
+    """The first http(s) link whose address or text reads as the application ("Apply here",
+    ``…/careers/123``, "Jetzt bewerben")."""
+    for url, text in links:
+        if url.lower().startswith(("http://", "https://")) and (
+            _APPLY_WORDS.search(url) or _APPLY_WORDS.search(text)
+        ):
+            return url[:2000]
+    return None
+
+
+def apply_address(text: str, links: list[tuple[str, str]], reply_to: str | None) -> str | None:
+    """Where applications go by e-mail: a mailto link, or an address right after words asking
+    for them ("send your CV to jobs@acme.example", "Bewerbungen an …"); else the reply address
+    when the message invites a reply ("apply by replying to this e-mail")."""
+    for url, _text in links:
+        if url.lower().startswith("mailto:"):
+            address = url[7:].partition("?")[0].strip()
+            if "@" in address:
+                return address[:320]
+    for line in text.splitlines()[:2000]:
+        for match in _MAIL_ADDRESS.finditer(line):
+            if _SEND_TO.search(line[: match.start()]):
+                return match.group(1)[:320]
+    if reply_to and _REPLY_INVITED.search(text[:20_000]):
+        return reply_to[:320]
+    return None
 
 
 def html_to_text(html: str) -> str:
@@ -654,6 +730,10 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
     company = _first_label(all_lines, _COMPANY_LABEL)
     from_sender = sender_company(senders)
     work_mode = find_work_mode("\n".join([*subjects, description[:20_000]]))
+    links = [link for h in parts.html for link in html_links(h)] + text_links(description)
+    # Where a reply would go (Reply-To, else From): the application address when the text
+    # invites a reply, never where shortlist itself answers (shortlist.listings.mail.reply).
+    replies_to = None if _is_automatic(msg) else next((a for _d, a in reply_to if a), None)
     return Reading(
         title=title,
         description=description,
@@ -669,4 +749,6 @@ def read_message(raw: bytes, max_bytes: int = 10_000_000) -> Reading:
         automatic=_is_automatic(msg),
         addresses=sorted({a.lower() for _d, a in [*senders, *reply_to] if a}),
         language=language,
+        apply_url=apply_link(links),
+        apply_email=apply_address(description, links, replies_to),
     )

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
-from shortlist.listings import jobpost
+from shortlist.listings import eligibility, jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched
@@ -102,7 +102,24 @@ def map_job(job: dict[str, Any]) -> Posting | None:
         currency_code=code,
         source_url=mapping.text_of(job.get("jobUrl") or job.get("applyUrl"), 2000),
         posted_at=mapping.timestamp(job.get("publishedAt")),
+        apply_url=mapping.text_of(job.get("applyUrl"), 2000),
+        remote_countries=_remote_countries(job) if mode == "remote" else None,
     )
+
+
+def _remote_countries(job: dict[str, Any]) -> list[str] | None:
+    """A remote job's countries: ``address.postalAddress.addressCountry`` of it and of its
+    ``secondaryLocations`` (Ashby job postings API, developers.ashbyhq.com "Job Postings API":
+    a country name, "United States")."""
+    addresses = [job.get("address")] + [
+        item.get("address")
+        for item in job.get("secondaryLocations") or []
+        if isinstance(item, dict)
+    ]
+    names = [
+        mapping.obj(mapping.obj(a).get("postalAddress")).get("addressCountry") for a in addresses
+    ]
+    return eligibility.codes_of(names) or None
 
 
 async def crawl(ctx: CrawlContext, org: str) -> Board:

@@ -37,7 +37,7 @@ import lxml.etree
 import lxml.html
 
 from shortlist.errors import TransientError
-from shortlist.listings import jobpost
+from shortlist.listings import eligibility, jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import FetchRefused, PageGone, RobotsDisallowed
@@ -170,7 +170,21 @@ def map_job_posting(node: dict[str, Any], page_url: str, index: int) -> Posting 
         source_url=posting_url,
         valid_through=mapping.timestamp(node.get("validThrough"), end_of_day=True),
         posted_at=mapping.timestamp(node.get("datePosted")),
+        # Google's JobPosting: ``url`` is the posting's page and ``directApply`` says one applies
+        # there; either way it is where the reader goes to apply.
+        apply_url=posting_url,
+        remote_countries=_applicant_countries(node) if mode == "remote" else None,
     )
+
+
+def _applicant_countries(node: dict[str, Any]) -> list[str] | None:
+    """``applicantLocationRequirements`` (Google's JobPosting for remote jobs: "the
+    geographic location(s) in which employees may be located", a ``Country`` or
+    ``State`` with a ``name``, or a list of them)."""
+    value = node.get("applicantLocationRequirements")
+    items = value if isinstance(value, list) else [value]
+    names = [item.get("name") if isinstance(item, dict) else item for item in items]
+    return eligibility.codes_of(names) or None
 
 
 def postings_of_page(body: str, url: str) -> list[Posting]:

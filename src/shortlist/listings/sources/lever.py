@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from shortlist.errors import TransientError
-from shortlist.listings import jobpost
+from shortlist.listings import eligibility, jobpost
 from shortlist.listings.sources import mapping
 from shortlist.listings.sources.context import CrawlContext
 from shortlist.listings.sources.fetch import Fetched
@@ -88,7 +88,17 @@ def map_posting(posting: dict[str, Any]) -> Posting | None:
         currency_code=jobpost.currency_code(salary.get("currency")) if salary else None,
         source_url=mapping.text_of(posting.get("hostedUrl") or posting.get("applyUrl"), 2000),
         posted_at=mapping.timestamp(posting.get("createdAt")),
+        apply_url=mapping.text_of(posting.get("applyUrl"), 2000),
+        remote_countries=_remote_countries(posting),
     )
+
+
+def _remote_countries(posting: dict[str, Any]) -> list[str] | None:
+    """A remote posting's ``country`` ("ISO 3166-1 alpha-2 code for a country / territory",
+    github.com/lever/postings-api, "Job posting fields"): where the remote worker is hired."""
+    if posting.get("workplaceType") != "remote":
+        return None
+    return eligibility.codes_of([posting.get("country")]) or None
 
 
 async def crawl(ctx: CrawlContext, site: str, instance: LeverInstance = "global") -> Board:

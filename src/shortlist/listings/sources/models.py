@@ -13,6 +13,7 @@ from typing import Any, Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from shortlist.errors import BadInput, PermanentError
+from shortlist.listings.eligibility import VisaSponsorship
 from shortlist.listings.models import WorkMode
 
 SourceKind = Literal["greenhouse", "lever", "ashby", "careers"]
@@ -128,6 +129,11 @@ class Posting:
     source_url: str | None = None
     valid_through: datetime | None = None
     posted_at: datetime | None = None
+    apply_url: str | None = None
+    """The source's application link (None: its ``source_url`` is where one applies)."""
+    remote_countries: list[str] | None = None
+    """From the source's fields; None: read from the text (shortlist.listings.eligibility)."""
+    visa_sponsorship: VisaSponsorship | None = None
 
 
 @dataclass

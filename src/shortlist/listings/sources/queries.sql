@@ -102,7 +102,7 @@ RETURNING greatest(extract(epoch FROM h.next_fetch_at - clock_timestamp()) - %(d
 -- one source (a forced one and a scheduled one) apply one after the other.
 SELECT id, external_id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, source_url, valid_through,
-       status
+       status, apply_url, remote_countries, visa_sponsorship
   FROM job_listings
  WHERE source = %(source)s AND external_id IS NOT NULL
    FOR UPDATE
@@ -128,7 +128,8 @@ SELECT DISTINCT c.n
 COPY job_listings (
     id, company_name, job_title, city_location, description,
     salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
-    source_id, source_url, external_id, valid_through, last_seen_at, claim_seq)
+    source_id, source_url, external_id, valid_through, last_seen_at, claim_seq,
+    apply_url, remote_countries, visa_sponsorship)
 FROM STDIN
 
 -- name: update_crawled
@@ -141,13 +142,17 @@ UPDATE job_listings AS l
        currency_code = u.currency_code, work_mode = coalesce(u.work_mode, l.work_mode),
        detail_page_slug = u.slug, source_url = u.source_url, valid_through = u.valid_through,
        source_id = %(source_id)s, last_seen_at = now(), claim_seq = u.seq,
-       status = 'open', closed_at = NULL
+       status = 'open', closed_at = NULL, apply_url = u.apply_url,
+       remote_countries = coalesce(string_to_array(nullif(u.remote_countries, ''), ','), '{}'),
+       visa_sponsorship = u.visa_sponsorship
   FROM unnest(%(ids)s::uuid[], %(company_names)s::text[], %(job_titles)s::text[],
               %(cities)s::text[], %(descriptions)s::text[], %(mins)s::int[], %(maxs)s::int[],
               %(currencies)s::text[], %(work_modes)s::text[], %(slugs)s::text[],
-              %(urls)s::text[], %(valid_throughs)s::timestamptz[], %(seqs)s::int[])
+              %(urls)s::text[], %(valid_throughs)s::timestamptz[], %(seqs)s::int[],
+              %(apply_urls)s::text[], %(remote_countries)s::text[], %(visas)s::text[])
        AS u (id, company_name, job_title, city_location, description, salary_min_ks,
-             salary_max_ks, currency_code, work_mode, slug, source_url, valid_through, seq)
+             salary_max_ks, currency_code, work_mode, slug, source_url, valid_through, seq,
+             apply_url, remote_countries, visa_sponsorship)
  WHERE l.id = u.id
 
 -- name: touch_seen

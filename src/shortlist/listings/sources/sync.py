@@ -25,12 +25,13 @@ from pydantic import ValidationError
 
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
-from shortlist.listings import jobpost
+from shortlist.listings import eligibility, jobpost
 from shortlist.listings.models import (
     MAX_CITY,
     MAX_DESCRIPTION,
     MAX_TITLE,
     ListingCreate,
+    valid_apply_url,
 )
 from shortlist.listings.slug import make_detail_page_slug
 from shortlist.listings.sources.models import Board, Posting, SourceSpec
@@ -108,6 +109,7 @@ def _listing(posting: Posting, source: SourceRow, board: Board) -> ListingCreate
         stated = jobpost.salary_in_text(posting.description)
         if stated is not None:
             low, high, code = stated.min_ks, stated.max_ks, stated.currency or code
+    text = f"{posting.job_title}\n{city}\n{posting.description}"
     try:
         return ListingCreate(
             company_name=company[:200],
@@ -118,6 +120,9 @@ def _listing(posting: Posting, source: SourceRow, board: Board) -> ListingCreate
             salary_max_ks=high,
             currency_code=code or "USD",
             work_mode=mode,
+            apply_url=valid_apply_url(posting.apply_url or posting.source_url),
+            remote_countries=posting.remote_countries or eligibility.remote_countries_in(text),
+            visa_sponsorship=posting.visa_sponsorship or eligibility.visa_in(text),
         )
     except ValidationError:
         return None
@@ -142,6 +147,9 @@ _COMPARED = (
     "salary_min_ks",
     "salary_max_ks",
     "currency_code",
+    "apply_url",
+    "remote_countries",
+    "visa_sponsorship",
 )
 
 
@@ -229,6 +237,9 @@ async def apply_board(
                         item.posting.valid_through,
                         now,
                         seq,
+                        d.apply_url,
+                        d.remote_countries,
+                        d.visa_sponsorship,
                     )
                 )
         outcome.new = len(new)
@@ -261,6 +272,9 @@ def _changed_params(
             "urls",
             "valid_throughs",
             "seqs",
+            "apply_urls",
+            "remote_countries",
+            "visas",
         )
     }
     for n, (row, d, url, posting) in enumerate(changed, start=after + 1):
@@ -281,6 +295,10 @@ def _changed_params(
             ("urls", url),
             ("valid_throughs", posting.valid_through),
             ("seqs", n),
+            ("apply_urls", d.apply_url),
+            # one text per row (unnest does not take an array of arrays): "US,CA"
+            ("remote_countries", ",".join(d.remote_countries or ())),
+            ("visas", d.visa_sponsorship),
         ):
             columns[key].append(value)
     return {**columns, "source_id": source.id}

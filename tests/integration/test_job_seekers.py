@@ -1,0 +1,402 @@
+"""A job seeker's path (issue 41): where to apply (every producer), remote jobs' countries and
+visa sponsorship (sources' fields, English and German text), salaries in one currency by the
+bundled reference rates, and the search filters on them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.auth import Role
+from shortlist.db.types import AsyncPool
+from shortlist.listings import eligibility, rates
+from shortlist.listings.ingest import ListingFileReader, ingest_listings
+from shortlist.listings.mail.listing import to_listing
+from shortlist.listings.mail.parse import read_message
+from shortlist.listings.models import ListingCreate
+from shortlist.listings.repository import copy_listings
+from shortlist.listings.sources import ashby, careers, greenhouse, lever
+
+EmbedPending = Callable[[], Awaitable[int]]
+
+
+def listing(title: str, city: str, description: str, **kw: object) -> ListingCreate:
+    return ListingCreate.model_validate(
+        {
+            "job_title": title,
+            "company_name": kw.pop("company_name", "Cedar Labs"),
+            "city_location": city,
+            "description": description,
+            **kw,
+        }
+    )
+
+
+# --- who may take the job, from text ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("Backend Engineer — Remote (US only)", ["US"]),
+        ("This role is remote within the EU.", eligibility.REGIONS["eu"]),
+        ("Python Entwickler, Remote – Deutschland", ["DE"]),
+        ("Die Stelle ist remote, nur innerhalb Deutschlands möglich.", ["DE"]),
+        ("Arbeiten Sie deutschlandweit remote.", ["DE"]),
+        ("Fully remote from anywhere in North America.", ["CA", "MX", "US"]),
+        ("Remote (DACH)", ["AT", "CH", "DE"]),
+        ("You must be based in Portugal or Spain.", ["ES", "PT"]),
+        # the company's seat limits nobody
+        ("We are a remote-first company based in Berlin.", []),
+        ("Our company is based in Germany and loves remote work.", []),
+    ],
+)
+def test_remote_countries_from_english_and_german_text(
+    text: str, codes: list[str] | tuple[str, ...]
+) -> None:
+    assert eligibility.remote_countries_in(text) == sorted(codes)
+
+
+@pytest.mark.parametrize(
+    ("text", "visa"),
+    [
+        ("Visa sponsorship available for the right candidate.", "offered"),
+        ("We offer relocation and visa support.", "offered"),
+        ("Wir bieten Unterstützung beim Visum und beim Umzug.", "offered"),
+        ("Visa-Sponsoring möglich.", "offered"),
+        ("Unfortunately we are unable to sponsor visas.", "not_offered"),
+        ("No visa sponsorship.", "not_offered"),
+        ("You must be able to work in the UK without sponsorship.", "not_offered"),
+        ("Leider können wir keine Visa-Unterstützung anbieten.", "not_offered"),
+        ("A great team and a nice office.", "unknown"),
+    ],
+)
+def test_visa_from_english_and_german_text(text: str, visa: str) -> None:
+    assert eligibility.visa_in(text) == visa
+
+
+# --- from the sources' documented fields -------------------------------------------------
+
+
+def test_sources_fields_give_apply_links_and_remote_countries() -> None:
+    lever_posting = lever.map_posting(
+        {
+            "id": "abc",
+            "text": "Backend Engineer",
+            "descriptionPlain": "Build APIs.",
+            "categories": {"location": "Remote"},
+            "workplaceType": "remote",
+            "country": "US",
+            "hostedUrl": "https://jobs.lever.co/acme/abc",
+            "applyUrl": "https://jobs.lever.co/acme/abc/apply",
+        }
+    )
+    assert lever_posting is not None
+    assert lever_posting.apply_url == "https://jobs.lever.co/acme/abc/apply"
+    assert lever_posting.remote_countries == ["US"]
+
+    ashby_job = ashby.map_job(
+        {
+            "id": "j1",
+            "title": "Data Engineer",
+            "descriptionPlain": "Pipelines.",
+            "isRemote": True,
+            "workplaceType": "Remote",
+            "address": {"postalAddress": {"addressCountry": "Portugal"}},
+            "secondaryLocations": [
+                {"location": "Spain", "address": {"postalAddress": {"addressCountry": "Spain"}}}
+            ],
+            "jobUrl": "https://jobs.ashbyhq.com/acme/j1",
+            "applyUrl": "https://jobs.ashbyhq.com/acme/j1/application",
+        }
+    )
+    assert ashby_job is not None
+    assert ashby_job.apply_url == "https://jobs.ashbyhq.com/acme/j1/application"
+    assert ashby_job.remote_countries == ["ES", "PT"]
+
+    gh = greenhouse.map_job(
+        {
+            "id": 7,
+            "title": "SRE",
+            "content": "&lt;p&gt;Remote (EU)&lt;/p&gt;",
+            "location": {"name": "Remote"},
+            "absolute_url": "https://boards.greenhouse.io/acme/jobs/7",
+        }
+    )
+    assert gh is not None and gh.source_url == "https://boards.greenhouse.io/acme/jobs/7"
+
+    node = {
+        "@type": "JobPosting",
+        "title": "Platform Engineer",
+        "description": "Kubernetes.",
+        "url": "/jobs/9",
+        "directApply": True,
+        "jobLocationType": "TELECOMMUTE",
+        "applicantLocationRequirements": [
+            {"@type": "Country", "name": "USA"},
+            {"@type": "Country", "name": "Canada"},
+        ],
+    }
+    posting = careers.map_job_posting(node, "https://acme.example/careers", 0)
+    assert posting is not None
+    assert posting.apply_url == "https://acme.example/jobs/9"
+    assert posting.remote_countries == ["CA", "US"]
+
+
+# --- producers: API, bulk file, e-mail ----------------------------------------------------
+
+
+async def test_api_takes_apply_fields_validated_and_reads_the_rest_from_text(
+    client: httpx.AsyncClient, make_token: Any
+) -> None:
+    token = await make_token("Acme", Role.company)
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {
+        "company_name": "Acme",
+        "job_title": "Backend Engineer",
+        "city_location": "Remote",
+        "description": "Remote within the EU. Visa sponsorship available.",
+    }
+    for bad in (
+        "ftp://acme.example/apply",
+        "https://user:secret@acme.example/apply",
+        "javascript:alert(1)",
+        "acme.example/apply",
+    ):
+        resp = await client.post("/api/jobs", json={**body, "apply_url": bad}, headers=headers)
+        assert resp.status_code == 422, bad
+        assert resp.json()["error"]["field"] == "apply_url"
+    resp = await client.post(
+        "/api/jobs", json={**body, "apply_email": "not an address"}, headers=headers
+    )
+    assert resp.status_code == 422 and resp.json()["error"]["field"] == "apply_email"
+    resp = await client.post(
+        "/api/jobs", json={**body, "remote_countries": ["pt", "USA"]}, headers=headers
+    )
+    assert resp.status_code == 422
+
+    made = await client.post(
+        "/api/jobs",
+        json={**body, "apply_url": "https://acme.example/jobs/1/apply", "apply_email": "j@a.io"},
+        headers=headers,
+    )
+    assert made.status_code == 201, made.text
+    job = made.json()
+    assert job["apply_url"] == "https://acme.example/jobs/1/apply"
+    assert job["apply_email"] == "j@a.io"
+    assert job["remote_countries"] == sorted(eligibility.REGIONS["eu"])
+    assert job["visa_sponsorship"] == "offered"
+
+    given = await client.post(
+        "/api/jobs",
+        json={**body, "remote_countries": ["pt"], "visa_sponsorship": "not_offered"},
+        headers=headers,
+    )
+    assert (given.json()["remote_countries"], given.json()["visa_sponsorship"]) == (
+        ["PT"],
+        "not_offered",
+    )
+
+
+async def test_bulk_file_columns(pool: AsyncPool, tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text(
+        "title,company,location,description,apply_url,apply_email,remote_countries,"
+        "visa_sponsorship\n"
+        "QA,Initech,Remote,Tests.,https://initech.example/qa,,US;CA,offered\n"
+        "QA,Initech,Remote,Tests.,ftp://initech.example/qa,,,\n"
+        "Dev,Initech,Austin,Code.,,jobs@initech.example,,\n",
+        encoding="utf-8",
+    )
+    with ListingFileReader(path) as reader:
+        async with pool.connection() as conn:
+            report = await ingest_listings(conn, reader)
+    assert report.inserted == 2
+    assert [(b.line, b.reason.split(":")[0]) for b in report.bad_rows] == [(3, "apply_url")]
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT job_title, apply_url, apply_email, remote_countries, visa_sponsorship"
+            " FROM job_listings ORDER BY job_title"
+        )
+        rows = [tuple(r.values()) for r in await cur.fetchall()]
+    assert rows == [
+        ("Dev", None, "jobs@initech.example", [], "unknown"),
+        ("QA", "https://initech.example/qa", None, ["CA", "US"], "offered"),
+    ]
+
+
+def _mail(body: str, *, html: str | None = None, reply_to: str | None = None) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Hiring Team <hr@initech.example>"
+    msg["To"] = "jobs@shortlist.example"
+    msg["Subject"] = "Job post: Data Engineer — Berlin"
+    msg["Message-ID"] = "<m1@initech.example>"
+    if reply_to:
+        msg["Reply-To"] = reply_to
+    msg.set_content(body)
+    if html:
+        msg.add_alternative(html, subtype="html")
+    return bytes(msg)
+
+
+def test_e_mail_gives_an_application_link_or_address() -> None:
+    text = (
+        "We are hiring a Data Engineer in Berlin. Python and SQL, 3+ years.\n"
+        "Read about us at https://initech.example/about\n"
+        "Apply here: https://initech.example/careers/data-engineer\n"
+    )
+    reading = read_message(_mail(text))
+    listing_in = to_listing(reading, "Initech")
+    assert listing_in.apply_url == "https://initech.example/careers/data-engineer"
+
+    html = (
+        "<p>We are hiring a Data Engineer in Berlin. Python and SQL.</p>"
+        '<p><a href="https://initech.example/">Home</a> '
+        '<a href="https://jobs.initech.example/r/77">Jetzt bewerben</a></p>'
+    )
+    assert to_listing(read_message(_mail("Data Engineer in Berlin.", html=html)), "Initech")
+
+    by_mail = (
+        "We are hiring a Data Engineer in Berlin. Python and SQL, 3+ years.\n"
+        "Send your CV to careers@initech.example\n"
+    )
+    assert to_listing(read_message(_mail(by_mail)), "Initech").apply_email == (
+        "careers@initech.example"
+    )
+    invited = (
+        "We are hiring a Data Engineer in Berlin. Python and SQL, 3+ years.\n"
+        "Apply by replying to this e-mail.\n"
+    )
+    replied = to_listing(read_message(_mail(invited, reply_to="anna@initech.example")), "I")
+    assert replied.apply_email == "anna@initech.example"
+    # Not invited: the sender's address is not made an application address.
+    plain = "We are hiring a Data Engineer in Berlin. Python and SQL, 3+ years.\n"
+    assert to_listing(read_message(_mail(plain)), "Initech").apply_email is None
+
+
+def test_html_mail_link_text_says_apply() -> None:
+    html = (
+        "<p>We are hiring a Data Engineer in Berlin. Python and SQL, 3+ years.</p>"
+        '<p><a href="https://initech.example/">Home</a> '
+        '<a href="https://initech.example/r/77">Jetzt bewerben</a></p>'
+    )
+    reading = read_message(_mail("We are hiring a Data Engineer in Berlin.", html=html))
+    assert reading.apply_url == "https://initech.example/r/77"
+
+
+# --- rates ---------------------------------------------------------------------------------
+
+
+def test_bundled_rates_are_the_ecb_file_with_pegs() -> None:
+    table = {r.currency_code: r for r in rates.bundled()}
+    assert table["EUR"].per_eur == 1
+    assert table["USD"].per_eur == Decimal("1.1172")
+    assert str(table["USD"].rate_date) == "2026-10-30"
+    assert table["AED"].per_eur == Decimal("1.1172") * Decimal("3.6725")
+    assert table["AED"].rate_date == table["USD"].rate_date
+    hist = "Date,USD,JPY,CYP,\n2026-10-30,1.1,170,N/A,\n2026-10-29,1.0,160,N/A,\n"
+    parsed = {r.currency_code: r for r in rates.parse_ecb(hist)}
+    assert parsed["USD"].per_eur == Decimal("1.1") and "CYP" not in parsed
+
+
+async def test_rates_update_replaces_the_table(pool: AsyncPool) -> None:
+    newer = rates.from_file("Date, USD, \n2 November 2026, 1.2000, \n")
+    await rates.store(pool, newer)
+    table = await rates.load(pool)
+    assert table["USD"].per_eur == Decimal("1.2") and str(table["USD"].rate_date) == "2026-11-02"
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT shortlist_convert_ks(120, 'USD', 'EUR') AS eur")
+        assert round((await cur.fetchone() or {})["eur"], 6) == 100
+
+
+# --- search ---------------------------------------------------------------------------------
+
+CORPUS = [
+    listing("Backend Engineer", "Remote", "Python services. Remote (US only).",
+            salary_min_ks=150, salary_max_ks=180, currency_code="USD"),
+    listing("Backend Engineer", "Remote", "Python APIs. Remote within the EU.",
+            salary_max_ks=90, currency_code="EUR", company_name="Birch"),
+    listing("Python Engineer", "Remote", "Python and Go; we work remotely.",
+            salary_max_ks=900, currency_code="SEK", company_name="Aspen"),
+    listing("Python Developer", "Lisbon", "On site. Visa sponsorship available.",
+            salary_max_ks=60, currency_code="EUR", company_name="Oak"),
+    listing("Python Entwickler", "Remote", "Remote – nur innerhalb Deutschlands. Python.",
+            company_name="Linde"),
+]  # fmt: skip
+
+
+async def _load(pool: AsyncPool, embed_pending: EmbedPending) -> None:
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(conn, CORPUS, source="file")
+    await embed_pending()
+
+
+async def _titles(client: httpx.AsyncClient, **params: Any) -> list[tuple[str, str]]:
+    resp = await client.get("/api/jobs/search", params={"q": "python", "size": 20, **params})
+    assert resp.status_code == 200, resp.text
+    return sorted(
+        (h["listing"]["company_name"], h["listing"]["job_title"]) for h in resp.json()["hits"]
+    )
+
+
+async def test_remote_country_and_visa_filters(
+    client: httpx.AsyncClient, pool: AsyncPool, embed_pending: EmbedPending
+) -> None:
+    await _load(pool, embed_pending)
+    # A person in Portugal: the US-only job is not shown, the EU one and the unsaid one are;
+    # the on-site Lisbon job is no remote job.
+    assert await _titles(client, remote_country="pt") == [
+        ("Aspen", "Python Engineer"),
+        ("Birch", "Backend Engineer"),
+    ]
+    assert await _titles(client, remote_country="US") == [
+        ("Aspen", "Python Engineer"),
+        ("Cedar Labs", "Backend Engineer"),
+    ]
+    assert ("Linde", "Python Entwickler") in await _titles(client, remote_country="DE")
+    assert await _titles(client, visa="offered") == [("Oak", "Python Developer")]
+    for params, field in (
+        ({"remote_country": "Portugal"}, "remote_country"),
+        ({"visa": "maybe"}, "visa"),
+        ({"currency": "EURO"}, "currency"),
+        ({"currency": "XXX"}, "currency"),
+    ):
+        resp = await client.get("/api/jobs/search", params={"q": "python", **params})
+        assert resp.status_code in (400, 422), params
+        assert resp.json()["error"]["field"] == field
+
+
+async def test_salaries_in_the_chosen_currency(
+    client: httpx.AsyncClient, pool: AsyncPool, embed_pending: EmbedPending
+) -> None:
+    await _load(pool, embed_pending)
+    table = await rates.load(pool)
+    usd = float(table["USD"].per_eur)
+    body = (
+        await client.get("/api/jobs/search", params={"q": "python", "size": 20, "currency": "eur"})
+    ).json()
+    by_company = {h["listing"]["company_name"]: h["listing"] for h in body["hits"]}
+    cedar = by_company["Cedar Labs"]
+    assert (cedar["salary_min_ks"], cedar["currency_code"]) == (150, "USD")  # its own, kept
+    assert cedar["salary_converted"] == {
+        "min_ks": round(150 / usd),
+        "max_ks": round(180 / usd),
+        "currency": "EUR",
+        "rate_date": "2026-10-30",
+    }
+    assert by_company["Linde"]["salary_converted"] is None  # no salary
+    bands = body["facets"]["salary"]
+    assert 1 <= len(bands) <= 6 and {b["currency"] for b in bands} == {"EUR"}
+    # 900K SEK is about 82K EUR: above 80K EUR, below 90K.
+    assert ("Aspen", "Python Engineer") in await _titles(client, currency="EUR", salary_min=80)
+    assert ("Aspen", "Python Engineer") not in await _titles(client, currency="EUR", salary_min=90)
+    # Without a currency, the figure is each listing's own (as before): 900 ≥ 200.
+    assert ("Aspen", "Python Engineer") in await _titles(client, salary_min=200)
+    plain = (await client.get("/api/jobs/search", params={"q": "python"})).json()
+    assert all(h["listing"]["salary_converted"] is None for h in plain["hits"])
