@@ -369,19 +369,65 @@ async def test_enqueue_writes_in_the_callers_transaction_once_per_subject(pool: 
     assert messages is not None and messages["n"] == 2
 
 
-async def test_a_delivery_leaves_pending_once_and_never_comes_back(pool: AsyncPool) -> None:
+STATUSES = ("pending", "delivered", "failed", "cancelled")
+
+
+@pytest.mark.parametrize("origin", STATUSES)
+async def test_a_delivery_leaves_pending_once_and_never_comes_back(
+    pool: AsyncPool, origin: str
+) -> None:
     import psycopg
 
     org = await new_org(pool)
     await add_endpoint(pool, org, "https://hooks.example/a")
     await enqueue(pool, org)
     async with pool.connection() as conn:
-        await conn.execute("UPDATE webhook_deliveries SET status = 'delivered'")
+        await conn.execute("UPDATE webhook_deliveries SET status = %s", (origin,))
         await conn.commit()
-        for back in ("pending", "failed", "cancelled"):
-            with pytest.raises(psycopg.errors.CheckViolation, match="may not go from delivered"):
-                await conn.execute("UPDATE webhook_deliveries SET status = %s", (back,))
+        for target in STATUSES:
+            allowed = origin == "pending" or target == origin
+            if allowed:
+                await conn.execute("UPDATE webhook_deliveries SET status = %s", (target,))
+            else:
+                with pytest.raises(psycopg.errors.CheckViolation, match="may not go from"):
+                    await conn.execute("UPDATE webhook_deliveries SET status = %s", (target,))
             await conn.rollback()
+
+
+async def test_the_composition_roots_sender_delivers_what_is_written(
+    pool: AsyncPool, receiver: WebhookReceiver, db_url: str
+) -> None:
+    import asyncio
+
+    from shortlist.bootstrap import Services, webhook_workers
+    from shortlist.config import Settings
+    from shortlist.embedding.spaces import Spaces
+    from shortlist.queue.notify import Notifier
+    from tests.fakes import FakeEmbedder
+    from tests.helpers import wait_for
+
+    settings = Settings(database_url=db_url, load_sample_data=False, webhook_allow_private=True)
+    services = Services(
+        settings, db_url, pool, Notifier(db_url), Spaces.of_embedder(pool, FakeEmbedder())
+    )
+    org = await new_org(pool)
+    made = await add_endpoint(pool, org, receiver.url)
+    receiver.secrets = [made.secret]
+    await enqueue(pool, org)
+    [worker] = webhook_workers(services)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        await wait_for(lambda: _delivered(pool), timeout=30, message="delivered")
+    finally:
+        stop.set()
+        await task
+        services.mail_parser.close()
+    assert [r.verified_by for r in receiver.received] == [[made.secret]]
+
+
+async def _delivered(pool: AsyncPool) -> bool:
+    return (await delivery(pool))["status"] == "delivered"
 
 
 async def test_an_organisation_sees_only_its_own_endpoints(pool: AsyncPool) -> None:
