@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shortlist import places
+from shortlist.alerts.bounces import Bounces
+from shortlist.alerts.digests import DigestQueue
+from shortlist.alerts.matcher import MatchQueue
+from shortlist.alerts.store import purge_unconfirmed
 from shortlist.config import Settings, index_build_overrides
 from shortlist.db import channels
 from shortlist.db.pool import PoolShare, open_async_pool
@@ -31,6 +35,7 @@ from shortlist.indexer import CORPORA, LISTINGS, ClaimedRow, Corpus, EmbeddingQu
 from shortlist.indexer.migration import coordinator_job
 from shortlist.indexer.retune import retune_job
 from shortlist.listings.mail.queue import MailQueue
+from shortlist.listings.mail.reply import Relay
 from shortlist.listings.mail.sandbox import ParserPool
 from shortlist.listings.rates import RateCache
 from shortlist.listings.result_cache import ResultCache
@@ -60,7 +65,7 @@ log = logging.getLogger(__name__)
 
 Runner = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 """A worker coroutine of the process: runs until the event is set, then drains."""
-WORKER_KINDS = ("indexer", "backfill", "reaper", "mail", "crawler", "webhooks")
+WORKER_KINDS = ("indexer", "backfill", "reaper", "mail", "crawler", "webhooks", "alerts")
 
 # The backfill queues wake on NOTIFY; polling is the fallback, and what makes a tier deferred by
 # a 429 (not_before in the future, no NOTIFY when it falls due) run on time.
@@ -474,6 +479,71 @@ def webhook_workers(services: Services) -> list[QueueWorker[Any]]:
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
+# Alerts: a listing is matched within about a second of its vector (NOTIFY wakes the matcher);
+# polling is the fallback, and what makes a daily digest (due on the clock) go on time.
+ALERT_POLL_INTERVAL = 5.0
+ALERT_MATCH_BATCH = 32
+
+
+def alert_workers(services: Services) -> list[QueueWorker[Any]]:
+    """The alert matcher (shortlist.alerts.matcher) and, with a relay to send through, the
+    digest sender (shortlist.alerts.digests)."""
+    s = services.settings
+    config = WorkerConfig(
+        batch_size=ALERT_MATCH_BATCH,
+        concurrency=1,
+        poll_interval=ALERT_POLL_INTERVAL,
+        backoff_base=1.0,
+        backoff_max=30.0,
+        lease=s.lease_seconds,
+        heartbeat=s.heartbeat_interval,
+        grace=s.shutdown_grace,
+    )
+    workers: list[QueueWorker[Any]] = [
+        QueueWorker(
+            MatchQueue(services.pool, services.spaces, min_score=s.alert_min_score),
+            config,
+            notifier=services.notifier,
+            keeper=services.keeper,
+        )
+    ]
+    relay = Relay.from_url(s.smtp_relay_url) if s.smtp_relay_url else None
+    if relay is not None:
+        # One digest per task: a slow relay session holds back only itself.
+        sender = WorkerConfig(
+            batch_size=1,
+            concurrency=4,
+            poll_interval=ALERT_POLL_INTERVAL,
+            backoff_base=1.0,
+            backoff_max=30.0,
+            lease=s.lease_seconds,
+            heartbeat=s.heartbeat_interval,
+            grace=s.shutdown_grace,
+        )
+        workers.append(
+            QueueWorker(
+                DigestQueue(services.pool, s, relay),
+                sender,
+                notifier=services.notifier,
+                keeper=services.keeper,
+            )
+        )
+    return workers
+
+
+def bounce_sink(services: Services) -> Bounces:
+    """What the e-mail intake does with mail to an alert digest's VERP address."""
+    return Bounces(services.pool, services.settings)
+
+
+def alert_purge_job(services: Services) -> Periodic:
+    """Saved searches nobody confirmed in time are removed (hourly)."""
+    valid_for = services.settings.alert_confirm_hours * 3600.0
+    return Periodic(
+        "alerts-unconfirmed", 3600.0, lambda: purge_unconfirmed(services.pool, valid_for), 60.0
+    )
+
+
 def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     """The worker coroutines of this process, by kind (:data:`WORKER_KINDS`)."""
     runners: list[Runner] = []
@@ -496,6 +566,9 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         runners.extend(w.run for w in crawl_workers(services))
     if "webhooks" in kinds:
         runners.extend(w.run for w in webhook_workers(services))
+    if "alerts" in kinds:
+        runners.extend(w.run for w in alert_workers(services))
+        periodic.append(alert_purge_job(services))
     if "reaper" in kinds:
         periodic.append(reaper_job(services.work_pool, services.settings))
     if periodic:

@@ -259,6 +259,14 @@ class Settings(BaseSettings):
     (``shortlist.listings.mail.authentication``). Unset: no message is answered."""
     public_url: str | None = Field(None, pattern=r"^https?://")
     """The board's address in links sent out (replies). Unset: http://SHORTLIST_HOST:PORT."""
+    # --- alerts (shortlist.alerts) -----------------------------------------------------------
+    alert_min_score: float = Field(0.8, gt=0.05, lt=1.0)
+    """The least score (job search's calibrated ``score``) a new listing needs to be alerted to
+    a saved search; the floor of every saved search's own threshold."""
+    alert_confirm_hours: float = Field(72.0, gt=0)
+    """How long a saved search's confirmation link works; unconfirmed searches are removed."""
+    alert_retry_base: float = Field(60.0, gt=0)
+    """A digest the relay deferred (4xx) waits ``base × 2^attempt`` (at most a day)."""
     # --- job sources (shortlist.listings.sources) ---------------------------------------------
     greenhouse_api_url: str = "https://boards-api.greenhouse.io"
     """Greenhouse Job Board API base. Left at its default while ``serve``/``worker`` run the

@@ -602,6 +602,10 @@ async def forget(
         messages, listings = await _erase_mail_of(conn, person.emails)
         redacted = await _redact_listings(conn, listings)
         searches, notes = await _redact_free_text(conn, person)
+        cur = await conn.execute(
+            QUERIES["forget_alert_subscribers"], {"emails": [e.lower() for e in person.emails]}
+        )
+        alerts = cur.rowcount
         key = await privacy_key(conn, configured_key)
         ordered = sorted(person.keys)
         await conn.execute(
@@ -616,7 +620,7 @@ async def forget(
     log.info(
         "privacy: forgot %d profile(s), %d result(s) tombstoned, %d attempt(s) scrubbed,"
         " %d held list(s) cut, %d identifier(s) suppressed, %d e-mail message(s) erased,"
-        " %d listing(s), %d search(es) and %d note(s) redacted",
+        " %d listing(s), %d search(es) and %d note(s) redacted, %d alert subscriber(s) removed",
         len(ids),
         tombstoned,
         scrubbed,
@@ -626,6 +630,7 @@ async def forget(
         redacted,
         searches,
         notes,
+        alerts,
     )
     return erasure
 

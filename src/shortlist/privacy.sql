@@ -253,3 +253,8 @@ held AS (
      WHERE t.search_id = old.id AND jsonb_array_length(t.held) > 0
 )
 SELECT id FROM old
+
+-- name: forget_alert_subscribers
+-- A forgotten person's saved searches, matches and digests go with their address (ON DELETE
+-- CASCADE); the suppression list keeps it from being saved again.
+DELETE FROM alert_subscribers WHERE lower(email::text) = ANY (%(emails)s::text[])

@@ -142,6 +142,11 @@ async def collect_status(
         "inbound_mail": await inbound_status(conn),
         "webhooks": await _webhooks(conn, depths.get("webhook_deliveries", [])),
         "job_sources": await _job_sources(conn),
+        "alerts": {
+            "listings_to_match": sum(int(r["n"]) for r in depths.get("alert_listings", [])),
+            "matches": {r["status"]: int(r["n"]) for r in depths.get("alert_matches", [])},
+            "digests": {r["status"]: int(r["n"]) for r in depths.get("alert_digests", [])},
+        },
     }
 
 

@@ -38,6 +38,25 @@ SELECT 'webhook_deliveries', s.status::text,
   FROM unnest(enum_range(NULL::webhook_delivery_status)) AS s (status)
   LEFT JOIN webhook_deliveries AS d ON d.status = s.status
  GROUP BY s.status
+UNION ALL
+-- Alerts (shortlist.alerts): listings waiting to be matched, matches and digests by status, and
+-- saved searches whose digest is due.
+SELECT 'alert_listings', 'pending', count(*), count(*) FILTER (WHERE locked_until > now()), 0
+  FROM alert_listing_queue
+UNION ALL
+SELECT 'alert_matches', s.status, count(m.id), 0, 0
+  FROM unnest(ARRAY['queued', 'sent', 'dropped', 'cancelled']) AS s (status)
+  LEFT JOIN alert_matches AS m ON m.status = s.status
+ GROUP BY s.status
+UNION ALL
+SELECT 'alert_digests', s.status, count(d.id), 0, 0
+  FROM unnest(ARRAY['pending', 'sent', 'cancelled', 'failed']) AS s (status)
+  LEFT JOIN alert_digests AS d ON d.status = s.status
+ GROUP BY s.status
+UNION ALL
+SELECT 'alert_digests', 'due', count(*), count(*) FILTER (WHERE locked_until > now()), 0
+  FROM saved_searches
+ WHERE due_at <= now() AND status = 'active'
  ORDER BY queue, status
 
 -- name: listing_failures

@@ -187,6 +187,19 @@ TABLE = [
     Row("GET", "/api/webhooks", member_of_org(200, 200)),
     Row("DELETE", "/api/webhooks/{webhook}", member_of_org(204, 404)),
     Row("POST", "/api/webhooks/{webhook}/rotate", member_of_org(200, 404)),
+    # Saved searches that alert: anyone may save one (confirmed by e-mail); links carry
+    # their own token; listing and ending them is a signed-in person's (an API key's user).
+    Row(
+        "POST",
+        "/api/alerts",
+        public(202),
+        json={"query": "python developer", "email": "ada@example.com", "frequency": "daily"},
+    ),
+    Row("GET", "/api/alerts/confirm?token=c.nope", public(404)),
+    Row("GET", "/api/alerts/unsubscribe?token=u.nope", public(404)),
+    Row("POST", "/api/alerts/unsubscribe?token=u.nope", public(404)),
+    Row("GET", "/api/alerts", {**public(200), "none": 401}),
+    Row("DELETE", "/api/alerts/{alert}", {**public(404), "none": 401}),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),
@@ -371,6 +384,7 @@ def path_of(row: Row, world: World) -> str:
         invitation_id=999999,
         user_id=999999,
         domain="example.org",
+        alert="00000000-0000-4000-8000-000000000000",
     )
 
 
@@ -442,7 +456,8 @@ def test_the_table_covers_every_endpoint(app: FastAPI) -> None:
             .replace("{stub}", "{candidate_id}")
             .replace("{candidate}", "{candidate_id}")
             .replace("{source}", "{source_id}")
-            .replace("{webhook}", "{webhook_id}"),
+            .replace("{webhook}", "{webhook_id}")
+            .replace("{alert}", "{alert_id}"),
         )
         for m, p in normalised
     }

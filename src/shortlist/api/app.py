@@ -16,6 +16,7 @@ from shortlist.api.probe_cache import ProbeCache
 from shortlist.api.ratelimit import RateLimiter
 from shortlist.api.routes import (
     account_pages,
+    alerts,
     events,
     intake,
     jobs,
@@ -142,6 +143,7 @@ def create_app(services: Services) -> FastAPI:
         webhooks.router,
         events.router,
         intake.router,
+        alerts.router,
         accounts_routes.router,
         account_pages.router,
         oidc.router,

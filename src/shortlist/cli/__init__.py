@@ -18,6 +18,7 @@ def build_app() -> typer.Typer:
     from shortlist.cli import (
         accounts,
         admin,
+        alerts,
         embeddings,
         ingest,
         privacy,
@@ -67,6 +68,9 @@ def build_app() -> typer.Typer:
     rates_app = typer.Typer(help="Reference exchange rates.", no_args_is_help=True)
     app.add_typer(rates_app, name="rates")
     rates.register(rates_app)
+    alerts_app = typer.Typer(help="Saved searches that alert.", no_args_is_help=True)
+    app.add_typer(alerts_app, name="alerts")
+    alerts.register(alerts_app)
     return app
 
 

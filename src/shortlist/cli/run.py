@@ -17,6 +17,7 @@ from shortlist.bootstrap import (
     WORKER_KINDS,
     Runner,
     Services,
+    bounce_sink,
     build_workers,
     bundled_simulator,
     load_samples_if_empty,
@@ -200,7 +201,8 @@ def _simulator_server(settings: Settings) -> QuietServer:
 
 
 def _intake_runner(services: Services, sock: socket.socket) -> Runner:
-    return lambda stop: serve_intake(sock, services.intake, services.settings, stop)
+    bounces = bounce_sink(services)
+    return lambda stop: serve_intake(sock, services.intake, services.settings, stop, bounces)
 
 
 def mail() -> None:

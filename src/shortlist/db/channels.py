@@ -32,4 +32,22 @@ process empties its cache of job search answers (shortlist.listings.result_cache
 WEBHOOKS = "shortlist_webhooks"
 """A webhook delivery was written (migration 0035): wakes the webhook sender."""
 
-ALL = (EMBED, BACKFILL, SEARCH_EVENTS, MODELS, MAIL, SOURCES, LISTINGS, WEBHOOKS)
+ALERTS = "shortlist_alerts"
+"""A job listing's vector was written (migration 0034): wakes the alert matcher
+(shortlist.alerts.matcher)."""
+
+DIGESTS = "shortlist_alert_digests"
+"""A saved search got matches (shortlist.alerts.reverse): wakes the digest sender."""
+
+ALL = (
+    EMBED,
+    BACKFILL,
+    SEARCH_EVENTS,
+    MODELS,
+    MAIL,
+    SOURCES,
+    LISTINGS,
+    WEBHOOKS,
+    ALERTS,
+    DIGESTS,
+)

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import re
 import socket
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from aiosmtpd.smtp import SMTP, Envelope, Session
@@ -49,15 +49,27 @@ def message_id_of(raw: bytes) -> str | None:
     return m.group(1).decode("ascii", "replace") if m else None
 
 
+class BounceSink(Protocol):
+    """Where mail to a bounce (VERP) address goes instead of the parse queue: the alerts'
+    bounces (shortlist.alerts.bounces), handed in by the composition root."""
+
+    async def digest_of(self, address: str) -> int | None: ...
+
+    async def receive(self, address: str, raw: bytes) -> None: ...
+
+
 class IntakeHandler:
     """aiosmtpd handler hooks: ``handle_RCPT`` and ``handle_DATA``."""
 
-    def __init__(self, connections: PoolShare, settings: Settings) -> None:
+    def __init__(
+        self, connections: PoolShare, settings: Settings, bounces: BounceSink | None = None
+    ) -> None:
         self.connections = connections
         """The process's share of its pool for the intake (``Services.intake``): a flood of
         sessions waits its own turns, never for every connection of the process, and a
         company's writes leave a turn to another's (an address is looked up under the key
         ``""``, a message written under its company's name)."""
+        self.bounces = bounces
         self.domain = settings.mail_domain
         self.privacy_key = settings.privacy_key
         self.max_sessions = settings.mail_smtp_max_sessions
@@ -86,6 +98,13 @@ class IntakeHandler:
             return "452 4.5.3 too many recipients"
         try:
             intake = await self._intake(address)
+            if (
+                intake is None
+                and self.bounces is not None
+                and await self.bounces.digest_of(address) is not None
+            ):
+                envelope.rcpt_tos.append(address)
+                return "250 2.1.5 OK"
         except (psycopg.Error, OSError):
             log.warning("mail intake: database unavailable at RCPT")
             return "451 4.3.0 temporary failure, try again later"
@@ -108,6 +127,15 @@ class IntakeHandler:
         try:
             for address in envelope.rcpt_tos:
                 intake = await self._intake(address)
+                if (
+                    intake is None
+                    and self.bounces is not None
+                    and await self.bounces.digest_of(address) is not None
+                ):
+                    await self.bounces.receive(address, raw)
+                    delivered += 1
+                    new += 1
+                    continue
                 if intake is None:  # rotated between RCPT and DATA
                     continue
                 async with self.connections.connection(intake.company_name) as conn:
@@ -182,11 +210,16 @@ def make_server(handler: IntakeHandler, settings: Settings) -> SMTP:
 
 
 async def serve_intake(
-    sock: socket.socket, connections: PoolShare, settings: Settings, stop: asyncio.Event
+    sock: socket.socket,
+    connections: PoolShare,
+    settings: Settings,
+    stop: asyncio.Event,
+    bounces: BounceSink | None = None,
 ) -> None:
     """Accept SMTP on ``sock`` (bound beforehand by the command) until ``stop``; the database
-    through the intake's share of the pool (``Services.intake``)."""
-    handler = IntakeHandler(connections, settings)
+    through the intake's share of the pool (``Services.intake``); mail to a bounce address goes
+    to ``bounces``."""
+    handler = IntakeHandler(connections, settings, bounces)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: make_server(handler, settings), sock=sock)
     host, port = sock.getsockname()[:2]

@@ -1,0 +1,102 @@
+-- Reverse search (shortlist.alerts.reverse): which saved searches one job listing satisfies.
+-- {embedding} is the active model space's vector column of job_listings.
+
+-- name: listing_to_match
+-- The listing as the matcher reads it: only an open one that repeats no other (a near-duplicate
+-- or a repost the indexer linked, duplicate_of, never alerts: its original did or will).
+SELECT l.id, l.{embedding} AS vector
+  FROM job_listings AS l
+ WHERE l.id = %(id)s AND l.status = 'open' AND l.duplicate_of IS NULL
+   AND l.{embedding} IS NOT NULL
+
+-- name: widen_scan
+-- A candidate list as long as the nearest queries asked for (pgvector caps it at 1000; the
+-- iterative scan, on for every pooled connection, carries on past it); ends with the transaction.
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
+
+-- name: nearest_queries
+-- The meaning path: the %(k)s saved queries nearest the listing's vector, through the HNSW index
+-- on their embeddings (the caller widens k while every one found is within its radius).
+SELECT q.id, q.embedding <=> %(vector)s::vector AS distance
+  FROM alert_queries AS q
+ ORDER BY q.embedding <=> %(vector)s::vector
+ LIMIT %(k)s
+
+-- name: insert_matches
+-- Every saved search the listing satisfies, written once. Candidates: the meaning path's queries
+-- (%(near)s), the keyword path's (a query whose anchors the title's trigrams hold, through the
+-- GIN index) and the queries without anchors (always). Each is re-checked exactly on job
+-- search's score (shortlist.relevance.JOB_SCORE over the cosine and pg_trgm's word_similarity
+-- of the query's title words and the title, as search.sql computes them), then each active
+-- saved search of it on its own threshold and filters (job search's: the place a substring of
+-- the listing's, the top salary figure at least the floor, the work mode). (subscriber, job) is
+-- unique: a job already matched for that subscriber, by another of their searches or as
+-- another listing of it, inserts nothing.
+WITH l AS (
+    SELECT id, {embedding} AS vector, job_title, lower(city_location) AS place, work_mode,
+           coalesce(salary_max_ks, salary_min_ks) AS top_ks,
+           shortlist_name_key(company_name) AS company_key,
+           shortlist_name_key(company_name) || '|' || shortlist_name_key(job_title) || '|'
+               || shortlist_name_key(city_location) AS job_key
+      FROM job_listings
+     WHERE id = %(id)s
+),
+candidates AS (
+    SELECT unnest(%(near)s::bigint[]) AS id
+    UNION
+    SELECT q.id FROM alert_queries AS q, l WHERE q.anchors && show_trgm(l.job_title)
+    UNION
+    SELECT q.id FROM alert_queries AS q WHERE cardinality(q.anchors) = 0
+),
+scored AS (
+    SELECT q.id,
+           1.0 / (1.0 + exp(-(%(intercept)s::float8
+                              + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.vector))
+                              + %(w_similarity)s::float8
+                                * coalesce(word_similarity(nullif(q.title_words, ''),
+                                                           l.job_title), 0)))) AS score
+      FROM candidates AS c
+      JOIN alert_queries AS q ON q.id = c.id
+     CROSS JOIN l
+)
+INSERT INTO alert_matches (search_id, subscriber_id, listing_id, job_key, company_key, score)
+SELECT s.id, s.subscriber_id, l.id, l.job_key, l.company_key, sc.score
+  FROM scored AS sc
+  JOIN saved_searches AS s ON s.query_id = sc.id AND s.status = 'active'
+ CROSS JOIN l
+ WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
+   AND (s.location IS NULL OR strpos(l.place, s.location) > 0)
+   AND (s.salary_min IS NULL OR l.top_ks >= s.salary_min)
+   AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
+ON CONFLICT (subscriber_id, job_key) DO NOTHING
+RETURNING search_id
+
+-- name: schedule_digests
+-- Saved searches that got matches are due: at once (instant), else at their next slot
+-- (alert_next_slot); one already due keeps its time.
+UPDATE saved_searches
+   SET due_at = coalesce(due_at, alert_next_slot(frequency, timezone, local_hour, last_digest_at))
+ WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active'
+
+-- name: wake_sender
+-- Sent at commit: the digest sender looks for due searches.
+SELECT pg_notify('shortlist_alert_digests', '')
+
+-- name: exhaustive_matches
+-- The check the presearch must agree with (tests and the bench): every active saved search
+-- scored against the listing without any index, the same rules as insert_matches.
+SELECT s.id AS search_id, sc.score
+  FROM (SELECT q.id,
+               1.0 / (1.0 + exp(-(%(intercept)s::float8
+                                  + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.{embedding}))
+                                  + %(w_similarity)s::float8
+                                    * coalesce(word_similarity(nullif(q.title_words, ''),
+                                                               l.job_title), 0)))) AS score
+          FROM alert_queries AS q, job_listings AS l
+         WHERE l.id = %(id)s) AS sc
+  JOIN saved_searches AS s ON s.query_id = sc.id AND s.status = 'active'
+  JOIN job_listings AS l ON l.id = %(id)s
+ WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
+   AND (s.location IS NULL OR strpos(lower(l.city_location), s.location) > 0)
+   AND (s.salary_min IS NULL OR coalesce(l.salary_max_ks, l.salary_min_ks) >= s.salary_min)
+   AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)

@@ -1,0 +1,87 @@
+"""The match queue: each listing whose vector was written is matched against every saved search
+once (:mod:`.reverse`), on the one queue primitive (:mod:`shortlist.queue`).
+
+``alert_listing_queue`` holds the listings to match (a trigger of migration 0034 queues one
+when the indexer writes its vector, and notifies ``shortlist_alerts``). A matcher claims a batch
+(SKIP LOCKED + lease) and matches each listing in one transaction that ends its lease, writes
+its matches (``ON CONFLICT DO NOTHING``) and takes it off the queue: a matcher killed midway
+leaves nothing half-written, and the listing is matched again by whoever takes the lease over,
+which inserts nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from shortlist.alerts import reverse
+from shortlist.db import channels
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncPool
+from shortlist.embedding.spaces import Spaces
+from shortlist.queue import DONE, Batch, LeaseTable, Outcome, each
+
+log = logging.getLogger(__name__)
+
+SQL = load_queries("shortlist.alerts", "queue.sql")
+MAX_ATTEMPTS = 5
+"""Claims of one listing before it is given up (it kept killing its matcher)."""
+
+
+@dataclass(frozen=True)
+class QueuedListing:
+    id: uuid.UUID
+    queued_at: datetime
+    attempts: int
+
+
+class MatchQueue:
+    """The ``shortlist.queue.worker.Queue`` of ``alert_listing_queue``."""
+
+    name = "alert-matcher"
+    channel: str | None = channels.ALERTS
+    leases = LeaseTable("alert_listing_queue", key="listing_id", key_type="uuid")
+
+    def __init__(self, pool: AsyncPool, spaces: Spaces | None, *, min_score: float) -> None:
+        self.pool = pool
+        self.spaces = spaces
+        self.min_score = min_score
+        self.matched = 0
+        """Matches written by this queue (benchmarks and tests read it)."""
+
+    async def claim(self, worker_id: str, limit: int, lease: float) -> list[QueuedListing]:
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                SQL["claim_listings"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            )
+            rows = await cur.fetchall()
+        return [QueuedListing(r["listing_id"], r["queued_at"], int(r["attempts"])) for r in rows]
+
+    async def handle(self, batch: Batch[QueuedListing]) -> None:
+        space = self.spaces.active().space if self.spaces is not None else None
+        statements = reverse.Statements.of(space)
+
+        async def one(batch: Batch[QueuedListing], item: QueuedListing) -> Outcome:
+            async with self.pool.connection() as conn, conn.transaction():
+                # First: only a listing whose lease is still ours gets anything written.
+                if not await batch.finish(conn, {item.id: DONE}):
+                    return DONE
+                if item.attempts > MAX_ATTEMPTS:
+                    log.error(
+                        "alert matcher: listing %s given up after %d attempts",
+                        item.id,
+                        MAX_ATTEMPTS,
+                    )
+                else:
+                    searches = await reverse.match_listing(
+                        conn, statements, item.id, self.min_score
+                    )
+                    self.matched += len(searches or ())
+                await conn.execute(
+                    SQL["listing_matched"], {"id": item.id, "queued_at": item.queued_at}
+                )
+            return DONE
+
+        await each(batch, one)

@@ -1,0 +1,135 @@
+-- Saved searches and their subscribers (shortlist.alerts.store).
+
+-- name: upsert_subscriber
+-- The subscriber of an address (one per address, whatever it saved); a signed-in user's save
+-- ties it to their account.
+INSERT INTO alert_subscribers (email, user_id)
+VALUES (%(email)s, %(user_id)s)
+ON CONFLICT (email) DO UPDATE
+   SET user_id = coalesce(alert_subscribers.user_id, excluded.user_id)
+RETURNING id, status
+
+-- name: find_query
+SELECT id FROM alert_queries WHERE normalised = %(normalised)s
+
+-- name: title_trigrams
+-- A query's title words, as job search compares them with titles (search.sql, candidate_ctes:
+-- the words but stop words), and their trigrams as pg_trgm reads them.
+SELECT t.title_words, show_trgm(t.title_words) AS trigrams
+  FROM (SELECT coalesce((SELECT string_agg(w, ' ')
+                           FROM regexp_split_to_table(%(terms)s, '\s+') AS w
+                          WHERE to_tsvector('english', w) <> ''), '') AS title_words) AS t
+
+-- name: insert_query
+-- A distinct query, stored once (a concurrent save of the same text inserts nothing).
+INSERT INTO alert_queries (normalised, title_words, anchors, embedding)
+VALUES (%(normalised)s, %(title_words)s, %(anchors)s, %(embedding)s)
+ON CONFLICT (normalised) DO NOTHING
+RETURNING id
+
+-- name: insert_search
+INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,
+                            min_score, frequency, status, consent_at)
+VALUES (%(subscriber_id)s, %(query_id)s, %(query)s, %(location)s, %(salary_min)s,
+        %(work_mode)s, %(min_score)s, %(frequency)s, %(status)s,
+        CASE WHEN %(status)s = 'active' THEN now() END)
+RETURNING id, status
+
+-- name: confirmations_today
+-- Confirmation e-mails an address was sent in the last day (a cap: nobody can use the form to
+-- mail a stranger over and over).
+SELECT count(*) AS n
+  FROM saved_searches
+ WHERE subscriber_id = %(subscriber_id)s AND created_at > now() - interval '1 day'
+   AND consent_at IS NULL
+
+-- name: confirm
+-- Double opt-in, pending -> active, while its link is valid; the consent time is kept.
+UPDATE saved_searches
+   SET status = 'active', consent_at = now()
+ WHERE id = %(id)s AND status = 'pending'
+   AND created_at > now() - make_interval(secs => %(valid_for)s)
+RETURNING id
+
+-- name: search_of_token
+SELECT s.id, s.status, s.query, s.frequency
+  FROM saved_searches AS s
+ WHERE s.id = %(id)s
+
+-- name: end_search
+-- pending | active -> unsubscribed | disabled; its queued matches and its pending digest are
+-- cancelled in the same statement, so nothing queued for it is sent after.
+WITH s AS (
+    UPDATE saved_searches
+       SET status = %(status)s, ended_at = now(), due_at = NULL
+     WHERE id = %(id)s AND status IN ('pending', 'active')
+    RETURNING id
+), m AS (
+    UPDATE alert_matches SET status = 'cancelled'
+     WHERE search_id IN (SELECT id FROM s) AND status = 'queued'
+    RETURNING 1
+), d AS (
+    UPDATE alert_digests SET status = 'cancelled'
+     WHERE search_id IN (SELECT id FROM s) AND status = 'pending'
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM s) AS ended, (SELECT count(*) FROM m) AS cancelled
+
+-- name: enable_search
+-- disabled -> active (an operator's disable undone; a subscriber's unsubscribe is final).
+UPDATE saved_searches SET status = 'active', ended_at = NULL
+ WHERE id = %(id)s AND status = 'disabled'
+RETURNING id
+
+-- name: searches_of_user
+-- A signed-in user's saved searches: those saved signed in, or to their address.
+SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
+       s.status, s.created_at, s.consent_at
+  FROM saved_searches AS s
+  JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
+ WHERE (sub.user_id = %(user_id)s OR sub.email = %(email)s)
+   AND s.status IN ('pending', 'active')
+ ORDER BY s.created_at DESC, s.id
+ LIMIT 500
+
+-- name: owned_by_user
+SELECT s.id
+  FROM saved_searches AS s
+  JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
+ WHERE s.id = %(id)s AND (sub.user_id = %(user_id)s OR sub.email = %(email)s)
+   AND s.status IN ('pending', 'active')
+
+-- name: all_searches
+-- Every saved search, for `shortlist alerts list` (the operator's: addresses shown).
+SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
+       s.status, s.created_at, s.consent_at, s.due_at, s.last_digest_at, s.last_error,
+       sub.email, sub.status AS subscriber_status,
+       (SELECT count(*) FROM alert_matches AS m
+         WHERE m.search_id = s.id AND m.status = 'queued') AS queued,
+       (SELECT count(*) FROM alert_matches AS m
+         WHERE m.search_id = s.id AND m.status = 'sent') AS sent
+  FROM saved_searches AS s
+  JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
+ ORDER BY s.created_at, s.id
+ LIMIT %(limit)s
+
+-- name: user_email
+SELECT email FROM users WHERE id = %(user_id)s
+
+-- name: purge_unconfirmed
+-- Saved searches nobody confirmed in time are removed.
+DELETE FROM saved_searches
+ WHERE status = 'pending' AND created_at < now() - make_interval(secs => %(valid_for)s)
+
+-- name: purge_lone_subscribers
+-- Addresses left with no saved search are removed (with them, nothing of theirs is kept).
+DELETE FROM alert_subscribers AS sub
+ WHERE sub.status = 'active'
+   AND NOT EXISTS (SELECT 1 FROM saved_searches AS s WHERE s.subscriber_id = sub.id)
+
+-- name: make_due
+-- `shortlist alerts test`: an active search with queued matches is due now.
+UPDATE saved_searches AS s SET due_at = now(), attempts = 0
+ WHERE s.id = %(id)s AND s.status = 'active'
+   AND EXISTS (SELECT 1 FROM alert_matches AS m WHERE m.search_id = s.id AND m.status = 'queued')
+RETURNING s.id

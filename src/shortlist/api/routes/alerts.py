@@ -1,0 +1,170 @@
+"""``/api/alerts``: saved job searches that e-mail new matching jobs (shortlist.alerts).
+
+``POST`` saves one (202; a confirmation e-mail goes to the address, unless a signed-in user
+saves to their own address, which needs none); ``GET /confirm?token=`` is the confirmation
+link; ``/unsubscribe?token=`` is RFC 8058's one-click unsubscribe — ``POST`` unsubscribes (what
+a mailbox provider sends for ``List-Unsubscribe-Post``), ``GET`` only shows a page with the
+button (link scanners fetch URLs, and must not unsubscribe anyone). Signed in: ``GET`` lists
+one's saved searches and ``DELETE /{id}`` ends one.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from shortlist.accounts.mail import link, relay_of
+from shortlist.alerts import mail, store
+from shortlist.api.deps import ClientIPDep, ConnDep, OptionalPrincipalDep, ServicesDep, UserDep
+from shortlist.bootstrap import Services
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/api/alerts", tags=["alerts"])
+
+TokenParam = Annotated[str, Query(min_length=1, max_length=200)]
+
+
+async def rate_limit(request: Request, client_ip: ClientIPDep) -> None:
+    # A save embeds its query, as a search does: the search's limit per client.
+    request.app.state.search_limiter.check(client_ip)
+
+
+class AlertIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=store.MAX_QUERY)
+    location: str | None = Field(None, max_length=200)
+    salary_min: int | None = Field(None, ge=0, le=100_000, description="thousands a year")
+    work_mode: Literal["remote", "hybrid", "onsite"] | None = None
+    email: str = Field(min_length=3, max_length=320)
+    frequency: Literal["instant", "daily", "weekly"]
+
+
+class AlertSaved(BaseModel):
+    id: str | None
+    status: str
+    """``pending`` until the e-mailed link is followed; ``active`` for a signed-in user's own
+    address."""
+
+
+async def _embed(services: Services, text: str) -> list[float]:
+    active = services.spaces.active()
+    vector = await services.spaces.query_cache.embed(active.space, active.embedder, text)
+    return [float(x) for x in vector]
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[Depends(rate_limit)],
+    responses={429: {"description": "Too many requests from this client"}},
+)
+async def save_alert(
+    body: AlertIn, services: ServicesDep, principal: OptionalPrincipalDep, conn: ConnDep
+) -> AlertSaved:
+    user_email = None
+    if principal is not None and principal.user_id is not None:
+        user_email = await store.user_email(conn, principal.user_id)
+    s = services.settings
+    saved = await store.save(
+        services.pool,
+        store.NewSearch(
+            body.query, body.email, body.frequency, body.location, body.salary_min, body.work_mode
+        ),
+        lambda text: _embed(services, text),
+        min_score=s.alert_min_score,
+        privacy_key=s.privacy_key,
+        user_id=principal.user_id if principal is not None else None,
+        user_email=user_email,
+    )
+    relay = relay_of(s)
+    if saved.confirm_token is not None and relay is not None:
+        msg = mail.confirmation_message(
+            sender=f"shortlist alerts <alerts@{s.mail_domain}>",
+            to=body.email.strip(),
+            query=" ".join(body.query.split()),
+            frequency=body.frequency,
+            confirm_url=link(s, "/api/alerts/confirm", saved.confirm_token),
+            valid_hours=s.alert_confirm_hours,
+        )
+        try:
+            await mail.deliver(relay, msg, envelope_from=f"alerts@{s.mail_domain}", to=body.email)
+        except Exception as exc:
+            # The type only: a relay's text may quote the address.
+            log.warning("alerts: no confirmation sent (%s)", type(exc).__name__)
+    return AlertSaved(id=str(saved.id) if saved.id else None, status=saved.status)
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} · shortlist</title>"
+        '<link rel=stylesheet href="/static/app.css"></head>'
+        f"<body><main class=page><h1>{html.escape(title)}</h1>{body}"
+        '<p><a href="/">Search jobs</a></p></main></body></html>'
+    )
+
+
+@router.get("/confirm", response_class=HTMLResponse)
+async def confirm_alert(token: TokenParam, services: ServicesDep) -> HTMLResponse:
+    """The double opt-in link: the saved search starts (its consent time recorded)."""
+    s = services.settings
+    await store.confirm(
+        services.pool, token, valid_for=s.alert_confirm_hours * 3600.0, privacy_key=s.privacy_key
+    )
+    return HTMLResponse(
+        _page(
+            "Your job alert is on",
+            "<p>You will get new jobs matching your search by e-mail. Every e-mail has a link"
+            " to stop them.</p>",
+        )
+    )
+
+
+@router.get("/unsubscribe", response_class=HTMLResponse)
+async def unsubscribe_page(token: TokenParam, services: ServicesDep) -> HTMLResponse:
+    """A page with the unsubscribe button; changes nothing (a link scanner's GET must not)."""
+    row = await store.describe(services.pool, token, privacy_key=services.settings.privacy_key)
+    if row["status"] in ("unsubscribed", "disabled"):
+        return HTMLResponse(_page("You are unsubscribed", "<p>No more e-mails for it.</p>"))
+    action = html.escape(f"/api/alerts/unsubscribe?token={token}", quote=True)
+    return HTMLResponse(
+        _page(
+            "Stop this job alert?",
+            f"<p>Your alert for “{html.escape(row['query'])}”.</p>"
+            f'<form method=post action="{action}">'
+            '<input type=hidden name="List-Unsubscribe" value="One-Click">'
+            "<button type=submit>Unsubscribe</button></form>",
+        )
+    )
+
+
+@router.post("/unsubscribe")
+async def unsubscribe(token: TokenParam, services: ServicesDep) -> Response:
+    """RFC 8058 one-click unsubscribe (the body, ``List-Unsubscribe=One-Click``, is not needed):
+    the search ends and what it had queued is cancelled. A second POST succeeds too."""
+    await store.unsubscribe(services.pool, token, privacy_key=services.settings.privacy_key)
+    return HTMLResponse(_page("You are unsubscribed", "<p>No more e-mails for this search.</p>"))
+
+
+@router.get("")
+async def list_alerts(principal: UserDep, conn: ConnDep) -> dict[str, Any]:
+    """The signed-in user's saved searches (saved signed in, or to their address)."""
+    assert principal.user_id is not None
+    return {"alerts": await store.list_for_user(conn, principal.user_id)}
+
+
+@router.delete("/{alert_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_alert(
+    alert_id: Annotated[uuid.UUID, Path()], principal: UserDep, conn: ConnDep
+) -> None:
+    assert principal.user_id is not None
+    await store.delete_for_user(conn, principal.user_id, alert_id)

@@ -1,0 +1,533 @@
+"""Saved searches that alert (issue 42), with real parts: PostgreSQL, the product's indexer and
+queues, a loopback aiosmtpd relay that receives the digests, the e-mail intake receiving a DSN
+at a digest's VERP address."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any
+
+import aiosmtplib
+import httpx
+import psycopg
+import pytest
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from shortlist.alerts import reverse, store
+from shortlist.alerts.bounces import Bounces
+from shortlist.alerts.digests import DigestQueue
+from shortlist.alerts.matcher import MatchQueue
+from shortlist.bootstrap import Services
+from shortlist.db.types import AsyncPool
+from shortlist.listings.mail.reply import Relay as RelayAddress
+from shortlist.listings.mail.smtp import IntakeHandler, make_server
+from shortlist.queue import Batch, QueueWorker, WorkerConfig
+from tests.api_fixtures import EmbedPending
+from tests.fakes import hash_embed
+
+QUERY = "python developer"
+
+
+@dataclass
+class Sink:
+    """A loopback relay: keeps every message with its envelope; answers ``codes`` at RCPT for
+    the addresses named there (``{"bad@x": "550 5.1.1 no such user"}``), each until cleared."""
+
+    port: int = 0
+    received: list[tuple[str, list[str], bytes]] = field(default_factory=list)
+    rcpt_answers: dict[str, str] = field(default_factory=dict)
+
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, options: Any
+    ) -> str:
+        answer = self.rcpt_answers.get(address)
+        if answer:
+            return answer
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        assert isinstance(envelope.content, bytes)
+        self.received.append((str(envelope.mail_from), list(envelope.rcpt_tos), envelope.content))
+        return "250 OK"
+
+    def messages(self) -> list[EmailMessage]:
+        return [
+            email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[misc]
+            for _f, _t, raw in self.received
+        ]
+
+
+@pytest.fixture
+async def sink(services: Services) -> AsyncIterator[Sink]:
+    sink = Sink()
+    server = await asyncio.get_running_loop().create_server(
+        lambda: SMTP(sink), host="127.0.0.1", port=0
+    )
+    sink.port = server.sockets[0].getsockname()[1]
+    services.settings = services.settings.model_copy(
+        update={
+            "smtp_relay_url": f"smtp://127.0.0.1:{sink.port}",
+            "public_url": "https://board.test",
+            "mail_domain": "board.test",
+            "alert_retry_base": 0.2,
+        }
+    )
+    yield sink
+    server.close()
+
+
+async def drain(queue: Any, batch: int = 32) -> None:
+    """Run a queue on the product's worker until a claim comes back empty."""
+    config = WorkerConfig(batch_size=batch, poll_interval=0.05, backoff_base=0.05, grace=5.0)
+    await QueueWorker(queue, config).run(asyncio.Event(), drain=True)
+
+
+async def match_all(services: Services) -> None:
+    await drain(MatchQueue(services.pool, services.spaces, min_score=0.8))
+
+
+async def send_all(services: Services) -> DigestQueue:
+    queue = DigestQueue(
+        services.pool,
+        services.settings,
+        RelayAddress.from_url(services.settings.smtp_relay_url or ""),
+    )
+    await drain(queue, batch=1)
+    return queue
+
+
+async def add_listing(
+    pool: AsyncPool,
+    title: str,
+    company: str = "Acme",
+    city: str = "Berlin",
+    description: str = "Write Python services.",
+    **extra: Any,
+) -> uuid.UUID:
+    slug = f"{title.lower().replace(' ', '-')}-{uuid.uuid4().hex[:8]}"
+    cols = ["job_title", "company_name", "city_location", "description", "detail_page_slug"]
+    vals: list[Any] = [title, company, city, description, slug]
+    for k, v in extra.items():
+        cols.append(k)
+        vals.append(v)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"INSERT INTO job_listings ({', '.join(cols)}) VALUES"
+            f" ({', '.join(['%s'] * len(vals))}) RETURNING id",
+            vals,
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return uuid.UUID(str(row["id"]))
+
+
+async def active_search(
+    services: Services, query: str = QUERY, email_address: str = "ada@example.com", **filters: Any
+) -> uuid.UUID:
+    async def embed(text: str) -> list[float]:
+        return hash_embed(text)
+
+    saved = await store.save(
+        services.pool,
+        store.NewSearch(query, email_address, "instant", **filters),
+        embed,
+        min_score=0.8,
+    )
+    assert saved.id is not None
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE saved_searches SET status = 'active', consent_at = now() WHERE id = %s",
+            (saved.id,),
+        )
+    return saved.id
+
+
+async def scalar(pool: AsyncPool, query: str, *params: Any) -> Any:
+    async with pool.connection() as conn:
+        cur = await conn.execute(query, params)  # type: ignore[arg-type]
+        row = await cur.fetchone()
+    assert row is not None
+    return next(iter(row.values()))
+
+
+# --- the whole path ----------------------------------------------------------------------------
+
+
+async def test_saved_confirmed_matched_digested_and_unsubscribed_in_one_click(
+    client: httpx.AsyncClient, services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    saved = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": "ada@example.com", "frequency": "instant"},
+    )
+    assert saved.status_code == 202, saved.text
+    assert saved.json()["status"] == "pending"
+    [confirmation] = sink.messages()
+    body = confirmation.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    [link] = re.findall(r"https://board\.test/api/alerts/confirm\?token=\S+", body)
+    # Not yet confirmed: a matching listing alerts nobody.
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_matches") == 0
+
+    confirmed = await client.get(link.removeprefix("https://board.test"))
+    assert confirmed.status_code == 200
+    assert await scalar(services.pool, "SELECT consent_at IS NOT NULL FROM saved_searches"), (
+        "the consent time is kept"
+    )
+
+    await add_listing(services.pool, "Senior Python Developer", description="python developer")
+    await add_listing(services.pool, "Pastry Chef", description="croissants and bread")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    digests = sink.messages()[1:]
+    assert len(digests) == 1
+    [digest] = digests
+    mail_from, rcpt, _raw = sink.received[-1]
+    assert rcpt == ["ada@example.com"]
+    assert re.fullmatch(r"bounce-\d+-[0-9a-f]{16}@board\.test", mail_from)
+    assert digest["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    [unsubscribe] = re.findall(r"<(https://[^>]+)>", digest["List-Unsubscribe"])
+    assert unsubscribe.startswith("https://board.test/api/alerts/unsubscribe?token=")
+    text = digest.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert "Senior Python Developer" in text and "Pastry Chef" not in text
+    assert "https://board.test/jobs/senior-python-developer-" in text and "?q=python" in text
+
+    # A GET of the link (a link scanner) changes nothing; the one-click POST unsubscribes.
+    path = unsubscribe.removeprefix("https://board.test")
+    page = await client.get(path)
+    assert page.status_code == 200 and "<form method=post" in page.text
+    assert await scalar(services.pool, "SELECT status FROM saved_searches") == "active"
+    posted = await client.post(
+        path,
+        content=b"List-Unsubscribe=One-Click",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert posted.status_code == 200
+    assert await scalar(services.pool, "SELECT status FROM saved_searches") == "unsubscribed"
+    assert (await client.post(path)).status_code == 200  # idempotent
+
+    await add_listing(services.pool, "Python Developer II", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    assert len(sink.received) == 2  # the confirmation and the one digest
+
+
+async def test_bad_tokens_and_input_are_4xx_json(client: httpx.AsyncClient) -> None:
+    for path in (
+        "/api/alerts/confirm?token=nope",
+        "/api/alerts/unsubscribe?token=u.0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAA",
+    ):
+        response = await client.get(path)
+        assert response.status_code == 404, path
+        assert response.json()["error"]["code"]
+    bad = await client.post(
+        "/api/alerts", json={"query": QUERY, "email": "not an address", "frequency": "instant"}
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "email"
+    bad = await client.post(
+        "/api/alerts", json={"query": QUERY, "email": "a@b.example", "frequency": "hourly"}
+    )
+    assert bad.status_code == 422
+
+
+async def test_an_unsubscribe_cancels_what_was_queued(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    search = await active_search(services)
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_matches") == 1
+    async with services.pool.connection() as conn:
+        await store.end(conn, search, "unsubscribed")
+    assert await scalar(services.pool, "SELECT status FROM alert_matches") == "cancelled"
+    await send_all(services)
+    assert sink.received == []
+
+
+# --- digests -----------------------------------------------------------------------------------
+
+
+async def test_a_digest_has_at_most_ten_jobs_two_per_company_and_each_job_once(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    await active_search(services)
+    for company in ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne"):
+        for n in range(3):
+            await add_listing(
+                services.pool,
+                f"Python Developer {company} {n}",
+                company=company,
+                description="python developer",
+            )
+    await embed_pending()
+    await match_all(services)
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_matches") == 21
+    await send_all(services)
+    sizes = []
+    seen: list[str] = []
+    for msg in sink.messages():
+        text = msg.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+        jobs = re.findall(r"^• (Python Developer (\w+) \d)", text, re.M)
+        sizes.append(len(jobs))
+        companies = [c for _t, c in jobs]
+        assert all(companies.count(c) <= 2 for c in companies)
+        seen += [t for t, _c in jobs]
+    assert max(sizes) <= 10 and sizes[0] == 10
+    assert len(seen) == len(set(seen)) == 21  # every job once, none twice
+
+
+async def test_nothing_is_sent_when_a_digest_would_be_empty(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    await active_search(services)
+    listing = await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE job_listings SET status = 'closed', closed_at = now() WHERE id = %s", (listing,)
+        )
+    await send_all(services)
+    assert sink.received == []
+    assert await scalar(services.pool, "SELECT status FROM alert_matches") == "dropped"
+    assert await scalar(services.pool, "SELECT due_at FROM saved_searches") is None
+
+
+async def test_a_repost_and_a_near_duplicate_of_an_alerted_job_alert_nobody_again(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    await active_search(services)
+    original = await add_listing(
+        services.pool, "Python Developer", description="python developer, Django and Postgres"
+    )
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    assert len(sink.received) == 1
+    # A near-duplicate while the original is open: linked by the indexer, never matched.
+    await add_listing(
+        services.pool, "Python Developer", description="python developer, Django and Postgres!"
+    )
+    await embed_pending()
+    assert await scalar(
+        services.pool, "SELECT count(*) FROM job_listings WHERE duplicate_of = %s", original
+    )
+    await match_all(services)
+    # The original closes; the job is posted again, the same job at the same place.
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE job_listings SET status = 'closed', closed_at = now()")
+    await add_listing(services.pool, "Python  developer", description="python developer (repost)")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    assert len(sink.received) == 1
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_matches") == 1
+
+
+# --- delivery trouble --------------------------------------------------------------------------
+
+
+async def test_a_deferral_backs_off_and_a_hard_bounce_suppresses(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    await active_search(services, email_address="slow@example.com")
+    await active_search(services, email_address="gone@example.com")
+    sink.rcpt_answers = {
+        "slow@example.com": "451 4.3.0 try again later",
+        "gone@example.com": "550 5.1.1 no such user",
+    }
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    assert sink.received == []
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT sub.email, sub.status, s.attempts, s.due_at > now() AS later,"
+            " s.due_at IS NULL AS idle FROM saved_searches s"
+            " JOIN alert_subscribers sub ON sub.id = s.subscriber_id ORDER BY sub.email"
+        )
+        rows = {r["email"]: r for r in await cur.fetchall()}
+    assert rows["gone@example.com"]["status"] == "suppressed"
+    assert rows["gone@example.com"]["idle"]
+    assert rows["slow@example.com"]["attempts"] == 1 and rows["slow@example.com"]["later"]
+    # The relay takes it now: the same digest goes once its wait is over.
+    sink.rcpt_answers = {}
+    await asyncio.sleep(0.25)  # the back-off of alert_retry_base (0.2 s) to run out
+    await send_all(services)
+    assert [to for _f, to, _r in sink.received] == [["slow@example.com"]]
+
+
+async def test_a_dsn_to_the_verp_address_suppresses_the_recipient(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    await active_search(services, email_address="bounces@example.com")
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    [(verp, _to, _raw)] = sink.received
+    # The e-mail intake, with the alerts' bounce sink, on loopback.
+    bounces = Bounces(services.pool, services.settings)
+    handler = IntakeHandler(services.pool, services.settings, bounces)
+    server = await asyncio.get_running_loop().create_server(
+        lambda: make_server(handler, services.settings), host="127.0.0.1", port=0
+    )
+    port = server.sockets[0].getsockname()[1]
+    try:
+        forged = verp.replace("bounce-", "bounce-9")
+        async with aiosmtplib.SMTP(hostname="127.0.0.1", port=port) as smtp:
+            # A bounce's envelope sender is null (RFC 5321 §4.5.5).
+            with pytest.raises(aiosmtplib.SMTPRecipientsRefused):
+                await smtp.sendmail("", [forged], dsn("bounces@example.com", forged))
+            await smtp.sendmail("", [verp], dsn("bounces@example.com", verp))
+    finally:
+        server.close()
+    assert bounces.suppressed == 1
+    assert await scalar(services.pool, "SELECT status FROM alert_subscribers") == "suppressed"
+    await add_listing(services.pool, "Python Developer II", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    await send_all(services)
+    assert len(sink.received) == 1  # nothing more to a suppressed address
+
+
+def dsn(recipient: str, to: str) -> bytes:
+    """A delivery status notification as RFC 3464 shapes it (multipart/report)."""
+    return (
+        f"From: MAILER-DAEMON@mx.example.com\r\nTo: {to}\r\n"
+        "Subject: Undelivered Mail Returned to Sender\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n'
+        "--B\r\nContent-Type: text/plain\r\n\r\nThe mail could not be delivered.\r\n"
+        "--B\r\nContent-Type: message/delivery-status\r\n\r\n"
+        "Reporting-MTA: dns; mx.example.com\r\n\r\n"
+        f"Final-Recipient: rfc822; {recipient}\r\nAction: failed\r\nStatus: 5.1.1\r\n"
+        "Diagnostic-Code: smtp; 550 5.1.1 user unknown\r\n\r\n--B--\r\n"
+    ).encode()
+
+
+# --- crash safety ------------------------------------------------------------------------------
+
+
+async def test_a_sender_that_dies_after_the_relay_took_a_digest_resends_it_with_its_message_id(
+    services: Services, sink: Sink, embed_pending: EmbedPending
+) -> None:
+    """A sender killed between the relay's 250 and marking the digest sent: the lease runs out,
+    the next sender sends the same digest (same Message-ID, same jobs), and nothing new."""
+    await active_search(services)
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+    queue = DigestQueue(
+        services.pool,
+        services.settings,
+        RelayAddress.from_url(services.settings.smtp_relay_url or ""),
+    )
+    [item] = await queue.claim("doomed", 1, lease=30.0)
+    batch: Batch[Any] = Batch("doomed", [item], queue.leases)
+    # The doomed sender makes the digest and the relay takes it; it dies before marking it.
+    digest = await queue._make(batch, item)
+    assert digest is not None
+    await send_all_once(queue, digest)
+    # The lease of the dead sender runs out.
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE saved_searches SET locked_until = now() - interval '1 second'")
+    await send_all(services)
+    ids = [m["Message-ID"] for m in sink.messages()]
+    assert len(ids) == 2 and ids[0] == ids[1]
+    assert await scalar(services.pool, "SELECT status FROM alert_digests") == "sent"
+    assert await scalar(services.pool, "SELECT status FROM alert_matches") == "sent"
+
+
+async def send_all_once(queue: DigestQueue, digest: Any) -> None:
+    """What _send_one does between making the digest and marking it: hand it to the relay."""
+    from shortlist.alerts import mail, tokens
+    from shortlist.alerts.digests import base_url
+
+    key = await queue._key()
+    msg = mail.digest_message(
+        sender="shortlist alerts <alerts@board.test>",
+        to=digest.email,
+        message_id=digest.message_id,
+        query=digest.query,
+        location=digest.location,
+        jobs=digest.jobs,
+        base=base_url(queue.settings),
+        unsubscribe_token=tokens.make(key, tokens.UNSUBSCRIBE, digest.search_id),
+    )
+    envelope = f"{tokens.verp_local_part(key, digest.id)}@board.test"
+    await mail.deliver(queue.relay, msg, envelope_from=envelope, to=digest.email)
+
+
+# --- reverse search ----------------------------------------------------------------------------
+
+
+async def test_the_presearch_finds_what_an_exhaustive_check_finds(
+    services: Services, embed_pending: EmbedPending
+) -> None:
+    """Keyword and meaning paths together against scoring every saved search, with filters."""
+    queries = [
+        "python developer",
+        "senior python engineer",
+        "data engineer",
+        "registered nurse",
+        "nurse",
+        "the",
+        "sre",
+        "frontend react developer",
+        "pastry chef",
+        "java developer",
+    ]
+    for i, q in enumerate(queries):
+        await active_search(services, q, f"p{i}@example.com")
+        await active_search(services, q, f"q{i}@example.com", location="Berlin")
+        await active_search(services, q, f"r{i}@example.com", work_mode="remote")
+        await active_search(services, q, f"s{i}@example.com", salary_min=90)
+    titles = [
+        ("Python Developer", "Berlin", "python developer django"),
+        ("Data Engineer", "Munich", "data pipelines spark engineer"),
+        ("Registered Nurse", "Berlin", "nurse in the ICU"),
+        ("Pastry Chef", "Paris", "croissants"),
+        ("Site Reliability Engineer", "Remote", "sre on call kubernetes"),
+        ("Frontend Developer (React)", "Berlin", "react typescript frontend developer"),
+    ]
+    ids = [
+        await add_listing(services.pool, t, city=c, description=d, salary_max_ks=100)
+        for t, c, d in titles
+    ]
+    await embed_pending()
+    statements = reverse.Statements.of(None)
+    total = 0
+    for listing in ids:
+        async with services.pool.connection() as conn:
+            exhaustive = await reverse.exhaustive_matches(conn, statements, listing, 0.8)
+        async with services.pool.connection() as conn, conn.transaction():
+            found = await reverse.match_listing(conn, statements, listing, 0.8)
+            raise psycopg.Rollback
+        assert found is not None
+        assert set(found) <= set(exhaustive)
+        # Per subscriber a job is matched once; every search that would have matched did.
+        assert len(found) == len(exhaustive), listing
+        total += len(found)
+    assert total >= 6
+
+
+def test_anchors_cover_every_title_similar_enough() -> None:
+    trigrams = ["  p", " py", "pyt", "yth", "tho", "hon", "on "]
+    anchors = reverse.anchors(trigrams)
+    # sim > 0.5 needs 4 of 7 shared: any 4 of them hold one of the 4 anchors.
+    assert len(anchors) == 4
+    assert reverse.anchors([]) == []
