@@ -277,11 +277,14 @@ async def test_queue_depths_lists_every_status_of_every_queue(pool: AsyncPool) -
         await insert_search(conn, status="stale")
         rows = await queue_depths(conn)
     depths = {(r["queue"], r["status"]): (r["n"], r["claimed"]) for r in rows}
-    assert len(depths) == 3 + 3 + 8 + 3  # search_candidates: 6 + skipped, below_threshold
+    # search_candidates: 6 + skipped, below_threshold; alerts: listings to match, 4 match and
+    # 4 digest statuses, digests due
+    assert len(depths) == 3 + 3 + 8 + 3 + 1 + 4 + 5
     assert depths[("job_listings", "pending")] == (1, 1)
     assert depths[("job_listings", "failed")] == (0, 0)
     assert depths[("searches", "stale")] == (1, 0)
     assert depths[("search_candidates", "queued")] == (0, 0)
+    assert depths[("alert_matches", "queued")] == (0, 0)
 
 
 async def test_listing_failures_newest_first(pool: AsyncPool) -> None:

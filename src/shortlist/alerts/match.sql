@@ -78,10 +78,6 @@ UPDATE saved_searches
    SET due_at = coalesce(due_at, alert_next_slot(frequency, timezone, local_hour, last_digest_at))
  WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active'
 
--- name: wake_sender
--- Sent at commit: the digest sender looks for due searches.
-SELECT pg_notify('shortlist_alert_digests', '')
-
 -- name: exhaustive_matches
 -- The check the presearch must agree with (tests and the bench): every active saved search
 -- scored against the listing without any index, the same rules as insert_matches.

@@ -33,7 +33,7 @@ from typing import Any
 
 from psycopg import sql
 
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.relevance import JOB_SCORE
@@ -98,7 +98,7 @@ class Statements:
         column = sql.Identifier(space.vector_column if space is not None else "embedding")
         return cls(
             *(
-                sql.SQL(QUERIES[name]).format(embedding=column)
+                compose(QUERIES[name], embedding=column)
                 for name in ("listing_to_match", "insert_matches", "exhaustive_matches")
             )
         )
@@ -136,7 +136,6 @@ async def match_listing(
     searches = sorted({r["search_id"] for r in await cur.fetchall()})
     if searches:
         await conn.execute(QUERIES["schedule_digests"], {"ids": searches})
-        await conn.execute(QUERIES["wake_sender"])
     return searches
 
 

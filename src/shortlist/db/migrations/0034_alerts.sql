@@ -168,3 +168,13 @@ CREATE FUNCTION alert_next_slot(freq alert_frequency, tz text, hour smallint, la
                                                 ELSE interval '6 days 20 hours' END)
                                    AT TIME ZONE tz AS base) AS b) AS s)
     END;
+
+-- A saved search falling due (the matcher gave it matches) wakes the digest sender at commit.
+CREATE FUNCTION saved_searches_due() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('shortlist_alert_digests', '');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER saved_searches_due AFTER UPDATE OF due_at ON saved_searches
+    FOR EACH ROW WHEN (NEW.due_at IS NOT NULL AND OLD.due_at IS NULL)
+    EXECUTE FUNCTION saved_searches_due();
