@@ -200,17 +200,17 @@ def _queue_class(priority: bool) -> Any:
     from psycopg import sql as pgsql
 
     from shortlist.indexer import EmbeddingQueue
-    from shortlist.indexer.queue import _SQL
+    from shortlist.indexer.queue import QUERIES
 
     if priority:
         return EmbeddingQueue
-    unordered = dict(_SQL)
+    unordered = dict(QUERIES)
     unordered["claim"] = (
-        _SQL["claim"]
+        QUERIES["claim"]
         .replace("ORDER BY claim_lane, claim_seq, created_at", "ORDER BY created_at")
         .replace("AND claimable.claim_lane = (SELECT min(claim_lane) FROM claimable)", "")
     )
-    assert unordered["claim"] != _SQL["claim"]
+    assert unordered["claim"] != QUERIES["claim"]
 
     class CreatedAtOrder(EmbeddingQueue):
         """The claim as it was before the lanes: oldest first, whoever wrote the row."""
@@ -220,13 +220,13 @@ def _queue_class(priority: bool) -> Any:
         ) -> pgsql.Composed:
             import shortlist.indexer.queue as q
 
-            saved = q._SQL
-            q._SQL = unordered  # type: ignore[misc]
+            saved = q.QUERIES
+            q.QUERIES = unordered  # type: ignore[misc]
             try:
                 self._composed.clear()
                 return super()._sql(name, active, building, wanted=wanted)
             finally:
-                q._SQL = saved  # type: ignore[misc]
+                q.QUERIES = saved  # type: ignore[misc]
 
     return CreatedAtOrder
 

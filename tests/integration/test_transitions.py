@@ -330,7 +330,7 @@ async def test_job_source_edges_are_the_crawls_outcomes(pool: AsyncPool) -> None
     """active -> failed only through the holder's Failed outcome; failed -> active only by a
     crawl that committed; no third state."""
     from shortlist.config import Settings
-    from shortlist.listings.sources.queue import _SQL as SOURCES_SQL
+    from shortlist.listings.sources.queue import QUERIES as SOURCES_SQL
     from shortlist.listings.sources.queue import CrawlQueue
     from shortlist.queue import Failed
 

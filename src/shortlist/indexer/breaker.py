@@ -31,7 +31,7 @@ from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
 
-_SQL = load_queries("shortlist.indexer", "breaker.sql")
+QUERIES = load_queries("shortlist.indexer", "breaker.sql")
 
 PROBE_TEXT = "Software engineer at Example Corp, Berlin\nBuilds and tests Python web services."
 """A text every working embedder embeds: if it fails, the embedder is what is wrong."""
@@ -105,7 +105,7 @@ class Breaker:
             return self.dim
         if self._column_dim is None:
             async with single_statement(self.pool) as conn:
-                cur = await conn.execute(_SQL["column_dim"])
+                cur = await conn.execute(QUERIES["column_dim"])
                 row = await cur.fetchone()
             if row is None:
                 raise RuntimeError("no active embedding model")
@@ -118,7 +118,7 @@ class Breaker:
         """Pause the corpus; True if this call did (it then logs the reason, once)."""
         reason = redact_emails(reason, MAX_REASON_CHARS)
         async with single_statement(self.pool) as conn:
-            cur = await conn.execute(_SQL["pause"], {"corpus": self.table, "reason": reason})
+            cur = await conn.execute(QUERIES["pause"], {"corpus": self.table, "reason": reason})
             paused = await cur.fetchone() is not None
         if paused:
             log.error(
@@ -135,7 +135,7 @@ class Breaker:
         it when the probe succeeds."""
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
-                _SQL["take_probe"], {"corpus": self.table, "every": self.probe_every}
+                QUERIES["take_probe"], {"corpus": self.table, "every": self.probe_every}
             )
             due = await cur.fetchone()
         if due is None:
@@ -158,6 +158,6 @@ async def resume(conn: AsyncConn, tables: Collection[str]) -> list[str]:
     were paused. Commits (in a savepoint when the caller has a transaction open)."""
     async with conn.transaction():
         cur = await conn.execute(
-            _SQL["resume"], {"corpora": list(tables), "channel": channels.EMBED}
+            QUERIES["resume"], {"corpora": list(tables), "channel": channels.EMBED}
         )
         return [str(row["corpus"]) for row in await cur.fetchall()]

@@ -8,7 +8,7 @@ from typing import LiteralString
 
 from shortlist.db.sql import load_queries
 
-_TEXT = load_queries("shortlist.indexer", "corpora.sql")
+QUERIES = load_queries("shortlist.indexer", "corpora.sql")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Corpus:
 
 
 LISTINGS = Corpus(
-    "job_listings", _TEXT["job_listings_text"], links_duplicates=True, publishes_jobs=True
+    "job_listings", QUERIES["job_listings_text"], links_duplicates=True, publishes_jobs=True
 )
-CANDIDATES = Corpus("candidates", _TEXT["candidates_text"])
+CANDIDATES = Corpus("candidates", QUERIES["candidates_text"])
 CORPORA: tuple[Corpus, ...] = (LISTINGS, CANDIDATES)

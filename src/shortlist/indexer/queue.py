@@ -59,7 +59,7 @@ MAX_ERROR_CHARS = 1000
 MAX_LANE = 32767
 """Every claim lane (``claim_lane`` is a smallint)."""
 
-_SQL = load_queries("shortlist.indexer")
+QUERIES = load_queries("shortlist.indexer")
 
 
 @dataclass(frozen=True)
@@ -171,8 +171,8 @@ class EmbeddingQueue:
                 "text": self._text,
             }
             if wanted is not None:
-                parts["wanted"] = compose(_SQL[wanted], **parts)
-            statement = self._composed[key] = compose(_SQL[name], **parts)
+                parts["wanted"] = compose(QUERIES[wanted], **parts)
+            statement = self._composed[key] = compose(QUERIES[name], **parts)
         return statement
 
     # -- the Queue protocol ---------------------------------------------------------------------

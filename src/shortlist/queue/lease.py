@@ -37,12 +37,12 @@ from shortlist.queue.outcome import GIVE_BACK, Outcomes
 
 log = logging.getLogger(__name__)
 
-_SQL = load_queries("shortlist.queue", "lease.sql")
+QUERIES = load_queries("shortlist.queue", "lease.sql")
 
 
-LEASE_ENDED = sql.SQL(_SQL["lease_ended"])
+LEASE_ENDED = sql.SQL(QUERIES["lease_ended"])
 """``{lease_ended}`` of a statement that takes rows over from whoever held them (lease.sql)."""
-REQUEUE: LiteralString = _SQL["requeue"]
+REQUEUE: LiteralString = QUERIES["requeue"]
 """The outcome part of a table whose claim moves rows ``queued -> running`` (lease.sql)."""
 
 
@@ -87,11 +87,11 @@ class LeaseTable:
         if not outcomes:
             return set()
         outcome = (
-            compose(_SQL["and_outcome"], outcome=sql.SQL(self.outcome))
+            compose(QUERIES["and_outcome"], outcome=sql.SQL(self.outcome))
             if self.outcome
             else sql.SQL("")
         )
-        query = self._format(_SQL["settle"], outcome=outcome)
+        query = self._format(QUERIES["settle"], outcome=outcome)
         cur = await conn.execute(query, self._settle_params(worker_id, outcomes))
         return {row["key"] for row in await cur.fetchall()}
 
@@ -177,17 +177,17 @@ class LeaseKeeper:
             cte = sql.Identifier(f"renewed_{n}")
             ctes.append(
                 table._format(
-                    _SQL["renew"],
+                    QUERIES["renew"],
                     cte=cte,
                     lease=sql.Placeholder(f"lease_{n}"),
                     keys=sql.Placeholder(f"keys_{n}"),
                     workers=sql.Placeholder(f"workers_{n}"),
                 )
             )
-            counts.append(compose(_SQL["renewed_count"], cte=cte))
+            counts.append(compose(QUERIES["renewed_count"], cte=cte))
             params |= {f"lease_{n}": lease, f"keys_{n}": keys, f"workers_{n}": sorted(workers)}
         query = compose(
-            _SQL["heartbeat"], renew=sql.SQL(", ").join(ctes), counts=sql.SQL(" + ").join(counts)
+            QUERIES["heartbeat"], renew=sql.SQL(", ").join(ctes), counts=sql.SQL(" + ").join(counts)
         )
         return query, params
 

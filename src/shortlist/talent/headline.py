@@ -14,7 +14,7 @@ from shortlist import metrics
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 
-_SQL = load_queries("shortlist.talent", "headline.sql")
+QUERIES = load_queries("shortlist.talent", "headline.sql")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ class AppendFacts:
 async def appended_result_facts(
     conn: AsyncConn, search_id: uuid.UUID, rank: int
 ) -> AppendFacts | None:
-    cur = await conn.execute(_SQL["appended_result_facts"], {"search_id": search_id, "rank": rank})
+    cur = await conn.execute(
+        QUERIES["appended_result_facts"], {"search_id": search_id, "rank": rank}
+    )
     row = await cur.fetchone()
     if row is None:
         return None

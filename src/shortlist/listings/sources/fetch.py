@@ -47,7 +47,7 @@ from shortlist.public_address import AddressRefused, PinnedBackend, check_public
 
 log = logging.getLogger(__name__)
 
-_SQL = load_queries("shortlist.listings.sources")
+QUERIES = load_queries("shortlist.listings.sources")
 ROBOTS_AGENT = "shortlist"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_BYTES = 512_000
@@ -211,7 +211,7 @@ class Fetcher:
             return
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
-                _SQL["reserve_host_slot"], {"host": host_key(url), "delay": delay}
+                QUERIES["reserve_host_slot"], {"host": host_key(url), "delay": delay}
             )
             row = await cur.fetchone()
         wait = float(row["wait"]) if row else 0.0

@@ -40,7 +40,7 @@ from shortlist.redact import redact_emails
 
 log = logging.getLogger(__name__)
 
-_SQL = load_queries("shortlist.listings.sources")
+QUERIES = load_queries("shortlist.listings.sources")
 MAX_ERROR_CHARS = 1000
 
 
@@ -88,7 +88,7 @@ class CrawlQueue:
         self.name = "crawl"
         self.channel: str | None = channels.SOURCES
         self.leases = LeaseTable(
-            "job_sources", outcome=_SQL["source_outcome"], records=frozenset({"retry", "failed"})
+            "job_sources", outcome=QUERIES["source_outcome"], records=frozenset({"retry", "failed"})
         )
         self.todo: list[int] | None = None if ids is None else list(dict.fromkeys(ids))
         """The sources still to crawl when ``ids`` were given."""
@@ -112,7 +112,7 @@ class CrawlQueue:
         ids = self.todo
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
-                _SQL["claim_due_sources"],
+                QUERIES["claim_due_sources"],
                 {
                     "worker_id": worker_id,
                     "limit": limit,
@@ -170,7 +170,7 @@ class CrawlQueue:
     ) -> tuple[Board, dict[str, PageMemo]]:
         """The board, and this crawl's memo of every URL it read."""
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_SQL["page_memos"], {"id": source.id})
+            cur = await conn.execute(QUERIES["page_memos"], {"id": source.id})
             previous = {
                 r["url"]: PageMemo(Validators(r["etag"], r["last_modified"]), r["external_ids"])
                 for r in await cur.fetchall()
@@ -215,10 +215,10 @@ class CrawlQueue:
             row = await cur.fetchone()
             assert row is not None
             outcome = await apply_board(conn, source, board, now=row["now"])
-            await conn.execute(_SQL["forget_pages"], {"id": source.id})
+            await conn.execute(QUERIES["forget_pages"], {"id": source.id})
             async with conn.cursor() as pages:
                 await pages.executemany(
-                    _SQL["store_page"],
+                    QUERIES["store_page"],
                     [
                         {
                             "id": source.id,
@@ -231,7 +231,7 @@ class CrawlQueue:
                     ],
                 )
             await conn.execute(
-                _SQL["crawl_succeeded"],
+                QUERIES["crawl_succeeded"],
                 {
                     "id": source.id,
                     "outcome": Jsonb({**outcome.as_json(), "requests": result.requests}),

@@ -21,7 +21,7 @@ from shortlist.listings.sources.models import SourceSpec
 from shortlist.listings.sources.queue import CrawlQueue, CrawlResult
 from shortlist.queue import LeaseKeeper, QueueWorker, WorkerConfig, wait_any
 
-_SQL = load_queries("shortlist.listings.sources")
+QUERIES = load_queries("shortlist.listings.sources")
 BUSY_POLL_INTERVAL = 0.5
 """How often ``crawl_now`` looks again for a source another worker holds."""
 
@@ -62,19 +62,19 @@ async def add_source(
             pass  # not resolvable now: checked again before every fetch
     async with pool.connection() as conn, conn.transaction():
         cur = await conn.execute(
-            _SQL["insert_source"],
+            QUERIES["insert_source"],
             {"spec": spec.spec, "kind": spec.kind, "company_name": company},
         )
         row = await cur.fetchone()
         if row is None:
-            cur = await conn.execute(_SQL["source_by_spec"], {"spec": spec.spec})
+            cur = await conn.execute(QUERIES["source_by_spec"], {"spec": spec.spec})
             existing = await cur.fetchone()
             raise Conflict(f"{spec.spec} is already source {existing['id'] if existing else '?'}")
         return (await _list(conn, row["id"]))[0]
 
 
 async def _list(conn: AsyncConn, source_id: int | None = None) -> list[SourceOut]:
-    cur = await conn.execute(_SQL["list_sources"], {"id": source_id})
+    cur = await conn.execute(QUERIES["list_sources"], {"id": source_id})
     return [SourceOut.model_validate(dict(r)) for r in await cur.fetchall()]
 
 
@@ -94,7 +94,7 @@ async def get_source(pool: AsyncPool, source_id: int) -> SourceOut:
 async def remove_source(pool: AsyncPool, source_id: int) -> None:
     """The source goes, and its open listings close (nothing keeps them true any more)."""
     async with pool.connection() as conn, conn.transaction():
-        cur = await conn.execute(_SQL["delete_source"], {"id": source_id})
+        cur = await conn.execute(QUERIES["delete_source"], {"id": source_id})
         if await cur.fetchone() is None:
             raise NotFound(f"no source {source_id}")
 

@@ -36,7 +36,7 @@ from shortlist.listings.models import (
 from shortlist.listings.slug import make_detail_page_slug
 from shortlist.listings.sources.models import Board, Posting, SourceSpec
 
-_SQL = load_queries("shortlist.listings.sources")
+QUERIES = load_queries("shortlist.listings.sources")
 DUPLICATE_WINDOW_DAYS = 30
 """How recent a listing of the same company, title and city must be to be the same job."""
 NO_CITY = "Not stated"
@@ -174,7 +174,7 @@ async def apply_board(
 ) -> CrawlOutcome:
     """Write one crawl's findings; the caller commits."""
     outcome = CrawlOutcome(skipped=board.skipped)
-    cur = await conn.execute(_SQL["source_listings"], {"source": source.spec})
+    cur = await conn.execute(QUERIES["source_listings"], {"source": source.spec})
     existing: dict[str, Row] = {r["external_id"]: r for r in await cur.fetchall()}
     present: set[str] = set(board.unchanged_ids) | set(board.kept_ids)
     gone: list[uuid.UUID] = []
@@ -212,7 +212,7 @@ async def apply_board(
     new = await _drop_listed_elsewhere(conn, source, new, outcome)
     seq = 0
     if new:
-        async with conn.cursor().copy(_SQL["copy_crawled"]) as copy:
+        async with conn.cursor().copy(QUERIES["copy_crawled"]) as copy:
             for item in new:
                 seq += 1
                 d = item.data
@@ -244,11 +244,11 @@ async def apply_board(
                 )
         outcome.new = len(new)
     if changed:
-        await conn.execute(_SQL["update_crawled"], _changed_params(source, changed, seq))
+        await conn.execute(QUERIES["update_crawled"], _changed_params(source, changed, seq))
         outcome.changed = len(changed)
     if touched:
-        await conn.execute(_SQL["touch_seen"], {"ids": touched, "source_id": source.id})
-    cur = await conn.execute(_SQL["close_gone"], {"ids": gone, "source": source.spec})
+        await conn.execute(QUERIES["touch_seen"], {"ids": touched, "source_id": source.id})
+    cur = await conn.execute(QUERIES["close_gone"], {"ids": gone, "source": source.spec})
     outcome.closed = len(await cur.fetchall())
     return outcome
 
@@ -311,7 +311,7 @@ async def _drop_listed_elsewhere(
     if not new:
         return new
     cur = await conn.execute(
-        _SQL["same_job_elsewhere"],
+        QUERIES["same_job_elsewhere"],
         {
             "urls": [n.url for n in new],
             "companies": [n.data.company_name for n in new],
