@@ -592,7 +592,8 @@ async def test_a_broad_word_ranks_only_its_newest_matches(
     pool: AsyncPool, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """300 listings say "engineer" (a broad word once more than BROAD_MATCHES listings have
-    it), the 5 oldest say "FPGA" too. Every match of the narrow word is ranked; of the broad
+    it, or more than BROAD_SHARE of the table and BROAD_MIN_MATCHES), the 5 oldest say "FPGA"
+    too. Every match of the narrow word is ranked; of the broad
     one only the BROAD_WINDOW newest: the facets, counted over what the text list read, show
     how many."""
     items = [
@@ -622,15 +623,24 @@ async def test_a_broad_word_ranks_only_its_newest_matches(
         return titles, {f.value: f.count for f in result.facets.work_mode}["remote"]
 
     titles, counted = await remote_count()
-    assert counted == 300  # 300 listings are far below BROAD_MATCHES: every match is read
-    monkeypatch.setattr("shortlist.listings.search.BROAD_MATCHES", 100)
+    # 300 listings are far below BROAD_MATCHES, and below BROAD_MIN_MATCHES though every one
+    # says "engineer": every match is read.
+    assert counted == 300
     monkeypatch.setattr("shortlist.listings.search.BROAD_WINDOW", 50)
-    broad_titles, counted = await remote_count()
-    assert counted == 55  # the 5 FPGA listings (narrow word) and the 50 newest of the rest
-    # The oldest listings, found for their narrow word; the others among the newest.
     fpga = {f"FPGA Platform Engineer {i}" for i in range(5)}
-    assert fpga <= set(titles) and fpga <= set(broad_titles)
-    assert set(broad_titles) - fpga <= {f"Platform Engineer {i}" for i in range(250, 300)}
+    # Broad by its count (BROAD_MATCHES), then by its share of the table (BROAD_SHARE: all of
+    # it, past a minimum of 100 listings).
+    for setting, value in (("BROAD_MATCHES", 100), ("BROAD_MIN_MATCHES", 100)):
+        with monkeypatch.context() as patched:
+            patched.setattr(f"shortlist.listings.search.{setting}", value)
+            broad_titles, counted = await remote_count()
+        assert counted == 55  # the 5 FPGA listings (narrow word) and the 50 newest of the rest
+        # The oldest listings, found for their narrow word; the others among the newest.
+        assert fpga <= set(titles) and fpga <= set(broad_titles)
+        assert set(broad_titles) - fpga <= {f"Platform Engineer {i}" for i in range(250, 300)}
+    monkeypatch.setattr("shortlist.listings.search.BROAD_MIN_MATCHES", 100)
+    monkeypatch.setattr("shortlist.listings.search.BROAD_SHARE", 1.0)
+    assert (await remote_count())[1] == 300  # not more than the whole table: narrow
 
 
 async def test_quotes_backslashes_and_operators_in_a_query_are_words(

@@ -11,9 +11,10 @@
    0.64 and nDCG@10 0.64 → 0.65, and half the cost: it was ~5 µs of a search's time per
    match, the largest part of it). This also finds listings whose embedding is still pending,
    so a listing is searchable the moment it is written, before the indexer gets to it. A
-   *broad* word (in more than :data:`BROAD_MATCHES` listings by the planner's statistics) has
-   only its :data:`BROAD_WINDOW` newest matches ranked, so a word every listing has does not make a
-   search read every listing (at a million, "engineer" took seconds).
+   *broad* word (in more than :data:`BROAD_MATCHES` listings by the planner's statistics, or
+   in more than :data:`BROAD_SHARE` of a smaller table's) has only its :data:`BROAD_WINDOW`
+   newest matches ranked, so a word every listing has does not make a search read every
+   listing (at a million, "engineer" took seconds).
    Both lists come from one statement, and the page's listings from a second; before them,
    a small one tells the query's narrow words from its broad ones, only for words not seen in
    the last :data:`WORDS_TTL` seconds: two round trips per search, rarely three. The candidates
@@ -166,7 +167,12 @@ needs the round trip that asks (search.sql, ``word_lexemes``)."""
 _lexemes: TTLCache[tuple[object, ...], tuple[tuple[str, bool], ...]] = TTLCache(
     maxsize=65536, ttl=WORDS_TTL, timer=time.monotonic
 )
-"""By database (host, port, name), word and :data:`BROAD_MATCHES`: (quoted lexeme, broad)."""
+"""By database (host, port, name), word and the broad thresholds (:func:`_broad_key`): (quoted
+lexeme, broad)."""
+
+
+def _broad_key() -> tuple[float, ...]:
+    return (BROAD_MATCHES, BROAD_MIN_MATCHES, BROAD_SHARE)
 
 
 async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
@@ -174,19 +180,25 @@ async def query_words(conn: AsyncConn, terms: str) -> dict[str, str | None]:
     lexemes, any of its broad ones (None: no such lexeme), for the candidates statement."""
     db = (conn.info.host, conn.info.port, conn.info.dbname)
     words = list(dict.fromkeys(terms.split()))
-    known = {w: _lexemes.get((*db, w, BROAD_MATCHES)) for w in words}
+    thresholds = _broad_key()
+    known = {w: _lexemes.get((*db, w, *thresholds)) for w in words}
     missing = [w for w, lexemes in known.items() if lexemes is None]
     if missing:
         cur = await conn.execute(
             QUERIES["word_lexemes"],
-            {"words": missing, "broad_matches": BROAD_MATCHES},
+            {
+                "words": missing,
+                "broad_matches": BROAD_MATCHES,
+                "broad_min": BROAD_MIN_MATCHES,
+                "broad_share": BROAD_SHARE,
+            },
             prepare=False,
         )
         found: dict[str, list[tuple[str, bool]]] = {w: [] for w in missing}
         for row in await cur.fetchall():
             found[row["word"]].append((row["quoted"], bool(row["broad"])))
         for w in missing:
-            known[w] = _lexemes[(*db, w, BROAD_MATCHES)] = tuple(found[w])
+            known[w] = _lexemes[(*db, w, *thresholds)] = tuple(found[w])
     split: dict[bool, dict[str, None]] = {False: {}, True: {}}
     for w in words:
         for quoted, broad in known[w] or ():
@@ -225,8 +237,20 @@ _WORD = re.compile(r"\w+")
 
 BROAD_MATCHES = 20_000
 """A query word more listings than this contain (by the planner's statistics) is *broad*: the
-text list ranks only its :data:`BROAD_WINDOW` newest matches (search.sql). Below it every match
-is ranked, so a corpus of fewer listings is searched exactly as before."""
+text list ranks only its :data:`BROAD_WINDOW` newest matches (search.sql). So is, in a smaller
+table, a word more than :data:`BROAD_SHARE` of its listings contain (and more than
+:data:`BROAD_MIN_MATCHES`). Below both every match is ranked."""
+BROAD_SHARE = 0.4
+"""The share of a table's listings past which a word is broad whatever the table's size (below
+:data:`BROAD_MATCHES` listings). Such a word barely tells one listing from another (its idf is
+under 1), and ranking and counting every one of its matches was most of PostgreSQL's work per
+search on search-http's corpus at 11,500 listings (every generated title says "engineer":
+11.0 ms of PostgreSQL's CPU per search against 3.8 ms for the index-first RRF; bench/README.md).
+0.4 leaves the relevance development set as it was: its commonest query word ("administr", of
+"administrator") is in 37 % of its 8,987 postings, "specialist" 31 %, "offic" 29 %."""
+BROAD_MIN_MATCHES = 1_000
+"""A word is never broad for its share alone in fewer listings than this: ranking a thousand
+matches costs about as much as the vector list's walk, and a small table is searched exactly."""
 BROAD_WINDOW = 0
 """The newest matches of the query's broad words that are ranked, beyond the request's fusion
 window (never fewer than that window). Zero: the window itself, as the vector list reads its k

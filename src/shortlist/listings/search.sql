@@ -27,10 +27,16 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 -- its lexemes, each quoted as tsquery input wants it (shortlist_quote_lexeme, migration 0016,
 -- so no word of a query is read as an operator), and whether it is *broad*: by the statistics
 -- ANALYZE keeps of search_tsv (the share of listings that have each of its most common
--- lexemes), more than %(broad_matches)s listings contain it. A lexeme not among those, or a
--- table not yet analysed, is narrow. A word without lexemes (a stop word) has no row.
+-- lexemes), more listings contain it than the least of %(broad_matches)s and the greater of
+-- %(broad_min)s and the share %(broad_share)s of the table (shortlist.listings.search,
+-- BROAD_SHARE). A lexeme not among those, or a table not yet analysed, is narrow. A word
+-- without lexemes (a stop word) has no row.
 SELECT w.word, shortlist_quote_lexeme(t.lexeme) AS quoted,
-       coalesce(f.freq * greatest(c.reltuples, 0) > %(broad_matches)s, false) AS broad
+       coalesce(f.freq * greatest(c.reltuples, 0)
+                > least(%(broad_matches)s::float8,
+                        greatest(%(broad_min)s::float8,
+                                 %(broad_share)s::float8 * greatest(c.reltuples, 0))),
+                false) AS broad
   FROM unnest(%(words)s::text[]) AS w (word)
  CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS t
  CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'job_listings'::regclass) AS c
@@ -93,7 +99,8 @@ l.created_at>=now()-make_interval(days=>%(posted_within_days)s::int)
 --           matched (shortlist.listings.search.match_terms: "nurse in Toronto" ranks the
 --           Toronto nurses first but is no match of every Toronto listing). Every match
 --           of a *narrow* word (%(narrow)s, from word_lexemes) is ranked; of a *broad* word
---           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings
+--           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings,
+--           or in a smaller table more than BROAD_SHARE of them,
 --           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
 --           read through the created_at index. Ranking every listing of a million that says
 --           "engineer" took seconds, and such a word barely tells one of them from another:
