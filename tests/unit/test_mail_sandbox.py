@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import multiprocessing.forkserver
 import os
+import pickle
 import time
 import zipfile
 from email.message import EmailMessage
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
 
 import docx
 import pytest
 
+from shortlist.errors import BadInput
 from shortlist.listings.mail.parse import MAX_DOCX_UNPACKED, _docx_text, read_message
-from shortlist.listings.mail.sandbox import ParserPool, ParseTooLarge
+from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTooLarge
 
 JOB = "We are hiring a registered nurse for our ICU in Berlin. Night shifts, full time."
 
@@ -94,24 +100,86 @@ async def test_a_message_that_needs_more_memory_than_a_parser_may_have_fails_alo
         pool.close()
 
 
-def test_parser_processes_see_none_of_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+def tell_environment(conn: Connection, max_bytes: int, limit_bytes: int) -> None:
+    """A parser process's loop that answers with what its environment holds."""
+    conn.recv_bytes()
+    seen = {k: os.environ.get(k) for k in ("SHORTLIST_DATABASE_URL", "SHORTLIST_PDL_API_KEY")}
+    conn.send_bytes(json.dumps({"kind": "bad", "reason": json.dumps(seen)}).encode())
+
+
+async def test_parser_processes_see_none_of_the_servers_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Issue 36 point 11: a memory-safety bug in a parser library must not hand over the
     # database URL, vendor keys or relay password.
     monkeypatch.setenv("SHORTLIST_DATABASE_URL", "postgresql://u:s3cret@db/x")
     monkeypatch.setenv("SHORTLIST_PDL_API_KEY", "pdl-s3cret")
     # A forkserver an earlier test started would not have these: start one afresh with them.
     multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
-    pool = ParserPool(processes=1, timeout=60, max_bytes=1_000_000, memory_mb=512)
+    pool = ParserPool(
+        processes=1, timeout=60, max_bytes=1_000_000, memory_mb=512, serve=tell_environment
+    )
     try:
-        executor = pool._pool()
-        # The forkserver and a process, started as a read starts them.
-        pool._submit(executor, b"").result(60)
-        seen = [
-            executor.submit(os.getenv, k).result(60)
-            for k in ("SHORTLIST_DATABASE_URL", "SHORTLIST_PDL_API_KEY")
-        ]
-        assert seen == [None, None]
+        with pytest.raises(BadInput) as told:
+            await pool.read(b"")
+        assert json.loads(str(told.value)) == {
+            "SHORTLIST_DATABASE_URL": None,
+            "SHORTLIST_PDL_API_KEY": None,
+        }
         assert os.environ["SHORTLIST_DATABASE_URL"] == "postgresql://u:s3cret@db/x"  # ours kept
+    finally:
+        pool.close()
+
+
+class _Touch:
+    """Unpickling it creates a file: what a taken-over parser would send to run code."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (Path(self.path),))
+
+
+def answer_a_pickle(conn: Connection, max_bytes: int, limit_bytes: int) -> None:
+    """A parser process a hostile message took over: it answers with a pickle."""
+    while True:
+        path = conn.recv_bytes().decode()
+        conn.send_bytes(pickle.dumps(_Touch(path)))
+
+
+def answer_a_lie(conn: Connection, max_bytes: int, limit_bytes: int) -> None:
+    """Or with JSON of the right kind and the wrong shape."""
+    while True:
+        conn.recv_bytes()
+        conn.send_bytes(b'{"kind": "ok", "reading": {"title": ["not", "text"]}}')
+
+
+async def test_nothing_a_parser_process_answers_is_unpickled(tmp_path: Path) -> None:
+    # Issue 36 point 11: the answer is bytes read as JSON and validated by schema; a pickle
+    # (which would run code in the server as it is loaded) is refused as a crash.
+    marker = tmp_path / "unpickled"
+    for serve in (answer_a_pickle, answer_a_lie):
+        pool = ParserPool(processes=1, timeout=60, max_bytes=1_000_000, memory_mb=512, serve=serve)
+        try:
+            with pytest.raises(ParseCrashed, match="not an outcome"):
+                await pool.read(str(marker).encode())
+        finally:
+            pool.close()
+    assert not marker.exists()
+
+
+def die(conn: Connection, max_bytes: int, limit_bytes: int) -> None:
+    conn.recv_bytes()
+    os._exit(1)
+
+
+async def test_a_parser_process_that_dies_fails_its_message_and_is_replaced() -> None:
+    pool = ParserPool(processes=1, timeout=60, max_bytes=1_000_000, memory_mb=512, serve=die)
+    try:
+        for _ in range(2):
+            with pytest.raises(ParseCrashed, match="process died"):
+                await pool.read(b"x")
     finally:
         pool.close()
 

@@ -1,8 +1,8 @@
 """Reading messages in parser processes with a hard time limit, off every event loop.
 
 Hostile mail is CPU work an attacker chooses (a crafted PDF, markup, header folding): it runs in
-a ``concurrent.futures.ProcessPoolExecutor``, one message per process at a time, and a message
-that takes longer than ``SHORTLIST_MAIL_PARSE_TIMEOUT`` has its process killed and replaced.
+parser processes, one message per process at a time, and a message that takes longer than
+``SHORTLIST_MAIL_PARSE_TIMEOUT`` has its process killed (that one alone) and replaced.
 Each parser process also has a ceiling on its memory (``SHORTLIST_MAIL_PARSE_MEMORY_MB``, the
 address-space limit of ``setrlimit``: https://docs.python.org/3/library/resource.html), so a
 message that would need gigabytes (a decompression bomb past the parser's own bounds) fails
@@ -13,8 +13,11 @@ server's threads (https://docs.python.org/3/library/multiprocessing.html#context
 
 A parser process holds none of the server's secrets: the forkserver starts with an environment
 cleared to :data:`ENV_KEPT` (no database URL, vendor keys or relay password), and every parser
-process is forked from it. What it finds comes back as JSON text, validated into a
-:class:`Reading` by its schema on the server's side (never an object the parser built).
+process is forked from it. A message goes to its process as bytes and what it finds comes back
+as JSON bytes on a pipe (``send_bytes`` / ``recv_bytes``, bounded), validated into a
+:class:`Reading` by its schema on the server's side: nothing a parser process sends is ever
+unpickled, so one that a hostile message took over can lie about the message, but not run code
+in the server.
 """
 
 from __future__ import annotations
@@ -28,19 +31,25 @@ import multiprocessing.forkserver
 import os
 import resource
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from shortlist.errors import BadInput, TransientError
+from shortlist.errors import BadInput
 from shortlist.fair import FairSlots
 from shortlist.listings.mail.parse import NoJob, Reading, read_message
+from shortlist.listings.mail.screen import RejectedAs
 
 log = logging.getLogger(__name__)
 
 # Imported once by the forkserver, inherited by every parser process.
 _PRELOAD = [
+    "shortlist.listings.mail.sandbox",
     "shortlist.listings.mail.parse",
     "selectolax.lexbor",
     "pypdf",
@@ -54,6 +63,7 @@ _PRELOAD = [
 ENV_KEPT = frozenset({"PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"})
 """The only variables a parser process sees."""
 _READING = TypeAdapter(Reading)
+_REJECTED_AS: TypeAdapter[RejectedAs] = TypeAdapter(RejectedAs)
 _forkserver_lock = threading.Lock()
 
 
@@ -90,113 +100,181 @@ def _limit_memory(limit_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
 
-Outcome = tuple[str, object]
+Outcome = dict[str, Any]
+MAX_ANSWER = 16 << 20
+"""Bytes of JSON a parser process may answer (a reading is bounded far below it)."""
 
 
 def _read(raw: bytes, max_bytes: int) -> Outcome:
-    """In the parser process: plain tuples cross the process boundary (exceptions with
-    keyword arguments do not pickle back)."""
+    """In the parser process: what became of a message, as plain JSON-able data."""
     try:
-        return ("ok", json.dumps(dataclasses.asdict(read_message(raw, max_bytes))))
+        return {"kind": "ok", "reading": dataclasses.asdict(read_message(raw, max_bytes))}
     except MemoryError:
-        return ("memory", "")
+        return {"kind": "memory"}
     except NoJob as exc:
-        return ("nojob", (exc.kind, str(exc)))
+        return {"kind": "nojob", "rejected_as": exc.kind, "reason": str(exc)}
     except BadInput as exc:
-        return ("bad", str(exc))
+        return {"kind": "bad", "reason": str(exc)}
     except Exception as exc:  # a parser bug or a library failing on hostile input
-        return ("crash", type(exc).__name__)
+        return {"kind": "crash", "error": type(exc).__name__}
+
+
+def serve_messages(conn: Connection, max_bytes: int, limit_bytes: int) -> None:
+    """A parser process's life: a message in as bytes, its outcome out as JSON bytes, until
+    the server hangs up. Nothing crosses the pipe as a pickle in either direction after the
+    start (``send_bytes`` / ``recv_bytes``)."""
+    _limit_memory(limit_bytes)
+    while True:
+        try:
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = json.dumps(_read(raw, max_bytes)).encode()
+        except MemoryError:
+            answer = b'{"kind": "memory"}'
+        conn.send_bytes(answer)
+
+
+@dataclass(eq=False)
+class _Parser:
+    """One parser process and the server's end of its pipe."""
+
+    process: BaseProcess
+    conn: Connection
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.conn.close()
+        self.process.join(5)
+
+
+def _exchange(parser: _Parser, raw: bytes, timeout: float) -> bytes | None:
+    """In a thread of the pool's own: hand a message over and wait for the answer's bytes;
+    None when none came within ``timeout``. Raises EOFError / OSError when the process died
+    (or was killed for its time)."""
+    parser.conn.send_bytes(raw)
+    if not parser.conn.poll(timeout):
+        return None
+    return parser.conn.recv_bytes(MAX_ANSWER)
 
 
 class ParserPool:
     """``await pool.read(raw)`` → a :class:`Reading`, or ``BadInput`` (``NoJob``,
-    ``ParseTimeout``, ``ParseTooLarge``, ``ParseCrashed``) saying why not."""
+    ``ParseTimeout``, ``ParseTooLarge``, ``ParseCrashed``) saying why not.
 
-    def __init__(self, *, processes: int, timeout: float, max_bytes: int, memory_mb: int) -> None:
+    Each parser process is the server's own ``multiprocessing.Process`` (from the forkserver)
+    with a pipe: the message goes in as bytes and its outcome comes back as JSON bytes, read
+    with a length bound and validated by schema — a parser process that a hostile message took
+    over can answer anything, but never an object the server unpickles (as a
+    ``ProcessPoolExecutor``'s result channel would). A process that runs out of time is killed
+    alone: another company's message in another process reads on."""
+
+    def __init__(
+        self,
+        *,
+        processes: int,
+        timeout: float,
+        max_bytes: int,
+        memory_mb: int,
+        serve: Callable[[Connection, int, int], None] = serve_messages,
+    ) -> None:
+        """``serve``: the parser process's loop (tests give a hostile one)."""
         self.processes = processes
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.memory_mb = memory_mb
+        self._serve = serve
         self._slots = FairSlots(processes)
-        self._executor: ProcessPoolExecutor | None = None
+        self._idle: list[_Parser] = []
+        self._busy: set[_Parser] = set()
+        self._threads: ThreadPoolExecutor | None = None
         self.replaced = 0
         """Processes killed for running out of time (tests read it)."""
 
-    def _pool(self) -> ProcessPoolExecutor:
-        if self._executor is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(_PRELOAD)
-            self._executor = ProcessPoolExecutor(
-                self.processes,
-                mp_context=context,
-                initializer=_limit_memory,
-                initargs=(self.memory_mb << 20,),
-            )
-        return self._executor
-
-    def _replace(self, executor: ProcessPoolExecutor) -> None:
-        """Kill the pool's processes (one of them is stuck) and start afresh. The executor has
-        no public way to end a running task; its ``_processes`` map is the way."""
-        if self._executor is not executor:
-            return  # already replaced by another timed-out read
-        self._executor = None
-        self.replaced += 1
-        for process in list(executor._processes.values()):
-            process.kill()
-        executor.shutdown(wait=False, cancel_futures=True)
-
-    def _submit(self, executor: ProcessPoolExecutor, raw: bytes) -> Future[Outcome]:
+    def _start(self) -> _Parser:
+        """A new parser process (blocking: the forkserver forks it)."""
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
         _start_forkserver_cleared()
-        return executor.submit(_read, raw, self.max_bytes)
+        ours, theirs = context.Pipe(duplex=True)
+        process = context.Process(
+            target=self._serve,
+            args=(theirs, self.max_bytes, self.memory_mb << 20),
+            name="shortlist-mail-parser",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        return _Parser(process, ours)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(
+                self.processes, thread_name_prefix="shortlist-mail-parser"
+            )
+        return self._threads
 
     async def read(self, raw: bytes, company: str = "") -> Reading:
         """``company``: whose message it is (processes are shared fairly between companies)."""
-        # The time limit starts when a process is free: a message waiting its turn is not
-        # the one that is slow.
+        loop = asyncio.get_running_loop()
         async with self._slots.slot(company):
-            for attempt in range(2):
-                executor = self._pool()
-                try:
-                    # Submitted from a thread: the executor starts its processes inside
-                    # submit(), and the first start waits for the forkserver's imports.
-                    submitted = await asyncio.to_thread(self._submit, executor, raw)
-                    kind, value = await asyncio.wait_for(
-                        asyncio.wrap_future(submitted), self.timeout
-                    )
-                    break
-                except TimeoutError:
-                    self._replace(executor)
-                    raise ParseTimeout(
-                        f"the message took longer than {self.timeout:g} s to read"
-                    ) from None
-                except (BrokenProcessPool, RuntimeError):  # RuntimeError: submit after shutdown
-                    # Another message's process was killed under this one: read it again on
-                    # the fresh pool.
-                    self._replace(executor)
-                    if attempt:
-                        raise TransientError("the parser processes keep failing") from None
-        if kind == "ok":
+            threads = self._executor()
+            parser = self._idle.pop() if self._idle else None
+            if parser is None or not parser.process.is_alive():
+                if parser is not None:
+                    parser.kill()
+                parser = await loop.run_in_executor(threads, self._start)
+            self._busy.add(parser)
+            keep = False
             try:
-                return _READING.validate_json(str(value))
-            except ValidationError as exc:
+                # The time limit starts when a process is free: a message waiting its turn is
+                # not the one that is slow.
+                answer = await loop.run_in_executor(threads, _exchange, parser, raw, self.timeout)
+                if answer is None:
+                    self.replaced += 1
+                    raise ParseTimeout(f"the message took longer than {self.timeout:g} s to read")
+                keep = True
+            except (EOFError, OSError):
                 raise ParseCrashed(
-                    f"the parser's answer is not a reading ({exc.error_count()} error(s))"
+                    "the message could not be read (the parser process died)"
                 ) from None
-        if kind == "nojob":
-            assert isinstance(value, tuple)
-            rejected_as, reason = value
-            raise NoJob(str(reason), rejected_as)
-        if kind == "bad":
-            raise BadInput(str(value), field="body")
-        if kind == "memory":
-            raise ParseTooLarge(
-                f"the message needs more than {self.memory_mb} MB of memory to read"
-            )
-        raise ParseCrashed(f"the message could not be read (the parser failed: {value})")
+            finally:
+                self._busy.discard(parser)
+                if keep:
+                    self._idle.append(parser)
+                else:
+                    await loop.run_in_executor(threads, parser.kill)
+        return _outcome(answer, self.memory_mb)
 
     def close(self) -> None:
-        if self._executor is not None:
-            executor, self._executor = self._executor, None
-            for process in list(executor._processes.values()):
-                process.kill()
-            executor.shutdown(wait=False, cancel_futures=True)
+        for parser in [*self._idle, *self._busy]:
+            parser.process.kill()
+            parser.conn.close()
+        self._idle.clear()
+        self._busy.clear()
+        if self._threads is not None:
+            threads, self._threads = self._threads, None
+            threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _outcome(answer: bytes, memory_mb: int) -> Reading:
+    """The parser process's answer, trusted for nothing but its shape."""
+    try:
+        outcome = json.loads(answer)
+        kind = outcome["kind"] if isinstance(outcome, dict) else None
+        if kind == "ok":
+            return _READING.validate_python(outcome["reading"])
+        if kind == "nojob":
+            rejected_as = _REJECTED_AS.validate_python(outcome["rejected_as"])
+            raise NoJob(str(outcome["reason"])[:2000], rejected_as)
+        if kind == "bad":
+            raise BadInput(str(outcome["reason"])[:2000], field="body")
+        if kind == "memory":
+            raise ParseTooLarge(f"the message needs more than {memory_mb} MB of memory to read")
+        if kind == "crash":
+            error = str(outcome.get("error", ""))[:100]
+            raise ParseCrashed(f"the message could not be read (the parser failed: {error})")
+    except (ValueError, KeyError, TypeError, ValidationError):
+        pass
+    raise ParseCrashed("the parser's answer is not an outcome")
