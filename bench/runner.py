@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "first-run": "bench.bench_first_run",
     "crawl": "bench.bench_crawl",
     "mail-classifier": "bench.bench_mail_classifier",
+    "alerts": "bench.bench_alerts",
 }
 
 
@@ -94,6 +95,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=None,
         help="relevance: job listings taken from the development set (default all ~9.1k)",
+    )
+    parser.add_argument(
+        "--alert-searches",
+        type=int,
+        default=None,
+        help="alerts: saved searches (default 1000000; a tenth as many distinct queries)",
+    )
+    parser.add_argument(
+        "--alert-listings",
+        type=int,
+        default=None,
+        help="alerts: new listings matched (default 10000)",
+    )
+    parser.add_argument(
+        "--alert-keyword-similarity",
+        type=float,
+        default=None,
+        help="alerts: the title similarity splitting the keyword and meaning paths (to explore)",
     )
     parser.add_argument(
         "--keep-db",
@@ -179,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         options["parallel"] = str(args.parallel)
     if args.time_scale:
         options["time_scale"] = str(args.time_scale)
+    if args.alert_searches:
+        options["alert_searches"] = str(args.alert_searches)
+    if args.alert_listings:
+        options["alert_listings"] = str(args.alert_listings)
+    if args.alert_keyword_similarity:
+        options["alert_keyword_similarity"] = str(args.alert_keyword_similarity)
     if args.relevance_rows:
         options["relevance_rows"] = str(args.relevance_rows)
     records, failed = run_benchmarks(

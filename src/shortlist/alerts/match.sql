@@ -1,14 +1,6 @@
 -- Reverse search (shortlist.alerts.reverse): which saved searches one job listing satisfies.
 -- {embedding} is the active model space's vector column of job_listings.
 
--- name: listing_to_match
--- The listing as the matcher reads it: only an open one that repeats no other (a near-duplicate
--- or a repost the indexer linked, duplicate_of, never alerts: its original did or will).
-SELECT l.id, l.{embedding} AS vector
-  FROM job_listings AS l
- WHERE l.id = %(id)s AND l.status = 'open' AND l.duplicate_of IS NULL
-   AND l.{embedding} IS NOT NULL
-
 -- name: widen_scan
 -- A candidate list as long as the nearest queries asked for (pgvector caps it at 1000; the
 -- iterative scan, on for every pooled connection, carries on past it); ends with the transaction.
@@ -16,10 +8,18 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
 -- name: nearest_queries
 -- The meaning path: the %(k)s saved queries nearest the listing's vector, through the HNSW index
--- on their embeddings (the caller widens k while every one found is within its radius).
-SELECT q.id, q.embedding <=> %(vector)s::vector AS distance
-  FROM alert_queries AS q
- ORDER BY q.embedding <=> %(vector)s::vector
+-- on their embeddings (the caller widens k while every one found is within its radius). Only an
+-- open listing that repeats no other is matched (a near-duplicate or a repost the indexer
+-- linked, duplicate_of, never alerts: its original did or will); any other has no vector here.
+SELECT q.id, q.embedding <=> l.vector AS distance
+  FROM alert_queries AS q,
+       (SELECT {embedding} AS vector
+          FROM job_listings
+         WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL) AS l
+ WHERE l.vector IS NOT NULL
+ ORDER BY q.embedding <=> (SELECT {embedding}
+                             FROM job_listings
+                            WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL)
  LIMIT %(k)s
 
 -- name: insert_matches
@@ -39,7 +39,7 @@ WITH l AS (
            shortlist_name_key(company_name) || '|' || shortlist_name_key(job_title) || '|'
                || shortlist_name_key(city_location) AS job_key
       FROM job_listings
-     WHERE id = %(id)s
+     WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL AND {embedding} IS NOT NULL
 ),
 candidates AS (
     SELECT unnest(%(near)s::bigint[]) AS id

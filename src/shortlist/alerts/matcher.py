@@ -3,10 +3,10 @@ once (:mod:`.reverse`), on the one queue primitive (:mod:`shortlist.queue`).
 
 ``alert_listing_queue`` holds the listings to match (a trigger of migration 0034 queues one
 when the indexer writes its vector, and notifies ``shortlist_alerts``). A matcher claims a batch
-(SKIP LOCKED + lease) and matches each listing in one transaction that ends its lease, writes
-its matches (``ON CONFLICT DO NOTHING``) and takes it off the queue: a matcher killed midway
-leaves nothing half-written, and the listing is matched again by whoever takes the lease over,
-which inserts nothing twice.
+(SKIP LOCKED + lease) and matches it in one transaction that ends the leases, writes the
+matches (``ON CONFLICT DO NOTHING``) and takes the listings off the queue: a matcher killed
+midway leaves nothing half-written, and the batch is matched again by whoever takes the leases
+over, which inserts nothing twice.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from shortlist.db import channels
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
-from shortlist.queue import DONE, Batch, LeaseTable, Outcome, each
+from shortlist.queue import DONE, Batch, LeaseTable
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +62,15 @@ class MatchQueue:
     async def handle(self, batch: Batch[QueuedListing]) -> None:
         space = self.spaces.active().space if self.spaces is not None else None
         statements = reverse.Statements.of(space)
-
-        async def one(batch: Batch[QueuedListing], item: QueuedListing) -> Outcome:
-            async with self.pool.connection() as conn, conn.transaction():
-                # First: only a listing whose lease is still ours gets anything written.
-                if not await batch.finish(conn, {item.id: DONE}):
-                    return DONE
+        # The batch in one transaction (one commit for all: a commit per listing was most of a
+        # listing's time): its leases end, its matches are written and it leaves the queue
+        # together, or none of it happens and the batch is matched again.
+        async with self.pool.connection() as conn, conn.transaction():
+            # First: only listings whose lease is still ours get anything written.
+            held = await batch.finish(conn, dict.fromkeys((i.id for i in batch.items), DONE))
+            for item in batch.items:
+                if item.id not in held:
+                    continue
                 if item.attempts > MAX_ATTEMPTS:
                     log.error(
                         "alert matcher: listing %s given up after %d attempts",
@@ -78,10 +81,7 @@ class MatchQueue:
                     searches = await reverse.match_listing(
                         conn, statements, item.id, self.min_score
                     )
-                    self.matched += len(searches or ())
+                    self.matched += len(searches)
                 await conn.execute(
                     SQL["listing_matched"], {"id": item.id, "queued_at": item.queued_at}
                 )
-            return DONE
-
-        await each(batch, one)

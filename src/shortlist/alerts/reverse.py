@@ -25,11 +25,15 @@ the matches are inserted ``ON CONFLICT DO NOTHING`` (match.sql).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import re
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from importlib import resources
 
 from psycopg import sql
 
@@ -45,6 +49,8 @@ KEYWORD_SIMILARITY = 0.5
 vector: higher makes fewer anchors (a more selective keyword path) and a wider vector radius."""
 FIRST_K = 64
 """Nearest queries read first; widened four times over while all are within the radius."""
+EF_MIN = 100
+"""The least HNSW candidate list of the meaning path's scan (its recall; bench_alerts)."""
 MAX_K = 65_536
 
 if JOB_SCORE.title_match != 0.0:  # pragma: no cover - a refit that weighs it needs match.sql too
@@ -64,11 +70,48 @@ def meaning_radius(floor: float) -> float:
     return max(0.0, 1.0 - cos) + 1e-6
 
 
+# Words in most job titles: their trigrams are the last chosen as anchors.
+COMMON_TITLE_WORDS = (
+    "engineer developer manager senior junior lead specialist assistant analyst associate"
+    " director head staff principal officer coordinator consultant administrator technician"
+    " representative executive intern software data and of the for"
+)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def title_trigrams(text: str) -> set[str]:
+    """The trigrams pg_trgm reads in ``text`` (lower case, each alphanumeric word padded with
+    two blanks before and one after), near enough to rank them by how common they are."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        padded = f"  {word} "
+        out.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return out
+
+
+@functools.cache
+def trigram_commonness() -> Counter[str]:
+    """How many of the bundled sample listings' titles (and the common title words) hold each
+    trigram: a stand-in for how often a new listing's title will."""
+    tables = json.loads(
+        resources.files("shortlist.listings").joinpath("data/sample.json").read_text("utf-8")
+    )
+    counts: Counter[str] = Counter()
+    for family in tables["families"]:
+        for title in family["titles"]:
+            counts.update(title_trigrams(title))
+    for word in COMMON_TITLE_WORDS.split():
+        for t in title_trigrams(word):
+            counts[t] += 20
+    return counts
+
+
 def anchors(trigrams: Sequence[str]) -> list[str]:
     """Trigrams of a query of which a title must hold one for its similarity to exceed
-    :data:`KEYWORD_SIMILARITY`: any ``n - ⌊s·n⌋`` of its ``n``; those inside a word (no
-    padding blank) first, as they are rarer in titles."""
-    unique = sorted(set(trigrams), key=lambda t: (t.count(" "), t))
+    :data:`KEYWORD_SIMILARITY`: any ``n - ⌊s·n⌋`` of its ``n`` will do (the bound holds for
+    every choice); the rarest in job titles are taken, so that few titles hold one."""
+    common = trigram_commonness()
+    unique = sorted(set(trigrams), key=lambda t: (common[t], t.count(" "), t))
     n = len(unique)
     if n == 0:
         return []
@@ -89,7 +132,7 @@ def score_params(floor: float) -> dict[str, float]:
 class Statements:
     """match.sql composed for one model space (its vector column)."""
 
-    listing: sql.Composed
+    nearest: sql.Composed
     insert: sql.Composed
     exhaustive: sql.Composed
 
@@ -99,19 +142,21 @@ class Statements:
         return cls(
             *(
                 compose(QUERIES[name], embedding=column)
-                for name in ("listing_to_match", "insert_matches", "exhaustive_matches")
+                for name in ("nearest_queries", "insert_matches", "exhaustive_matches")
             )
         )
 
 
-async def nearest_queries(conn: AsyncConn, vector: Any, radius: float) -> list[int]:
-    """The saved queries within ``radius`` (cosine distance) of ``vector``, through the HNSW
-    index: read nearest first, the list widened while every query read is within it. In the
-    caller's transaction (the candidate list's size is set for it)."""
+async def nearest_queries(
+    conn: AsyncConn, statements: Statements, listing_id: uuid.UUID, radius: float
+) -> list[int]:
+    """The saved queries within ``radius`` (cosine distance) of the listing's vector, through
+    the HNSW index: read nearest first, the list widened while every query read is within it.
+    In the caller's transaction (the candidate list's size is set for it)."""
     k = FIRST_K
     while True:
-        await conn.execute(QUERIES["widen_scan"], {"ef_search": str(min(1000, max(40, k)))})
-        cur = await conn.execute(QUERIES["nearest_queries"], {"vector": vector, "k": k})
+        await conn.execute(QUERIES["widen_scan"], {"ef_search": str(min(1000, max(EF_MIN, k)))})
+        cur = await conn.execute(statements.nearest, {"id": listing_id, "k": k})
         rows = await cur.fetchall()
         within = [int(r["id"]) for r in rows if float(r["distance"]) <= radius]
         if len(rows) < k or len(within) < len(rows) or k >= MAX_K:
@@ -121,15 +166,10 @@ async def nearest_queries(conn: AsyncConn, vector: Any, radius: float) -> list[i
 
 async def match_listing(
     conn: AsyncConn, statements: Statements, listing_id: uuid.UUID, floor: float
-) -> list[uuid.UUID] | None:
+) -> list[uuid.UUID]:
     """Write the matches of one listing in the caller's transaction; returns the saved searches
-    that got one, or None when the listing is not to be matched (closed, a duplicate, no
-    vector)."""
-    cur = await conn.execute(statements.listing, {"id": listing_id})
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    near = await nearest_queries(conn, row["vector"], meaning_radius(floor))
+    that got one (none for a listing not to be matched: closed, a duplicate, no vector)."""
+    near = await nearest_queries(conn, statements, listing_id, meaning_radius(floor))
     cur = await conn.execute(
         statements.insert, {"id": listing_id, "near": near, **score_params(floor)}
     )

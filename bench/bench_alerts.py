@@ -1,0 +1,551 @@
+"""Alerts (issue 42): reverse search of new listings against saved job searches.
+
+Builds ``--alert-searches`` saved searches (default 1,000,000) over a tenth as many distinct
+queries, then matches ``--alert-listings`` new listings (default 10,000) one by one, each in
+the statements the match queue runs (``shortlist.alerts.reverse.match_listing`` plus taking the
+listing off the queue), 32 listings to a transaction as the queue's batch:
+
+* match time per listing p50 / p99 (targets 5 ms / 50 ms) and listings per second, one stream;
+* the sizes of what the reverse search keeps (tables and indexes) and the process's peak RSS;
+* recall against an exhaustive check on a sample of listings: every saved query scored against
+  the listing without an index (``reverse.exhaustive_matches``'s rule, per query), split by how
+  the presearch must find it — *keyword* (title similarity > KEYWORD_SIMILARITY: the GIN
+  anchors; target 1.000) and *meaning* (the HNSW radius; target ≥ 0.99).
+
+The vectors are synthetic (no model run: a million queries would take the local model hours
+here): each word has a fixed random unit vector (seeded by its hash), a text's vector is the
+normalised sum of its words' (a title's words twice), so texts sharing words are near and
+others near-orthogonal, as a sentence model's are. Scores, anchors, trigrams and filters are
+the product's, in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import resource
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+
+from bench.common import Context, Record, percentile, report
+
+DIM = 384
+BATCH = 32
+"""Listings per transaction: the match queue's batch (bootstrap.ALERT_MATCH_BATCH)."""
+FLOOR = 0.8
+ROLES = [
+    "engineer",
+    "developer",
+    "manager",
+    "analyst",
+    "designer",
+    "scientist",
+    "nurse",
+    "accountant",
+    "consultant",
+    "architect",
+    "administrator",
+    "specialist",
+    "technician",
+    "coordinator",
+    "director",
+    "teacher",
+    "writer",
+    "recruiter",
+    "assistant",
+    "officer",
+    "lead",
+    "planner",
+    "researcher",
+    "therapist",
+    "pharmacist",
+    "electrician",
+    "mechanic",
+    "chef",
+    "driver",
+    "editor",
+    "auditor",
+    "advisor",
+    "agent",
+    "buyer",
+    "cashier",
+    "clerk",
+    "counselor",
+    "dentist",
+    "economist",
+    "inspector",
+    "lawyer",
+    "librarian",
+    "machinist",
+    "operator",
+    "paralegal",
+    "photographer",
+    "physician",
+    "pilot",
+    "programmer",
+    "scheduler",
+    "supervisor",
+    "surveyor",
+    "tester",
+    "trainer",
+    "translator",
+    "underwriter",
+    "welder",
+]
+FIELDS = [
+    "python",
+    "java",
+    "rust",
+    "golang",
+    "react",
+    "frontend",
+    "backend",
+    "data",
+    "machine",
+    "learning",
+    "cloud",
+    "devops",
+    "security",
+    "network",
+    "database",
+    "mobile",
+    "ios",
+    "android",
+    "embedded",
+    "firmware",
+    "hardware",
+    "fpga",
+    "marketing",
+    "sales",
+    "finance",
+    "payroll",
+    "tax",
+    "legal",
+    "product",
+    "project",
+    "quality",
+    "support",
+    "customer",
+    "warehouse",
+    "logistics",
+    "supply",
+    "chain",
+    "retail",
+    "restaurant",
+    "pastry",
+    "kitchen",
+    "hospital",
+    "icu",
+    "pediatric",
+    "dental",
+    "clinical",
+    "research",
+    "laboratory",
+    "chemistry",
+    "biology",
+    "physics",
+    "civil",
+    "structural",
+    "mechanical",
+    "electrical",
+    "construction",
+    "solar",
+    "energy",
+    "oil",
+    "gas",
+    "mining",
+    "aviation",
+    "automotive",
+    "railway",
+    "maritime",
+    "insurance",
+    "banking",
+    "trading",
+    "investment",
+    "real",
+    "estate",
+    "hr",
+    "talent",
+    "learning",
+    "school",
+    "university",
+    "content",
+    "social",
+    "media",
+    "video",
+    "game",
+    "audio",
+    "ux",
+    "ui",
+    "graphic",
+    "brand",
+    "seo",
+    "analytics",
+    "platform",
+    "sre",
+    "kubernetes",
+    "terraform",
+    "linux",
+    "windows",
+    "sap",
+    "salesforce",
+    "erp",
+    "crm",
+    "billing",
+]
+LEVELS = ["", "", "", "senior", "junior", "lead", "principal", "staff"]
+CITIES = [
+    "Berlin",
+    "Munich",
+    "Hamburg",
+    "London",
+    "Manchester",
+    "Paris",
+    "Lyon",
+    "Madrid",
+    "Barcelona",
+    "Lisbon",
+    "Porto",
+    "Amsterdam",
+    "Rotterdam",
+    "Brussels",
+    "Vienna",
+    "Zurich",
+    "Geneva",
+    "Milan",
+    "Rome",
+    "Warsaw",
+    "Prague",
+    "Dublin",
+    "Stockholm",
+    "Oslo",
+    "Copenhagen",
+    "Helsinki",
+    "Toronto",
+    "Vancouver",
+    "Montreal",
+    "Boston",
+    "Austin",
+    "Denver",
+    "Seattle",
+    "Chicago",
+    "Remote",
+]
+COMPANIES = [f"Company {i}" for i in range(3000)]
+MODES = ["remote", "hybrid", "onsite"]
+
+
+def _word_vector(word: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+    seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+class Embedder:
+    """Synthetic sentence vectors (module docstring), cached per word."""
+
+    def __init__(self) -> None:
+        self.words: dict[str, np.ndarray[Any, np.dtype[np.float32]]] = {}
+
+    def __call__(self, text: str, title: str = "") -> np.ndarray[Any, np.dtype[np.float32]]:
+        total = np.zeros(DIM, dtype=np.float32)
+        for weight, part in ((2.0, title), (1.0, text)):
+            for w in part.lower().split():
+                vec = self.words.get(w)
+                if vec is None:
+                    vec = self.words[w] = _word_vector(w)
+                total += weight * vec
+        norm = float(np.linalg.norm(total))
+        return total / norm if norm else total
+
+
+def _vector_text(v: np.ndarray[Any, np.dtype[np.float32]]) -> str:
+    return "[" + ",".join(f"{x:.5f}" for x in v) + "]"
+
+
+def distinct_queries(n: int, rng: random.Random) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < n:
+        words = [rng.choice(LEVELS), *rng.sample(FIELDS, rng.choice((0, 1, 1, 2)))]
+        words.append(rng.choice(ROLES))
+        q = " ".join(w for w in words if w)
+        if q not in seen:
+            seen.add(q)
+            out.append(q)
+    return out
+
+
+async def build(url: str, searches: int, queries: int, listings: int, ctx: Context) -> list[str]:
+    """The saved searches, their queries, and ``listings`` new embedded listings (queued for
+    the matcher by the product's trigger). Returns the listings' ids."""
+    import psycopg
+
+    from shortlist.alerts import reverse
+    from shortlist.relevance import normalise_query, text_terms
+
+    rng = random.Random(42)
+    embed = Embedder()
+    texts = distinct_queries(queries, rng)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("SET maintenance_work_mem = '512MB'")
+        # The indexes are built after the load, as a bulk load would.
+        await conn.execute("DROP INDEX alert_queries_embedding_idx")
+        await conn.execute("DROP INDEX alert_queries_anchors_idx")
+        started = time.perf_counter()
+        async with conn.cursor().copy(
+            "COPY alert_queries (normalised, title_words, anchors, embedding) FROM STDIN"
+        ) as copy:
+            for q in texts:
+                normalised = normalise_query(q)
+                # title_words holds the query's terms until the statement below keeps their
+                # words but stop words (store.title_trigrams).
+                terms = text_terms(normalised)
+                await copy.write_row((normalised, terms, "{}", _vector_text(embed(normalised))))
+        # Title words and anchors as the product computes them (store.title_trigrams,
+        # reverse.anchors), read back in bulk.
+        await conn.execute(
+            "UPDATE alert_queries SET title_words = coalesce((SELECT string_agg(w, ' ')"
+            " FROM regexp_split_to_table(title_words, '\\s+') AS w"
+            " WHERE to_tsvector('english', w) <> ''), '')"
+        )
+        cur = await conn.execute("SELECT id, show_trgm(title_words) AS t FROM alert_queries")
+        anchors = [(r[0], reverse.anchors(r[1] or [])) for r in await cur.fetchall()]
+        await conn.execute("CREATE TEMP TABLE a (id bigint, anchors text[])")
+        async with conn.cursor().copy("COPY a (id, anchors) FROM STDIN") as copy:
+            for row in anchors:
+                await copy.write_row(row)
+        await conn.execute(
+            "UPDATE alert_queries q SET anchors = a.anchors FROM a WHERE a.id = q.id"
+        )
+        ctx.log(f"alerts: {queries:,} queries loaded in {time.perf_counter() - started:.0f}s")
+        started = time.perf_counter()
+        await conn.execute(
+            "CREATE INDEX alert_queries_anchors_idx ON alert_queries USING gin (anchors)"
+        )
+        await conn.execute(
+            "CREATE INDEX alert_queries_embedding_idx ON alert_queries"
+            " USING hnsw (embedding vector_cosine_ops)"
+        )
+        ctx.log(f"alerts: query indexes built in {time.perf_counter() - started:.0f}s")
+        started = time.perf_counter()
+        # One subscriber per search (so each search's matches are its own to count).
+        await conn.execute("DROP INDEX saved_searches_query_idx")
+        await conn.execute(
+            "INSERT INTO alert_subscribers (email) SELECT 'u' || g || '@example.com'"
+            " FROM generate_series(1, %s) AS g",
+            (searches,),
+        )
+        cities = [c.lower() for c in CITIES]
+        await conn.execute(
+            "INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min,"
+            " work_mode, min_score, frequency, status, consent_at)"
+            " SELECT s.id, q.id, q.normalised,"
+            "  CASE WHEN random() < 0.3"
+            "   THEN (%(cities)s::text[])[1 + floor(random() * %(nc)s)::int] END,"
+            "  CASE WHEN random() < 0.2 THEN 40 + floor(random() * 100)::int END,"
+            "  CASE WHEN random() < 0.2"
+            "   THEN (ARRAY['remote','hybrid','onsite'])[1 + floor(random() * 3)::int] END,"
+            "  CASE WHEN random() < 0.8 THEN 0.8 ELSE 0.9 END,"
+            "  'daily', 'active', now()"
+            " FROM alert_subscribers AS s"
+            " JOIN alert_queries AS q ON q.id = 1 + (s.id - 1) %% %(queries)s",
+            {"cities": cities, "nc": len(cities), "queries": queries},
+        )
+        await conn.execute(
+            "CREATE INDEX saved_searches_query_idx ON saved_searches"
+            " (query_id, work_mode, salary_min) WHERE status = 'active'"
+        )
+        await conn.execute("ANALYZE alert_queries")
+        await conn.execute("ANALYZE saved_searches")
+        ctx.log(f"alerts: {searches:,} saved searches in {time.perf_counter() - started:.0f}s")
+        # New listings, embedded: titles like the queries, some not like any.
+        started = time.perf_counter()
+        ids: list[str] = []
+        async with conn.cursor().copy(
+            "COPY job_listings (id, company_name, job_title, city_location, description,"
+            " detail_page_slug, salary_min_ks, salary_max_ks, work_mode, embedding_status,"
+            " embedding, embedded_at) FROM STDIN"
+        ) as copy:
+            for i in range(listings):
+                title = " ".join(
+                    w for w in (
+                        rng.choice(LEVELS), *rng.sample(FIELDS, rng.choice((1, 1, 2))),
+                        rng.choice(ROLES),
+                    ) if w
+                ).title()  # fmt: skip
+                desc = " ".join(rng.sample(FIELDS, 6) + rng.sample(ROLES, 2))
+                low = rng.randrange(30, 150)
+                lid = str(uuid.uuid4())
+                ids.append(lid)
+                await copy.write_row(
+                    (
+                        lid, rng.choice(COMPANIES), title, rng.choice(CITIES), desc,
+                        f"bench-{i}-{lid[:8]}", low, low + rng.randrange(0, 40),
+                        rng.choice(MODES), "embedded", _vector_text(embed(desc, title)),
+                        "now",
+                    )
+                )  # fmt: skip
+        await conn.execute("ANALYZE job_listings")
+        ctx.log(f"alerts: {listings:,} listings written in {time.perf_counter() - started:.0f}s")
+    return ids
+
+
+async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
+    from shortlist.alerts import reverse
+    from shortlist.db.pool import open_async_pool
+
+    statements = reverse.Statements.of(None)
+    pool = await open_async_pool(url, min_size=1, max_size=2)
+    times: list[float] = []
+    matches = 0
+    try:
+        started = time.perf_counter()
+        # As the match queue does: a batch of listings per transaction (one commit), each
+        # listing's statements timed on their own.
+        for first in range(0, len(ids), BATCH):
+            async with pool.connection() as conn, conn.transaction():
+                for lid in ids[first : first + BATCH]:
+                    t0 = time.perf_counter()
+                    found = await reverse.match_listing(conn, statements, uuid.UUID(lid), FLOOR)
+                    cur = await conn.execute(
+                        "DELETE FROM alert_listing_queue WHERE listing_id = %s RETURNING 1",
+                        (lid,),
+                    )
+                    await cur.fetchall()
+                    times.append(time.perf_counter() - t0)
+                    matches += len(found)
+        wall = time.perf_counter() - started
+        recall = await _recall(pool, ids[:sample])
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_class c"
+                " WHERE c.relname IN ('alert_queries', 'saved_searches', 'alert_subscribers',"
+                " 'alert_queries_embedding_idx', 'alert_queries_anchors_idx',"
+                " 'saved_searches_query_idx', 'alert_matches')"
+            )
+            sizes = {r["name"]: int(r["bytes"]) for r in await cur.fetchall()}
+    finally:
+        await pool.close()
+    return {"times": times, "wall": wall, "matches": matches, "recall": recall, "sizes": sizes}
+
+
+# Every saved query scored against one listing without an index, and how the presearch must
+# find it: keyword (title similarity above KEYWORD_SIMILARITY) or meaning.
+EXHAUSTIVE = """
+SELECT q.id, word_similarity(nullif(q.title_words, ''), l.job_title) > %(s)s AS keyword
+  FROM alert_queries AS q, job_listings AS l
+ WHERE l.id = %(id)s
+   AND 1.0 / (1.0 + exp(-(%(intercept)s::float8
+              + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.embedding))
+              + %(w_similarity)s::float8
+                * coalesce(word_similarity(nullif(q.title_words, ''), l.job_title), 0))))
+       >= %(floor)s
+"""
+# What the presearch found for it: the queries of the searches it matched.
+FOUND = """
+SELECT DISTINCT s.query_id AS id FROM alert_matches AS m
+  JOIN saved_searches AS s ON s.id = m.search_id
+ WHERE m.listing_id = %(id)s
+"""
+# Searches of a query that the filters let through for the listing (a query none of whose
+# searches passes its filters is not counted as missed).
+PASSING = """
+SELECT DISTINCT s.query_id AS id
+  FROM saved_searches AS s, job_listings AS l
+ WHERE l.id = %(id)s AND s.query_id = ANY (%(ids)s::bigint[]) AND s.status = 'active'
+   AND (s.location IS NULL OR strpos(lower(l.city_location), s.location) > 0)
+   AND (s.salary_min IS NULL OR coalesce(l.salary_max_ks, l.salary_min_ks) >= s.salary_min)
+   AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
+   AND 1.0 / (1.0 + exp(-(%(intercept)s::float8
+              + %(w_cosine)s::float8 * (1.0 - ((SELECT embedding FROM alert_queries
+                                                WHERE id = s.query_id) <=> l.embedding))
+              + %(w_similarity)s::float8
+                * coalesce(word_similarity(nullif((SELECT title_words FROM alert_queries
+                                                    WHERE id = s.query_id), ''),
+                                           l.job_title), 0)))) >= s.min_score
+"""
+
+
+async def _recall(pool: Any, ids: list[str]) -> dict[str, tuple[int, int]]:
+    from shortlist.alerts import reverse
+
+    params = reverse.score_params(FLOOR) | {"s": reverse.KEYWORD_SIMILARITY}
+    totals = {"keyword": [0, 0], "meaning": [0, 0]}
+    for lid in ids:
+        async with pool.connection() as conn:
+            cur = await conn.execute(EXHAUSTIVE, params | {"id": lid})
+            truth = {int(r["id"]): bool(r["keyword"]) for r in await cur.fetchall()}
+            cur = await conn.execute(PASSING, params | {"id": lid, "ids": list(truth)})
+            passing = {int(r["id"]) for r in await cur.fetchall()}
+            cur = await conn.execute(FOUND, {"id": lid})
+            found = {int(r["id"]) for r in await cur.fetchall()}
+        for qid in passing:
+            path = "keyword" if truth[qid] else "meaning"
+            totals[path][0] += 1
+            totals[path][1] += qid in found
+    return {k: (v[0], v[1]) for k, v in totals.items()}
+
+
+def run(ctx: Context) -> list[Record]:
+    from shortlist.alerts import reverse
+
+    if ctx.options.get("alert_keyword_similarity"):
+        # A knob to explore (the anchors are made by it, so it is set before the build).
+        reverse.KEYWORD_SIMILARITY = float(ctx.options["alert_keyword_similarity"])
+    searches = int(ctx.options.get("alert_searches") or ctx.size(1_000_000, 20_000))
+    listings = int(ctx.options.get("alert_listings") or ctx.size(10_000, 300))
+    queries = max(1, searches // 10)
+    sample = min(listings, ctx.size(200, 30))
+    url = ctx.pg.create_database("bench_alerts")
+    ids = asyncio.run(build(url, searches, queries, listings, ctx))
+    ctx.log(f"alerts: matching {listings:,} listings against {searches:,} saved searches …")
+    got = asyncio.run(measure(url, ids, sample))
+    times_ms = [t * 1000 for t in got["times"]]
+    name = "alerts"
+    size_note = (
+        f"{searches:,} saved searches, {queries:,} distinct queries, {listings:,} listings,"
+        f" keyword similarity {reverse.KEYWORD_SIMILARITY}"
+    )
+    records = [
+        report(
+            name,
+            "match p50",
+            percentile(times_ms, 50),
+            unit="ms",
+            note=f"target <= 5 ms; {size_note}",
+        ),
+        report(name, "match p99", percentile(times_ms, 99), unit="ms", note="target <= 50 ms"),
+        report(
+            name,
+            "listings per second",
+            len(ids) / got["wall"],
+            unit="/s",
+            note="target >= 100; one stream, each listing in its own transaction",
+        ),
+        report(name, "matches per listing", got["matches"] / len(ids)),
+        report(
+            name,
+            "peak RSS",
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            unit="MB",
+            note="the bench process (the matcher's side)",
+        ),
+    ]
+    for rel, size in sorted(got["sizes"].items()):
+        records.append(report(name, f"size {rel}", size / 2**20, unit="MB"))
+    for path, (total, hit) in got["recall"].items():
+        records.append(
+            report(
+                name,
+                f"recall {path}",
+                hit / total if total else 1.0,
+                note=f"target {'1.000' if path == 'keyword' else '>= 0.99'}; {hit}/{total}"
+                f" saved queries whose searches match, on {sample} listings",
+            )
+        )
+    return records
