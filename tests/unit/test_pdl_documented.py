@@ -244,21 +244,27 @@ async def test_the_ledger_names_the_vendor_and_the_kind_names_the_endpoint() -> 
     await api.aclose()
 
 
-async def test_a_balance_below_one_page_stops_the_search_before_any_call() -> None:
-    sent: list[httpx.Request] = []
+async def test_a_page_is_sized_to_the_balance_and_an_empty_one_stops_the_search() -> None:
+    # Person Search output response: billed per record returned; Usage Limits:
+    # x-totallimit-remaining. A balance below a page asks for what it pays for; none, nothing.
+    sent: list[dict[str, Any]] = []
+    left = {"n": "3"}
 
     def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
+        sent.append(json.loads(request.content))
         return search_answer(
-            record(), headers={"x-totallimit-remaining": "3", "x-call-credits-type": "search"}
+            record(), headers={"x-totallimit-remaining": left["n"], "x-call-credits-type": "search"}
         )(request)
 
     api = _pdl(handler)
     await api.discover(DiscoveryQuery(role="ceo"), 1, 1)
-    with pytest.raises(ProviderQuotaExhausted, match="PDL balance 3 search credits: below one"):
+    await api.discover(DiscoveryQuery(role="ceo"), 1, 10)
+    assert [b["size"] for b in sent] == [1, 3]
+    left["n"] = "0"
+    await api.discover(DiscoveryQuery(role="ceo"), 1, 10)
+    with pytest.raises(ProviderQuotaExhausted, match="PDL balance 0 search credits: below one"):
         await api.discover(DiscoveryQuery(role="ceo"), 1, 10)
-    assert len(sent) == 1  # no request, no 402
-    await api.discover(DiscoveryQuery(role="ceo"), 1, 3)  # a page the balance covers goes
+    assert len(sent) == 3  # no request, no 402
     await api.aclose()
 
 

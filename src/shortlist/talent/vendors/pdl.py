@@ -692,8 +692,13 @@ class PdlTalentAPI:
         if page > 1 and not cursor:
             # PDL pages only by scroll token: a later page without one cannot be asked for.
             return DiscoveryPage(stubs=[], has_more=False)
+        # A page is what the balance still pays for (PDL bills a search per record returned):
+        # a smaller page rather than none; only an empty balance stops the search.
+        balance = await self._http.known_balance("search")
+        if balance is not None:
+            await self._check_balance("search", 1, "one record")
+            per_page = min(per_page, balance)
         body_json = search_body(query, per_page, cursor, await self._cleaned_places(query))
-        await self._check_balance("search", body_json["size"], "one page")
         try:
             body = await self._http.request_json(
                 "search",
