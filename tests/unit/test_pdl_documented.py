@@ -25,6 +25,7 @@ from shortlist.talent.vendors.base import (
     ProviderRateLimited,
 )
 from shortlist.talent.vendors.pdl import (
+    DATA_INCLUDE,
     MAX_SIZE,
     PdlTalentAPI,
     enrich_params,
@@ -155,7 +156,9 @@ def test_min_likelihood_is_a_setting_within_pdls_bounds() -> None:
     assert Settings().pdl_min_likelihood == 6
     with pytest.raises(ValueError):
         Settings(pdl_min_likelihood=11)
-    assert enrich_params("pdl:abc", 3) == {
+    params = enrich_params("pdl:abc", 3)
+    assert params.pop("data_include") == DATA_INCLUDE
+    assert params == {
         "min_likelihood": 3,
         "required": "job_title",
         "titlecase": "true",

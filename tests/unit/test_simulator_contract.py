@@ -295,3 +295,66 @@ async def test_pdl_location_cleaner_answers_canonical_values(sim: httpx.AsyncCli
     assert found.headers["x-call-credits-spent"] == "0"
     missing = await sim.get("/v5/location/clean", params={"location": "Atlantis Deep"})
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+
+
+async def test_person_search_takes_sql_and_the_sdks_wrapped_query(sim: httpx.AsyncClient) -> None:
+    # Person Search input parameters: `query` (Elasticsearch) or `sql` ("SELECT * FROM person
+    # WHERE …"), one of them; the docs' SDK examples send {"query": {"query": {…}}}.
+    plain = await search(sim, GEOPHYSICISTS, size=5)
+    wrapped = await search(sim, {"query": GEOPHYSICISTS}, size=5)
+    sql = await sim.post(
+        "/v5/person/search",
+        json={"sql": "SELECT * FROM person WHERE job_title LIKE '%geophysicist%';", "size": 5},
+    )
+    assert plain.status_code == wrapped.status_code == sql.status_code == 200
+    ids = [r["id"] for r in plain.json()["data"]]
+    assert ids == [r["id"] for r in wrapped.json()["data"]]
+    assert all("geophysicist" in r["job_title"] for r in sql.json()["data"])
+    narrowed = await sim.post(
+        "/v5/person/search",
+        json={
+            "sql": "SELECT * FROM person WHERE job_title LIKE '%geophysicist%'"
+            " AND location_country IN ('united kingdom', 'norway')"
+            " AND NOT inferred_years_experience < 3",
+            "size": 10,
+        },
+    )
+    assert narrowed.status_code == 200
+    for r in narrowed.json()["data"]:
+        assert r["location_country"] in {"united kingdom", "norway"}
+        assert r["inferred_years_experience"] >= 3
+    both = await sim.post("/v5/person/search", json={"query": GEOPHYSICISTS, "sql": "x"})
+    limit = await sim.post(
+        "/v5/person/search", json={"sql": "SELECT * FROM person WHERE a = 'b' LIMIT 3"}
+    )
+    assert both.status_code == limit.status_code == 400
+
+
+async def test_data_include_and_likelihoods_that_min_likelihood_acts_on(
+    sim: httpx.AsyncClient,
+) -> None:
+    # Input parameters, data_include: the listed fields only ("-" leaves them out).
+    some = await search(sim, GEOPHYSICISTS, size=1, data_include="full_name,emails.address")
+    record_ = some.json()["data"][0]
+    assert set(record_) <= {"full_name", "emails"}
+    assert all(set(e) == {"address"} for e in record_.get("emails", []))
+    less = await search(sim, GEOPHYSICISTS, size=1, data_include="-skills,profiles")
+    assert "skills" not in less.json()["data"][0] and "full_name" in less.json()["data"][0]
+    # Person Enrichment: likelihood 1-10; below min_likelihood a 404, not billed. A profile
+    # address the person left (kept in profiles[]) is a weaker match than the current one.
+    app = create_simulator_app(CALM)
+    moved = [p for p in app.state.index.people if p.old_slugs][:40]
+    likelihoods = []
+    for p in moved:
+        hit = await sim.get(
+            "/v5/person/enrich",
+            params={"profile": f"linkedin.com/in/{p.old_slugs[0]}", "min_likelihood": 0},
+        )
+        likelihoods.append(hit.json()["likelihood"])
+    assert min(likelihoods) < 6 <= max(likelihoods)
+    weak = moved[likelihoods.index(min(likelihoods))]
+    refused = await sim.get(
+        "/v5/person/enrich",
+        params={"profile": f"linkedin.com/in/{weak.old_slugs[0]}", "min_likelihood": 6},
+    )
+    assert refused.status_code == 404 and refused.headers["x-call-credits-spent"] == "0"

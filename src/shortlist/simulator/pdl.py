@@ -255,6 +255,43 @@ def has_field(data: dict[str, Any], name: str) -> bool:
     return value is not None and value is not False and value != [] and value != ""
 
 
+def data_include(data: dict[str, Any], spec: str | None) -> dict[str, Any]:
+    """PDL's ``data_include`` (Person Search / Enrichment input parameters): a comma-separated
+    list of the fields to return ("full_name,emails.address"; a sub-field of an object or of
+    a list of objects after a dot), or, beginning with "-", the fields to leave out; "" returns
+    no data. None: the whole record."""
+    if spec is None:
+        return data
+    text = spec.strip()
+    exclude = text.startswith("-")
+    names = [n.strip() for n in text.removeprefix("-").split(",") if n.strip()]
+    if not names:
+        return data if exclude else {}
+    wanted: dict[str, set[str]] = {}
+    for name in names:
+        top, _, sub = name.partition(".")
+        wanted.setdefault(top, set()).update({sub} if sub else set())
+
+    def pick(value: Any, subs: set[str], keep: bool) -> Any:
+        if isinstance(value, list):
+            return [pick(v, subs, keep) for v in value]
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if (k in subs) == keep}
+        return value
+
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        subs = wanted.get(key)
+        if exclude:
+            if subs is None:
+                out[key] = value
+            elif subs:
+                out[key] = pick(value, subs, keep=False)
+        elif subs is not None:
+            out[key] = pick(value, subs, keep=True) if subs else value
+    return out
+
+
 def meets_required(data: dict[str, Any], required: str) -> bool:
     """PDL's ``required``: field names joined by AND / OR (AND binds tighter), e.g.
     ``emails``, ``work_email AND job_title``, ``emails OR phone_numbers``."""

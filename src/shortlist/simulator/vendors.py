@@ -52,6 +52,7 @@ from fastapi.responses import JSONResponse, Response
 from shortlist.simulator.behaviour import SimulatorState
 from shortlist.simulator.es_query import QueryError, Store, evaluate
 from shortlist.simulator.pdl import (
+    data_include,
     meets_required,
     pdl_id,
     person_store,
@@ -59,6 +60,7 @@ from shortlist.simulator.pdl import (
     same_name,
     slug_of,
 )
+from shortlist.simulator.pdl_sql import sql_query
 from shortlist.simulator.population import Person, PopulationIndex
 from shortlist.simulator.responder import respond
 from shortlist.simulator.world import City
@@ -345,6 +347,15 @@ class _Places:
         }
 
 
+def _profile_likelihood(person: Person, *, current: bool) -> int:
+    """PDL's likelihood (1-10, Person Enrichment output response: how sure it is the record is
+    the person asked for) of a match by LinkedIn URL: its current address is near certain
+    (9-10); an address the person left, kept in ``profiles[]``, less so (4-8), so a client's
+    ``min_likelihood`` decides whether such a match answers (and is billed) or is a 404."""
+    digest = int(hashlib.sha1(f"{person.username}|likelihood".encode()).hexdigest()[:4], 16)
+    return (10 if digest % 4 else 9) if current else 4 + digest % 5
+
+
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(math.ceil(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -485,15 +496,18 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             body = await request.json()
             if not isinstance(body, dict):
                 raise QueryError("the body must be a JSON object")
-            if "sql" in body:
-                raise QueryError("the sql form is not supported here; send an Elasticsearch query")
-            if "query" not in body:
-                raise QueryError("query is required")
+            # Person Search input parameters: `query` (Elasticsearch) or `sql`, one of them; the
+            # docs' SDK examples wrap the query once more ({"query": {"query": {…}}}).
+            if ("sql" in body) == ("query" in body):
+                raise QueryError("one of query or sql is required")
+            query = sql_query(body["sql"]) if "sql" in body else body["query"]
+            if isinstance(query, dict) and set(query) == {"query"}:
+                query = query["query"]
             size = int(body.get("size", 1))
             if not 1 <= size <= 100:
                 raise QueryError("size must be between 1 and 100")
             token = body.get("scroll_token")
-            key, hits = searches.hits(body["query"])
+            key, hits = searches.hits(query)
             offset = 0
             if token:
                 token_key, _, start = str(token).partition(":")
@@ -503,6 +517,8 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
         except (QueryError, ValueError, TypeError) as exc:
             return _pdl_error(400, rate, str(exc) or PDL_MESSAGES[400])
         titlecased = body.get("titlecase") is True or str(body.get("titlecase")).lower() == "true"
+        include = body.get("data_include")
+        include = None if include is None else str(include)
         page_ids = hits[offset : offset + size]
         if not len(page_ids):
             return _pdl_error(404, {**rate, "x-call-credits-spent": "0"})
@@ -518,7 +534,10 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             return {
                 "status": 200,
                 "data": [
-                    record(people[i], titlecased=titlecased, plan=plan, no_email=False)
+                    data_include(
+                        record(people[i], titlecased=titlecased, plan=plan, no_email=False),
+                        include,
+                    )
                     for i in page_ids
                 ],
                 "scroll_token": f"{key}:{nxt}" if nxt < len(hits) else None,
@@ -545,7 +564,7 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             hit = lookups.by_slug.get(slug) if slug else None
             if hit is None:
                 return None, 0
-            return hit[0], 10 if hit[1] else 9
+            return hit[0], _profile_likelihood(hit[0], current=hit[1])
         if params.get("email"):
             return lookups.by_email.get(str(params["email"]).strip().lower()), 10
         name = params.get("name") or " ".join(
@@ -598,8 +617,10 @@ def register_vendor_routes(app: FastAPI, state: SimulatorState, index: Populatio
             return quota
         found_likelihood = likelihood
 
+        shown = data_include(data, params.get("data_include"))
+
         def answer() -> dict[str, Any]:
-            return {"status": 200, "likelihood": found_likelihood, "data": data}
+            return {"status": 200, "likelihood": found_likelihood, "data": shown}
 
         return await respond(
             request,

@@ -91,6 +91,14 @@ MAX_SIZE = 100
 # Enrichment answers 200 only for a record that has these (Person Enrichment input parameters,
 # ``required``): a record without a title cannot be matched to the brief, so it is not bought.
 ENRICH_REQUIRED = "job_title"
+# Person Search / Enrichment input parameters, ``data_include``: only the fields PdlPerson
+# reads travel (a record is billed whatever it carries; the rest is bandwidth).
+DATA_INCLUDE = ",".join((
+    "id", "full_name", "headline", "summary", "job_title", "job_title_role",
+    "job_title_sub_role", "job_title_levels", "location_name", "linkedin_url",
+    "linkedin_username", "profiles", "work_email", "recommended_personal_email",
+    "personal_emails", "skills", "inferred_years_experience",
+))  # fmt: skip
 
 
 def _as_list(value: object) -> object:
@@ -384,6 +392,7 @@ def search_body(
         "size": max(MIN_SIZE, min(size, MAX_SIZE)),
         # Person Search input parameters: titlecase, else every string is lowercase.
         "titlecase": True,
+        "data_include": DATA_INCLUDE,
     }
     if scroll_token:
         body["scroll_token"] = scroll_token
@@ -397,6 +406,7 @@ def enrich_params(external_id: str, min_likelihood: int) -> dict[str, str | int]
         "min_likelihood": min_likelihood,
         "required": ENRICH_REQUIRED,
         "titlecase": "true",
+        "data_include": DATA_INCLUDE,
     }
     if external_id.startswith(LINKEDIN_PREFIX):
         params["profile"] = f"linkedin.com/in/{external_id[len(LINKEDIN_PREFIX) :]}"
