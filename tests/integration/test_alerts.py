@@ -530,3 +530,18 @@ def test_anchors_cover_every_title_similar_enough() -> None:
     # sim > 0.5 needs 4 of 7 shared: any 4 of them hold one of the 4 anchors.
     assert len(anchors) == 4
     assert reverse.anchors([]) == []
+
+
+async def test_the_search_page_offers_an_alert_on_hits_and_on_an_empty_result(
+    client: httpx.AsyncClient, services: Services, embed_pending: EmbedPending
+) -> None:
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    for q in ("python developer", "zzzz qqqq"):
+        page = await client.get("/", params={"q": q, "location": "Berlin"})
+        assert page.status_code == 200
+        assert "data-alert-form" in page.text, q
+        assert f'name="query" value="{q}"' in page.text
+        assert 'name="location" value="Berlin"' in page.text
+        assert "/static/alerts." in page.text
+    assert "data-alert-form" not in (await client.get("/")).text
