@@ -88,6 +88,25 @@ async def test_the_place_shown_is_read_from_the_rich_snippet_or_the_snippet() ->
     assert none.location == ""
 
 
+async def test_a_place_the_snippet_names_is_where_the_page_shows_them() -> None:
+    # Google draws a snippet from the page's text around the query's words (SerpApi organic
+    # results: `snippet`, `snippet_highlighted_words`): a place it names is the page's own word.
+    # "Remote" in an "open to remote work" line is no place.
+    named, remote = await stubs_of(
+        hit(
+            "Jane Doe - Data Engineer - Acme | LinkedIn",
+            snippet="Jane is a Data Engineer based in Osaka with 6 years of experience.",
+        ),
+        hit(
+            "Jo Roe - Data Engineer - Acme | LinkedIn",
+            snippet="Works mostly with Spark. Interested in remote-friendly teams.",
+        ),
+    )
+    assert named.location.startswith("Osaka") and named.location.endswith("Japan")
+    assert remote.location == ""
+    assert not acceptable_web_hit(named, "data engineer", LISBON)
+
+
 def web_hit(headline: str = "", page_text: str = "", location: str = "") -> ProfileStub:
     return ProfileStub(
         "linkedin:jane-doe", "jane-doe", "Jane Doe",

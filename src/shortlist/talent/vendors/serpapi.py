@@ -36,7 +36,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shortlist.config import Settings
-from shortlist.places import Place, PlaceKind, resolve
+from shortlist.places import Place, PlaceKind, locate_place, resolve
 from shortlist.talent.vendors.base import (
     DiscoveryPage,
     ProfileStub,
@@ -263,7 +263,10 @@ def page_title(title: str) -> PageTitle:
 
 def displayed_location(hit: _Organic) -> str:
     """Where the page says the person is: the place among the rich snippet's extensions
-    ("Berlin, Berlin, Germany · Backend Engineer · Acme"), or the snippet's "Location: …"."""
+    ("Berlin, Berlin, Germany · Backend Engineer · Acme"), the snippet's "Location: …", or
+    else a place the snippet names ("… a nurse based in Osaka with …": Google draws a snippet
+    from the page's text around the query's words, so a page that names the brief's city
+    shows it there)."""
     for extension in hit.extensions():
         # "City, Region, Country" (a company is rarely written so; a one-word company may
         # share a town's name, so a bare word counts only as a country).
@@ -271,7 +274,12 @@ def displayed_location(hit: _Organic) -> str:
         if place is not None and ("," in extension or place.kind is PlaceKind.country):
             return extension.strip()
     match = _SNIPPET_LOCATION.search(hit.snippet)
-    return match.group(1).strip() if match else ""
+    if match:
+        return match.group(1).strip()
+    named = locate_place(hit.snippet)
+    if named is not None and named.place.kind is not PlaceKind.remote:
+        return named.place.label()
+    return ""
 
 
 class SerpApiClient(ProviderClient):
