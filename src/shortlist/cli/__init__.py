@@ -15,6 +15,8 @@ from shortlist.heap import cap_malloc_arenas
 
 def build_app() -> typer.Typer:
     """The whole command tree (a new one per call, so tests can drive it)."""
+    # Imported here, not at the top: main() caps malloc's arenas before the commands' imports
+    # (numpy, the model runtime) start threads.
     from shortlist.cli import (
         accounts,
         admin,
