@@ -319,6 +319,16 @@ GERMANY = {"term": {"location_country": "germany"}}
             ],
         ),
         ("Bavaria", [{"term": {"location_region": "bavaria"}}, GERMANY]),
+        (
+            # A city with its region: not Portland, Maine nor Portland, Texas (billed, then
+            # judged elsewhere).
+            "Portland, Oregon",
+            [
+                {"term": {"location_locality": "portland"}},
+                {"term": {"location_region": "oregon"}},
+                {"term": {"location_country": "united states"}},
+            ],
+        ),
         ("UK", [{"term": {"location_country": "united kingdom"}}]),
         ("Remote", []),
     ],
