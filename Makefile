@@ -78,6 +78,8 @@ $(OIDC): tests/oidc/package-lock.json
 
 oidc: $(OIDC)
 
+# The local demo: with the sample data, demo people to sign in as (their passwords in the log).
+serve: export SHORTLIST_DEMO_ACCOUNTS ?= true
 serve: $(STAMP)
 	$(BIN)/shortlist serve
 

@@ -8,7 +8,9 @@ named by attempt id); and on every erasure. Read by admins only
 (``GET /api/audit``, ``shortlist audit``), filtered by person and by token.
 
 A row names people by candidate id only, never by name or address; after an erasure the id
-points at nothing, and the log still says who had seen that person before.
+points at nothing, and the log still says who had seen that person before. Every row names the
+user and the organisation acted for (a key's owner, or the signed-in person), and the key used
+if any.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ async def record(
             "search_id": search_id,
             "candidate_ids": ids,
             "attempt_ids": attempts,
+            "user_id": who.user_id if who else None,
+            "org_id": who.org_id if who else None,
         },
     )
 
@@ -88,6 +92,10 @@ async def entries(
             "searchId": None if r["search_id"] is None else str(r["search_id"]),
             "candidateIds": [str(c) for c in r["candidate_ids"]],
             "attemptIds": [int(a) for a in r["attempt_ids"]],
+            "user": r["user_name"],
+            "userId": r["user_id"],
+            "organisation": r["org_name"],
+            "organisationId": r["org_id"],
         }
         for r in await cur.fetchall()
     ]

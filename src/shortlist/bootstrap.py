@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shortlist import places
+from shortlist.accounts.demo import load_demo_accounts
 from shortlist.alerts.bounces import Bounces
 from shortlist.alerts.digests import DigestQueue
 from shortlist.alerts.matcher import MatchQueue
@@ -586,6 +587,18 @@ async def load_samples_if_empty(services: Services) -> None:
         m = await load_sample_candidates(conn)
         if m:
             log.info("loaded %d sample candidates", m)
+        if services.settings.demo_accounts:
+            for made in await load_demo_accounts(conn):
+                demo = made.account
+                # Demo addresses, no one's personal data; the password is random and shown
+                # this once.
+                log.warning(
+                    "demo account: sign in at /signin as %s with password %s (%s of %s)",
+                    demo.email,
+                    made.password,
+                    demo.role.value,
+                    demo.organisation,
+                )
 
 
 # -- the bundled simulator ----------------------------------------------------------------------

@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     """Key of the suppression list's hashes. Unset: a secret the database generated."""
     load_sample_data: bool = True
     """Load the bundled sample corpora on the first start of an empty database."""
+    demo_accounts: bool = False
+    """With the sample data, while no person has an account: make the demo organisations and
+    people (shortlist.accounts.demo), their random passwords shown once in the log. ``make
+    serve`` (the local demo) turns it on."""
     cache_dir: Path | None = Field(default_factory=derived.user_dir)
     """Where indexes a process builds from packaged data (the gazetteer, the bundled simulator's
     population) are kept for the next process to load (shortlist.derived). Unset: the user's

@@ -149,6 +149,9 @@ TABLE = [
     # A company's secret intake address; an admin token is no company's.
     Row("GET", "/api/intake", {**company_writes(200, 200), "admin": 403}),
     Row("POST", "/api/intake/rotate", {**company_writes(200, 200), "admin": 403}),
+    # An employer's listings: those of the organisation the caller acts for (each company's
+    # own; an admin's organisation has none, and answers an empty list).
+    Row("GET", "/api/org/listings", company_writes(200, 200)),
     Row("PATCH", "/api/jobs/{listing}", company_writes(200, 403), json={"salary_max_ks": 150}),
     Row("DELETE", "/api/jobs/{listing}", company_writes(204, 403)),
     Row("POST", "/api/searches", recruiter_any(202), json={"query": "rust firmware engineer"}),

@@ -24,6 +24,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from shortlist.simulator import SimulatorConfig
 from tests.backfill_support import Person, seed_corpus
 from tests.helpers import wait_for_sync
+from tests.live_server import PASSWORD
 
 if TYPE_CHECKING:
     from tests.live_server import LiveServer
@@ -268,9 +269,15 @@ def meets_brief(person: Any) -> bool:
     )
 
 
-def sign_in(page: Page, token: str) -> None:
-    page.get_by_label("Recruiter token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
+def sign_in(page: Page, server: LiveServer, email: str, org: str = "Scouts") -> None:
+    """From the console's sign-in panel: sign in as ``email`` (made a recruiter of ``org``
+    first) on the sign-in page, and land back on the console where the page was."""
+    server.person(email, org)
+    page.get_by_role("link", name="Sign in", exact=True).click()
+    expect(page).to_have_title("Sign in | shortlist")
+    page.get_by_label("E-mail address", exact=True).fill(email)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page.get_by_role("heading", name="New search")).to_be_visible()
 
 
@@ -285,13 +292,14 @@ def test_recruiter_search_streams_rows_in_rank_order_with_failures_and_retry(
     doomed = {p.username: p for p in first_discovered(server, 2)}
     assert any(meets_brief(p) for p in doomed.values())
     server.simulator.set_behaviour(force_enrich=dict.fromkeys(doomed, "no_email"))
-    token = server.token("recruiter one", "recruiter")
 
     tab = tabs()
     page = tab.goto(f"/recruit?poll={POLL_MS}&transport=poll")
     expect(page).to_have_title("Recruiter console | shortlist")
-    sign_in(page, token)
-    assert page.evaluate("sessionStorage.getItem('shortlist.recruiterToken')") == token
+    # The console works on the session alone: no token field, nothing kept in the tab.
+    expect(page.locator("input[type=password]")).to_have_count(0)
+    sign_in(page, server, "rita@scouts.example")
+    assert page.evaluate("Object.keys(sessionStorage).filter(k => /token/i.test(k))") == []
     page.evaluate(RECORDER)
 
     page.get_by_label("What are you looking for?").fill(BRIEF["query"])
@@ -385,19 +393,19 @@ def test_another_recruiter_cannot_open_the_search_and_status_hides_queries(
     tab = tabs()
     page = tab.goto(f"/recruit?search={search_id}")
     expect(page.locator("[data-notice=sign-in-to-open]")).to_be_visible()
-    sign_in(page, live_server.token("someone else", "recruiter"))
+    # Signing in comes back to the deep link, which opens at once: another organisation's.
+    sign_in(page, live_server, "someone@elsewhere.example", org="Elsewhere")
+    expect(page).to_have_url(re.compile(rf"/recruit\?search={search_id}"))
     message = page.locator("[data-notice=search-not-found]")
     expect(message).to_contain_text("Search not found")
     expect(page.locator("#results-panel")).to_be_hidden()
     expect(page.locator("#results > li")).to_have_count(0)
+    expect(page.locator(f"#team-searches li[data-search-id='{search_id}']")).to_have_count(0)
 
-    # A token that is not accepted at all sends the user back to sign in (the deep link is
-    # still in the address bar, so signing in opens the search at once).
+    # Signing out ends the session: the console asks to sign in again.
     page.get_by_role("button", name="Sign out").click()
-    page.get_by_label("Recruiter token").fill("sl_not-a-token")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#signin-error")).to_contain_text("not accepted")
-    assert page.evaluate("sessionStorage.getItem('shortlist.recruiterToken')") is None
+    expect(page).to_have_title("Sign in | shortlist")
+    assert page.request.get(live_server.url("/api/me")).status == 401
 
     # The status page: public without the queries, complete with an admin token.
     status = tab.goto("/status")
@@ -432,7 +440,7 @@ def test_stale_search_offers_retry_and_resumes(
     )
     assert server.simulator is not None
     server.simulator.set_behaviour(force_search="hang", force_serp="hang")
-    token = server.token("recruiter", "recruiter")
+    token = server.token("stale team", "recruiter")  # a program's key, of the team below
     started = httpx.post(
         server.url("/api/searches"),
         json={"query": "rust firmware engineer"},
@@ -445,7 +453,7 @@ def test_stale_search_offers_retry_and_resumes(
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(server.url(f"/recruit?search={search_id}&poll={POLL_MS}&transport=poll"))
-        sign_in(page, token)
+        sign_in(page, server, "sam@stale.example", org="stale team")
         state = page.locator("#search-state")
         expect(state).to_have_text("Stale")
         retry = page.get_by_role("button", name="Retry search")
@@ -581,11 +589,10 @@ def test_recruiter_marks_a_candidate_sees_it_again_exports_and_passes_the_audit(
     assert server.services is not None
     services = server.services
     server.call(lambda: seed_corpus(services.pool, server.embedder, INTERNAL))
-    token = server.token("recruiter one", "recruiter")
     tab = tabs()
     page = tab.goto(f"/recruit?poll={POLL_MS}&transport=poll")
     problems = audit(tab, "recruit-sign-in")
-    sign_in(page, token)
+    sign_in(page, server, "rita@scouts.example")
     run_brief(page)
     rows = page.locator("#results > li")
     first = rows.first

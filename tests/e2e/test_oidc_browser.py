@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 
+from tests.e2e.test_browser import Tab, audit
 from tests.e2e.test_oidc import welcome
 from tests.live_server import LiveServer
 from tests.oidc_provider import ALICE, OidcProvider
@@ -53,9 +54,13 @@ def test_sso_sign_in_from_the_sign_in_page(
     welcome(server)
     context = chromium.new_context()
     try:
-        page = context.new_page()
+        tab = Tab(context, server)
+        page = tab.page
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(server.url("/signin"))
+        page.goto(server.url("/signin?next=/recruit"))
+        # The sign-in page with its SSO button: axe-clean at 1280 and 390 px.
+        page.set_viewport_size({"width": 1280, "height": 900})
+        assert audit(tab, "signin-sso") == []
         page.get_by_role("link", name="Sign in with SSO").click()
         # At the provider, another site.
         page.wait_for_url(f"{provider.issuer}/interaction/**")
@@ -67,10 +72,18 @@ def test_sso_sign_in_from_the_sign_in_page(
         me = page.request.get(server.url("/api/me"))
         assert me.status == 200, me.text()
         assert me.json()["user"]["email"] == ALICE.email
+        # New here: her verified address's domain is the organisation's, which she joined with
+        # its default role; she lands on the console she asked for, signed in.
+        assert [(o["name"], o["role"]) for o in me.json()["organisations"]] == [
+            ("Example", "recruiter")
+        ]
+        expect(page).to_have_url(server.url("/recruit"))
+        expect(page.locator("#signed-in-as")).to_have_text(f"Signed in as {ALICE.email}")
+        expect(page.get_by_role("heading", name="New search")).to_be_visible()
         cookies = {c["name"]: c for c in context.cookies(server.base_url)}
         assert cookies["shortlist_session"]["httpOnly"]
         assert "shortlist_oidc" not in cookies
         page.screenshot(path=str(ARTIFACTS / "oidc-signed-in.png"), full_page=True)
-        expect(page.locator("body")).to_be_visible()
+        assert [e for e in tab.errors if "Failed to load resource" not in e] == []
     finally:
         context.close()

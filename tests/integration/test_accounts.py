@@ -21,19 +21,32 @@ import pytest
 from aiosmtpd.smtp import SMTP
 from typer.testing import CliRunner
 
+from shortlist import audit
 from shortlist.accounts import store
+from shortlist.accounts.demo import load_demo_accounts
 from shortlist.accounts.passwords import hash_password
 from shortlist.accounts.scope import act_for_org
 from shortlist.accounts.setup import setup_link_if_nobody
-from shortlist.accounts.signin import SignInRefused, sign_in_verified_identity
-from shortlist.auth import OrgKind, OrgRole, Role
+from shortlist.accounts.signin import SignInRefused, session_principal, sign_in_verified_identity
+from shortlist.auth import OrgKind, OrgRole, Role, authenticate
 from shortlist.bootstrap import Services
 from shortlist.cli import build_app
+from shortlist.config import Settings
 from shortlist.db.migrate import migrate
 from shortlist.db.types import AsyncPool
 from shortlist.listings.mail import store as intake_store
+from shortlist.redact import redact_emails
+from shortlist.talent import repository as talent_repo
 from tests.backfill_support import MakeToken, auth
 from tests.integration.test_db import migrate_before
+from tests.integration.test_mail_intake import (  # noqa: F401 (the intake and relay fixtures)
+    MAIL,
+    Relay,
+    intake,
+    relay,
+    send,
+    settled,
+)
 
 NICHE = {"query": "Rust embedded firmware for battery-powered sensors"}
 PASSWORD = "correct horse battery staple"
@@ -578,6 +591,40 @@ async def test_row_level_security_hides_other_orgs_from_an_unfiltered_statement(
         assert (await cur.fetchone() or {})["n"] == 2
 
 
+async def test_a_worker_writing_a_searchs_work_acts_for_its_organisation(
+    pool: AsyncPool, make_token: MakeToken
+) -> None:
+    """Workers claim across organisations; the transaction that writes a claimed item's work
+    takes its search's lock first, and from there on acts for the search's organisation: an
+    unfiltered statement in it sees and changes that organisation's rows only."""
+    for name in ("ada", "eve"):
+        await make_token(name, Role.recruiter)
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT name, id, org_id FROM api_tokens ORDER BY name")
+        tokens = {r["name"]: r for r in await cur.fetchall()}
+        searches = {}
+        for name in ("ada", "eve"):
+            cur = await conn.execute(
+                "INSERT INTO searches (owner_token_id, query, target_count, query_embedding)"
+                " VALUES (%s, %s, 5, array_fill(0.1, ARRAY[384])::vector) RETURNING id",
+                (tokens[name]["id"], f"{name}'s search"),
+            )
+            searches[name] = (await cur.fetchone() or {})["id"]
+        await conn.commit()
+        # Between items (a claim): every organisation's.
+        cur = await conn.execute("SELECT count(*) AS n FROM searches")
+        assert (await cur.fetchone() or {})["n"] == 2
+        async with conn.transaction():
+            locked = await talent_repo.lock_search(conn, searches["eve"])
+            assert locked is not None and locked["org_id"] == tokens["eve"]["org_id"]
+            cur = await conn.execute("SELECT query FROM searches")
+            assert [r["query"] for r in await cur.fetchall()] == ["eve's search"]
+            cur = await conn.execute("UPDATE searches SET query = 'changed' RETURNING id")
+            assert [r["id"] for r in await cur.fetchall()] == [searches["eve"]]
+        cur = await conn.execute("SELECT id FROM searches WHERE query = 'changed'")
+        assert [r["id"] for r in await cur.fetchall()] == [searches["eve"]]
+
+
 # --- daily caps ------------------------------------------------------------------------------
 
 
@@ -761,6 +808,36 @@ async def test_first_owner_by_the_setup_link_once(
     assert await setup_link_if_nobody(pool, services.settings) is None
 
 
+async def test_demo_accounts_are_made_once_with_random_passwords(
+    client: httpx.AsyncClient, services: Services, pool: AsyncPool
+) -> None:
+    """The sample loader's demo people: made while nobody has an account, each with a random
+    password that signs them in; never again; no administrator among them, so the set-up link
+    for the first owner is still given."""
+    async with pool.connection() as conn:
+        made = await load_demo_accounts(conn)
+        assert await load_demo_accounts(conn) == []
+    assert {(m.account.email, m.account.role.value, m.account.organisation) for m in made} == {
+        ("rita@northwind-demo", "owner", "Northwind Talent"),
+        ("bo@northwind-demo", "recruiter", "Northwind Talent"),
+        ("erin@acme-demo", "employer", "Acme Robotics"),
+    }
+    assert len({m.password for m in made}) == 3 and all(len(m.password) >= 20 for m in made)
+    # Shown as the log shows them (the redactor leaves a one-label domain alone).
+    assert redact_emails(made[0].account.email) == made[0].account.email
+    bo = next(m for m in made if m.account.email.startswith("bo@"))
+    signed = await client.post(
+        "/api/session", json={"email": bo.account.email, "password": bo.password}
+    )
+    assert signed.status_code == 200, signed.text
+    me = (await client.get("/api/me")).json()
+    assert [(o["name"], o["role"]) for o in me["organisations"]] == [
+        ("Northwind Talent", "recruiter")
+    ]
+    assert me["siteAdmin"] is False
+    assert await setup_link_if_nobody(pool, services.settings) is not None
+
+
 async def test_account_pages_render_and_need_a_session(
     client: httpx.AsyncClient, pool: AsyncPool
 ) -> None:
@@ -774,3 +851,75 @@ async def test_account_pages_render_and_need_a_session(
         page = await client.get(path)
         assert page.status_code == 200, path
         assert "account.js" in page.text
+
+
+# --- ownership of what the intake and the audit log write ----------------------------------
+
+
+async def test_mail_to_a_session_made_intake_is_the_organisations_listing(
+    intake: int,  # noqa: F811 (the fixture)
+    client: httpx.AsyncClient,
+    pool: AsyncPool,
+    relay: Relay,  # noqa: F811 (the fixture)
+) -> None:
+    """An intake address an employer's person made (signed in, no key) owns its mail and its
+    listings: the worker writes them for that organisation (row-level security on)."""
+    user_id = await make_person(
+        pool, "erin@northwind.example", "Northwind", OrgRole.employer, kind=OrgKind.employer
+    )
+    csrf = await sign_in(client, "erin@northwind.example")
+    answer = await client.get("/api/intake")
+    assert answer.status_code == 200, answer.text
+    address = answer.json()["address"]
+    raw = (MAIL / "english.eml").read_bytes()
+    assert await asyncio.to_thread(send, intake, address, raw) == {}
+    [row] = await settled(pool, 1)
+    assert row["status"] == "posted", row["reason"]
+    async with pool.connection() as conn:
+        org = await store.org_by_name(conn, "Northwind")
+        cur = await conn.execute(
+            "SELECT l.user_id, l.org_id, m.user_id AS mail_user, m.org_id AS mail_org"
+            "  FROM inbound_mail AS m JOIN job_listings AS l ON l.id = m.listing_id"
+        )
+        owned = await cur.fetchone()
+    assert owned == {"user_id": user_id, "org_id": org.id, "mail_user": user_id, "mail_org": org.id}
+    # On the employer's page: listed as the organisation's, posted by e-mail, open.
+    mine = (await client.get("/api/org/listings")).json()
+    assert [(x["source"], x["status"], x["postedBy"]) for x in mine["listings"]] == [
+        ("email", "open", "erin@northwind.example")
+    ]
+    # And hers to change, with the session's CSRF token.
+    listing_id = mine["listings"][0]["id"]
+    patched = await client.patch(
+        f"/api/jobs/{listing_id}", json={"salary_max_ks": 95}, headers={"X-CSRF-Token": csrf}
+    )
+    assert patched.status_code == 200, patched.text
+
+
+async def test_every_audit_entry_names_the_user_and_the_organisation(
+    client: httpx.AsyncClient, pool: AsyncPool, make_token: MakeToken
+) -> None:
+    """A signed-in person's read and a key's are both recorded with who and for whom."""
+    user_id = await make_person(pool, "ada@scouts.example", "Scouts")
+    rita = await make_token("rita", Role.recruiter)
+    await sign_in(client, "ada@scouts.example")
+    me = (await client.get("/api/me")).json()
+    async with pool.connection() as conn:
+        session = await session_principal(
+            conn, client.cookies["shortlist_session"], Settings(database_url="postgresql://x/y")
+        )
+        key = await authenticate(conn, rita)
+        assert session is not None and key is not None
+        cur = await conn.execute("INSERT INTO candidates (full_name) VALUES ('Ada') RETURNING id")
+        person = (await cur.fetchone() or {})["id"]
+        await audit.record(conn, session, "candidate", [person])
+        await audit.record(conn, key, "candidate", [person])
+        await conn.commit()
+        entries = await audit.entries(conn, candidate_id=person)
+    got = {(e["user"], e["organisation"], e["token"], e["userId"]) for e in entries}
+    assert got == {
+        ("ada@scouts.example", "Scouts", "ada@scouts.example", user_id),
+        ("rita", "rita", "rita", key.user_id),
+    }
+    assert me["current"] == session.org_id
+    assert all(e["organisationId"] is not None for e in entries)

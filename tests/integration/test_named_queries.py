@@ -360,7 +360,13 @@ async def test_lock_search_blocks_a_second_writer_until_commit(
         search = await insert_search(conn, target=7)
     async with pool.connection() as holder:
         row = await repo.lock_search(holder, search)
-        assert row == {"status": "running", "result_count": 0, "target_count": 7}
+        assert row is not None
+        assert {k: row[k] for k in ("status", "result_count", "target_count")} == {
+            "status": "running",
+            "result_count": 0,
+            "target_count": 7,
+        }
+        assert row["org_id"] is not None  # the transaction acts for it from here
         async with await psycopg.AsyncConnection.connect(db_url) as other:
             await other.execute("SET lock_timeout = '100ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):

@@ -333,6 +333,7 @@ async def test_static_files_have_types_and_cache_headers(client: httpx.AsyncClie
     assert set(static_files()) == {
         "account.js",
         "app.css",
+        "employer.js",
         "favicon.svg",
         "recruit.js",
         "status.js",

@@ -300,11 +300,11 @@ RETURNING id
 -- ----------------------------------------------------------------------------------------
 
 -- name: put_setup_link
--- While nobody has an account: a new set-up link (the one a previous start printed stops
--- working). Once someone has one: nothing.
+-- While no person administers the instance (demo accounts do not): a new set-up link (the one a
+-- previous start printed stops working). Once someone does: nothing.
 INSERT INTO setup_links AS l (token_hash)
 SELECT %(token_hash)s
- WHERE NOT EXISTS (SELECT 1 FROM users WHERE service_org_id IS NULL)
+ WHERE NOT EXISTS (SELECT 1 FROM users WHERE service_org_id IS NULL AND is_site_admin)
 ON CONFLICT (only_row) DO UPDATE SET token_hash = excluded.token_hash, created_at = now()
  WHERE l.used_at IS NULL
 RETURNING created_at
@@ -312,7 +312,7 @@ RETURNING created_at
 -- name: take_setup_link
 UPDATE setup_links SET used_at = now()
  WHERE token_hash = %(token_hash)s AND used_at IS NULL
-   AND NOT EXISTS (SELECT 1 FROM users WHERE service_org_id IS NULL)
+   AND NOT EXISTS (SELECT 1 FROM users WHERE service_org_id IS NULL AND is_site_admin)
 RETURNING created_at
 
 -- name: identity_user
@@ -389,3 +389,7 @@ SELECT v.refused, v.granted, v.user_searches, v.user_credits, v.org_searches, v.
        extract(epoch FROM (today.day + 1)::timestamp AT TIME ZONE 'UTC' - now()) AS free_in,
        (SELECT count(*) FROM reserved) AS rows
   FROM verdict AS v, today
+
+-- name: anybody
+-- Whether any person (not a service account) has an account.
+SELECT 1 FROM users WHERE service_org_id IS NULL LIMIT 1

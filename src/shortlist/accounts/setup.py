@@ -1,6 +1,7 @@
-"""The first owner on a fresh instance: ``shortlist serve`` prints a set-up link while nobody
-has an account (each start a new one; the previous stops working); the page it opens
-(``/setup``) creates the first person, a site admin owning a new organisation."""
+"""The first owner on a fresh instance: ``shortlist serve`` prints a set-up link while no person
+administers the instance (each start a new one; the previous stops working; the demo accounts
+do not count); the page it opens (``/setup``) creates the first site admin, owning a new
+organisation."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ QUERIES = load_queries("shortlist.accounts")
 
 
 async def setup_link_if_nobody(pool: AsyncPool, settings: Settings) -> str | None:
-    """A set-up link when nobody has an account yet; None otherwise."""
+    """A set-up link while no person administers the instance; None otherwise."""
     token = new_secret()
     async with pool.connection() as conn:
         cur = await conn.execute(QUERIES["put_setup_link"], {"token_hash": digest(token)})

@@ -17,6 +17,7 @@ from shortlist.api.ratelimit import RateLimiter
 from shortlist.api.routes import (
     account_pages,
     alerts,
+    employer,
     events,
     intake,
     jobs,
@@ -144,6 +145,7 @@ def create_app(services: Services) -> FastAPI:
         events.router,
         intake.router,
         alerts.router,
+        employer.router,
         accounts_routes.router,
         account_pages.router,
         oidc.router,

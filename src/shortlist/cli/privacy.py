@@ -109,10 +109,16 @@ def audit_command(
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table(title="Audit log")
-    for column in ("at", "token", "action", "search", "people"):
+    for column in ("at", "user", "organisation", "token", "action", "search", "people"):
         table.add_column(column, overflow="fold")
     for r in rows:
         table.add_row(
-            r["at"], r["token"], r["action"], r["searchId"] or "", ", ".join(r["candidateIds"])
+            r["at"],
+            r["user"] or "",
+            r["organisation"] or "",
+            r["token"],
+            r["action"],
+            r["searchId"] or "",
+            ", ".join(r["candidateIds"]),
         )
     Console().print(table)

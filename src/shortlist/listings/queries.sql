@@ -10,12 +10,13 @@
 INSERT INTO job_listings (
     id, company_name, job_title, city_location, description,
     salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug, source,
-    owner_token_id, external_id, apply_url, apply_email, remote_countries, visa_sponsorship)
+    owner_token_id, external_id, apply_url, apply_email, remote_countries, visa_sponsorship,
+    user_id, org_id)
 VALUES (
     %(id)s, %(company_name)s, %(job_title)s, %(city_location)s, %(description)s,
     %(salary_min_ks)s, %(salary_max_ks)s, %(currency_code)s, %(work_mode)s, %(detail_page_slug)s,
     %(source)s, %(owner_token_id)s, %(external_id)s, %(apply_url)s, %(apply_email)s,
-    %(remote_countries)s, %(visa_sponsorship)s)
+    %(remote_countries)s, %(visa_sponsorship)s, %(user_id)s, %(org_id)s)
 ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING
 RETURNING id, company_name, job_title, city_location, description,
           salary_min_ks, salary_max_ks, currency_code, work_mode, detail_page_slug,
@@ -58,7 +59,7 @@ SELECT id, company_name, job_title, city_location, description,
 -- Taken before a change so that the ownership check and the write see the same row.
 SELECT id, company_name, job_title, city_location, description,
        salary_min_ks, salary_max_ks, currency_code, work_mode, owner_token_id,
-       apply_url, apply_email, remote_countries, visa_sponsorship
+       apply_url, apply_email, remote_countries, visa_sponsorship, org_id
   FROM job_listings
  WHERE id = %(id)s
    FOR UPDATE
@@ -102,3 +103,14 @@ SELECT pg_advisory_xact_lock(hashtext('shortlist.listings.sample'))
 
 -- name: any_listing
 SELECT EXISTS (SELECT 1 FROM job_listings) AS present
+
+-- name: listings_of_org
+-- An organisation's listings, newest first, each naming who posted it (the employer page).
+SELECT l.id, l.company_name, l.job_title, l.city_location, l.status, l.source,
+       l.embedding_status::text AS embedding_status, l.detail_page_slug, l.created_at,
+       l.updated_at, l.duplicate_of, coalesce(u.email::text, u.name) AS posted_by
+  FROM job_listings AS l
+  LEFT JOIN users AS u ON u.id = l.user_id
+ WHERE l.org_id = %(org_id)s
+ ORDER BY l.created_at DESC, l.id
+ LIMIT %(limit)s

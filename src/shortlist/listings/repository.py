@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,18 @@ from shortlist.listings.models import ListingCreate, ListingOut, Source
 from shortlist.listings.slug import make_detail_page_slug
 
 QUERIES = load_queries("shortlist.listings")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a new listing belongs to: a user in an organisation (None, None: nobody named here;
+    a listing written with a key then gets the key's owner, migration 0029)."""
+
+    user_id: int | None = None
+    org_id: int | None = None
+
+
+NO_OWNER = Owner()
 
 
 def _fields(data: ListingCreate) -> dict[str, Any]:
@@ -53,17 +66,29 @@ async def _insert(
     source: Source,
     owner_token_id: int | None,
     external_id: str | None,
+    owner: Owner,
 ) -> ListingOut | None:
-    row = {**_new_row(data, source), "owner_token_id": owner_token_id, "external_id": external_id}
+    row = {
+        **_new_row(data, source),
+        "owner_token_id": owner_token_id,
+        "external_id": external_id,
+        "user_id": owner.user_id,
+        "org_id": owner.org_id,
+    }
     cur = await conn.execute(QUERIES["insert_listing"], row)
     created = await cur.fetchone()
     return ListingOut.from_row(created) if created is not None else None
 
 
 async def insert_listing(
-    conn: AsyncConn, data: ListingCreate, *, source: Source, owner_token_id: int | None
+    conn: AsyncConn,
+    data: ListingCreate,
+    *,
+    source: Source,
+    owner_token_id: int | None,
+    owner: Owner = NO_OWNER,
 ) -> ListingOut:
-    created = await _insert(conn, data, source, owner_token_id, None)
+    created = await _insert(conn, data, source, owner_token_id, None, owner)
     assert created is not None  # without an external_id nothing conflicts
     return created
 
@@ -75,11 +100,12 @@ async def insert_listing_once(
     source: Source,
     owner_token_id: int | None,
     external_id: str,
+    owner: Owner = NO_OWNER,
 ) -> tuple[ListingOut, bool]:
     """The listing ``source`` knows as ``external_id``: inserted, or the one inserted before
     (a concurrent insert of the same one waits for the first to commit); and whether it is new."""
     while True:
-        created = await _insert(conn, data, source, owner_token_id, external_id)
+        created = await _insert(conn, data, source, owner_token_id, external_id, owner)
         if created is not None:
             return created, True
         cur = await conn.execute(
@@ -175,3 +201,9 @@ async def listings_exist(conn: AsyncConn) -> bool:
     cur = await conn.execute(QUERIES["any_listing"])
     row = await cur.fetchone()
     return bool(row and row["present"])
+
+
+async def listings_of_org(conn: AsyncConn, org_id: int, limit: int) -> list[Row]:
+    """An organisation's listings, newest first (``listings_of_org``)."""
+    cur = await conn.execute(QUERIES["listings_of_org"], {"org_id": org_id, "limit": limit})
+    return await cur.fetchall()

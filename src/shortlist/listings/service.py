@@ -30,6 +30,7 @@ from shortlist.listings.models import (
     bad_input_from,
 )
 from shortlist.listings.rates import RateCache
+from shortlist.listings.repository import NO_OWNER, Owner
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.search import SearchResult, check_seeker_filters, search_jobs
 from shortlist.listings.slug import listing_id_from_slug
@@ -44,13 +45,22 @@ def parse_listing_ref(id_or_slug: str) -> UUID:
     return listing_id
 
 
-def ensure_may_edit(principal: Principal, owner_token_id: int | None) -> None:
-    """A listing is changed by the company token that posted it, or by an admin. Listings
-    without an owner (imported, sample, or whose token was deleted) are admin-only."""
+def ensure_may_edit(principal: Principal, listing: Row) -> None:
+    """A listing is changed by its organisation (its people acting for it, and their keys),
+    by the key that posted it, or by an admin. Listings without an owner (imported, sample, or
+    whose token was deleted) are admin-only."""
     if principal.is_admin:
         return
-    if owner_token_id is None or owner_token_id != principal.token_id:
+    org_id, token_id = listing["org_id"], listing["owner_token_id"]
+    if org_id is not None and org_id == principal.org_id:
+        return
+    if token_id is None or token_id != principal.token_id:
         raise Forbidden("only the company that posted this listing (or an admin) may change it")
+
+
+def owner_of(principal: Principal) -> Owner:
+    """The user and organisation a listing ``principal`` posts belongs to."""
+    return Owner(principal.user_id, principal.org_id)
 
 
 def same_company(a: str, b: str) -> bool:
@@ -94,9 +104,12 @@ async def create_listing(
     *,
     source: Source = "api",
     owner_token_id: int | None = None,
+    owner: Owner = NO_OWNER,
 ) -> ListingOut:
     async with conn.transaction():
-        return await repo.insert_listing(conn, data, source=source, owner_token_id=owner_token_id)
+        return await repo.insert_listing(
+            conn, data, source=source, owner_token_id=owner_token_id, owner=owner
+        )
 
 
 async def create_listing_once(
@@ -106,12 +119,18 @@ async def create_listing_once(
     source: Source,
     owner_token_id: int | None,
     external_id: str,
+    owner: Owner = NO_OWNER,
 ) -> tuple[ListingOut, bool]:
     """As :func:`create_listing`, for a posting its producer may send again: the second time
     it returns the first listing, unchanged, and ``False``."""
     async with conn.transaction():
         return await repo.insert_listing_once(
-            conn, data, source=source, owner_token_id=owner_token_id, external_id=external_id
+            conn,
+            data,
+            source=source,
+            owner_token_id=owner_token_id,
+            external_id=external_id,
+            owner=owner,
         )
 
 
@@ -124,7 +143,7 @@ async def find_listing(conn: AsyncConn, id_or_slug: str) -> ListingOut:
 
 async def _lock_editable(conn: AsyncConn, listing_id: UUID, principal: Principal) -> Row:
     current = await repo.lock_listing(conn, listing_id)
-    ensure_may_edit(principal, current["owner_token_id"])
+    ensure_may_edit(principal, current)
     return current
 
 

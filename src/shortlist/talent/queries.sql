@@ -170,7 +170,7 @@ RETURNING id
 -- ----------------------------------------------------------------------------------------
 
 -- name: lock_search
-SELECT status::text AS status, result_count, target_count
+SELECT status::text AS status, result_count, target_count, org_id
   FROM searches
  WHERE id = %(search_id)s
    FOR NO KEY UPDATE
@@ -275,10 +275,10 @@ SELECT unnest(array_prepend(c.external_id, c.aliases))
   JOIN candidates c ON c.id = r.candidate_id
  WHERE r.search_id = %(search_id)s AND c.external_id IS NOT NULL
 UNION
--- and people the search's recruiter already contacted or rejected (candidate_marks, 0011)
+-- and people the search's team already contacted or rejected (candidate_marks, 0011, 0029)
 SELECT unnest(array_prepend(c.external_id, c.aliases))
   FROM searches s
-  JOIN candidate_marks m ON m.recruiter_token_id = s.owner_token_id
+  JOIN candidate_marks m ON m.org_id = s.org_id
   JOIN candidates c ON c.id = m.candidate_id
  WHERE s.id = %(search_id)s AND m.status IN ('contacted', 'rejected')
    AND c.external_id IS NOT NULL
@@ -842,25 +842,3 @@ UPDATE searches
    SET query_embedding = %(embedding)s, embedding_model_id = %(model_id)s
  WHERE id = %(search_id)s
    AND embedding_model_id IS DISTINCT FROM %(model_id)s
-
--- name: daily_usage
--- A recruiter's last 24 hours (the daily caps, shortlist.talent.service.check_daily_caps): searches
--- started, provider credits spent (and still reserved by running searches), and when the
--- oldest of each leaves the window.
-SELECT (SELECT count(*) FROM searches
-         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
-           AS searches,
-       (SELECT extract(epoch FROM min(created_at) + interval '1 day' - now()) FROM searches
-         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
-           AS searches_free_in,
-       (SELECT coalesce(sum(credits), 0) FROM provider_calls
-         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day')
-           AS credits,
-       -- what running searches may still spend: promised to them already
-       (SELECT coalesce(sum(greatest(credit_budget - credits_spent, 0)), 0) FROM searches
-         WHERE owner_token_id = %(token_id)s AND status = 'running')
-           AS reserved,
-       (SELECT extract(epoch FROM min(created_at) + interval '1 day' - now()) FROM provider_calls
-         WHERE owner_token_id = %(token_id)s AND created_at > now() - interval '1 day'
-           AND credits > 0)
-           AS credits_free_in

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from shortlist.db import channels
 from shortlist.db.pool import single_statement
 from shortlist.db.sql import compose, like_pattern, load_queries
+from shortlist.db.tenant import act_for_org
 from shortlist.db.types import AsyncConn, AsyncPool, Row
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import ModelInUse, SpaceStatements
@@ -278,7 +279,14 @@ async def complete_without_backfill(conn: AsyncConn, search_id: uuid.UUID) -> bo
 
 
 async def lock_search(conn: AsyncConn, search_id: uuid.UUID) -> Row | None:
-    return await _one(conn, QUERIES["lock_search"], {"search_id": search_id})
+    """The search's row lock, taken first by every transaction that writes a search's work;
+    the rest of the transaction acts for the search's organisation (row-level security,
+    shortlist.db.tenant): a worker writing for a claimed item sees and changes that
+    organisation's rows only."""
+    row = await _one(conn, QUERIES["lock_search"], {"search_id": search_id})
+    if row is not None and row["org_id"] is not None:
+        await act_for_org(conn, int(row["org_id"]))
+    return row
 
 
 async def touch_search(conn: AsyncConn, search_id: uuid.UUID) -> None:
@@ -849,10 +857,3 @@ async def credits_on_results(conn: AsyncConn, search_id: uuid.UUID) -> int:
 
 async def corpus_skills(conn: AsyncConn, limit: int) -> list[str]:
     return [str(r["skill"]) for r in await _all(conn, QUERIES["corpus_skills"], {"limit": limit})]
-
-
-async def daily_usage(conn: AsyncConn, token_id: int) -> Row:
-    """A recruiter's searches and credits of the last 24 hours (``daily_usage``)."""
-    row = await _one(conn, QUERIES["daily_usage"], {"token_id": token_id})
-    assert row is not None
-    return row

@@ -1,8 +1,10 @@
 """The account pages: ``/signin`` (password form, and "Sign in with SSO" when OpenID Connect is
 configured), ``/signin/reset`` (a reset link's form), ``/invitation`` (accepting one),
 ``/setup`` (the first owner), ``/account`` (sessions, API keys, second factor, organisation
-switch) and ``/org`` (members and roles, invitations, e-mail domains). The forms post JSON to
-the API from ``static/account.js``; a page that needs a session redirects to ``/signin``."""
+switch), ``/org`` (members and roles, invitations, e-mail domains) and ``/employer`` (the
+organisation's jobs: post, edit, close, their status, the e-mail intake address). The forms
+post JSON to the API from ``static/account.js`` (``employer.js``); a page that needs a session
+redirects to ``/signin``."""
 
 from __future__ import annotations
 
@@ -114,3 +116,10 @@ async def account_page(request: Request, principal: OptionalPrincipalDep) -> Res
 @router.get("/org", response_class=HTMLResponse)
 async def org_page(request: Request, principal: OptionalPrincipalDep) -> Response:
     return _needs_session(request, principal) or render(request, "org.html", {})
+
+
+@router.get("/employer", response_class=HTMLResponse)
+async def employer_page(request: Request, principal: OptionalPrincipalDep) -> Response:
+    return _needs_session(request, principal) or render(
+        request, "employer.html", {}, nav="employer"
+    )

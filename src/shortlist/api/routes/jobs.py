@@ -143,7 +143,11 @@ async def create(
 ) -> ListingOut:
     service.ensure_posts_as(principal, body.company_name)
     listing = await service.create_listing(
-        conn, body, source="api", owner_token_id=principal.token_id
+        conn,
+        body,
+        source="api",
+        owner_token_id=principal.token_id,
+        owner=service.owner_of(principal),
     )
     return _created(response, listing)
 
@@ -226,6 +230,7 @@ async def create_from_email(
             source="email",
             owner_token_id=principal.token_id,
             external_id=posted_message_key(data.company_name, reading.message_id, raw),
+            owner=service.owner_of(principal),
         )
     if not created:
         response.status_code = status.HTTP_200_OK

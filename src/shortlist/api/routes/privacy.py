@@ -38,6 +38,12 @@ class AuditEntryOut(_Out):
     search_id: str | None
     candidate_ids: list[str]
     attempt_ids: list[int]
+    user: str | None = None
+    """The person (or service account) who acted: their e-mail address or name."""
+    user_id: int | None = None
+    organisation: str | None = None
+    """The organisation they acted for."""
+    organisation_id: int | None = None
 
 
 class AuditOut(_Out):

@@ -2,29 +2,32 @@
 
 -- name: intake_of_company
 -- The intake address of a company, if it has one.
-SELECT company_name, local_part, owner_token_id FROM mail_intakes WHERE company_name = %(company)s
+SELECT company_name, local_part, owner_token_id, user_id, org_id
+  FROM mail_intakes WHERE company_name = %(company)s
 
 -- name: create_intake
 -- A company's first intake address; a concurrent creation keeps the one that won.
-INSERT INTO mail_intakes (company_name, local_part, owner_token_id)
-VALUES (%(company)s, %(local_part)s, %(token_id)s)
+INSERT INTO mail_intakes (company_name, local_part, owner_token_id, user_id, org_id)
+VALUES (%(company)s, %(local_part)s, %(token_id)s, %(user_id)s, %(org_id)s)
 ON CONFLICT (company_name) DO UPDATE SET company_name = EXCLUDED.company_name
-RETURNING company_name, local_part, owner_token_id
+RETURNING company_name, local_part, owner_token_id, user_id, org_id
 
 -- name: rotate_intake
 -- A new secret address for a company (or its first); the old one is refused from now on.
-INSERT INTO mail_intakes (company_name, local_part, owner_token_id)
-VALUES (%(company)s, %(local_part)s, %(token_id)s)
+-- The owner becomes whoever rotated it (a key's owner is filled in by migration 0029's trigger).
+INSERT INTO mail_intakes (company_name, local_part, owner_token_id, user_id, org_id)
+VALUES (%(company)s, %(local_part)s, %(token_id)s, %(user_id)s, %(org_id)s)
 ON CONFLICT (company_name) DO UPDATE
    SET local_part = EXCLUDED.local_part, owner_token_id = EXCLUDED.owner_token_id,
+       user_id = EXCLUDED.user_id, org_id = EXCLUDED.org_id,
        rotated_at = now(), disabled_at = NULL
-RETURNING company_name, local_part, owner_token_id
+RETURNING company_name, local_part, owner_token_id, user_id, org_id
 
 -- name: intake_of_address
 -- Who an intake address belongs to (RCPT TO). An address dies with its owner (migration 0029):
 -- disabled by an operator, or its key revoked or expired, or its person disabled, it takes
 -- no more mail until a live key of the company rotates it.
-SELECT i.company_name, i.local_part, i.owner_token_id
+SELECT i.company_name, i.local_part, i.owner_token_id, i.user_id, i.org_id
   FROM mail_intakes AS i
  WHERE i.local_part = %(local_part)s AND i.disabled_at IS NULL
    AND NOT EXISTS (SELECT 1 FROM api_tokens AS t
@@ -36,9 +39,9 @@ SELECT i.company_name, i.local_part, i.owner_token_id
 -- name: insert_inbound
 -- A message as received, queued for parsing; nothing when this company already has it.
 INSERT INTO inbound_mail (company_name, recipient, mail_from, sender_forgotten, message_id,
-                          dedup_key, raw, owner_token_id)
+                          dedup_key, raw, owner_token_id, user_id, org_id)
 VALUES (%(company)s, %(recipient)s, %(mail_from)s, %(sender_forgotten)s, %(message_id)s,
-        %(dedup_key)s, %(raw)s, %(owner_token_id)s)
+        %(dedup_key)s, %(raw)s, %(owner_token_id)s, %(user_id)s, %(org_id)s)
 ON CONFLICT (company_name, dedup_key) DO NOTHING
 RETURNING id
 
@@ -59,7 +62,7 @@ UPDATE inbound_mail AS m
   FROM claimable
  WHERE m.id = claimable.id
 RETURNING m.id, m.company_name, m.mail_from, m.sender_forgotten, m.raw, m.attempts,
-          m.owner_token_id
+          m.owner_token_id, m.user_id, m.org_id
 
 -- name: finish_posted
 -- A message became a listing: running -> posted (in the transaction whose settle ends the

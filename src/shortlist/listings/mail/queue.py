@@ -26,6 +26,7 @@ from typing import Literal
 from shortlist import privacy
 from shortlist.config import Settings
 from shortlist.db import channels
+from shortlist.db.tenant import act_for_org
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput
 from shortlist.listings.mail import reply
@@ -36,7 +37,7 @@ from shortlist.listings.mail.sandbox import ParseCrashed, ParserPool, ParseTimeo
 from shortlist.listings.mail.screen import RejectedAs
 from shortlist.listings.mail.store import SQL
 from shortlist.listings.models import ListingOut
-from shortlist.listings.repository import insert_listing
+from shortlist.listings.repository import NO_OWNER, Owner, insert_listing
 from shortlist.queue import DONE, GIVE_BACK, REQUEUE, Batch, LeaseTable, Outcome, each
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,9 @@ class InboundMessage:
     attempts: int
     owner_token_id: int | None
     sender_forgotten: bool = False
+    owner: Owner = NO_OWNER
+    """Whose intake it came to: its listing is theirs, and the worker acts for their
+    organisation while it writes it."""
 
 
 class _LostLease(Exception):
@@ -98,6 +102,7 @@ class MailQueue:
                 int(r["attempts"]),
                 r["owner_token_id"],
                 bool(r["sender_forgotten"]),
+                Owner(r["user_id"], r["org_id"]),
             )
             for r in rows
         ]
@@ -130,8 +135,16 @@ class MailQueue:
             return DONE if finished else GIVE_BACK
         try:
             async with self.pool.connection() as conn, conn.transaction():
+                # Row-level security for the item's organisation (0029): what the worker
+                # writes for a message is that organisation's alone.
+                if item.owner.org_id is not None:
+                    await act_for_org(conn, item.owner.org_id)
                 listing = await insert_listing(
-                    conn, data, source="email", owner_token_id=item.owner_token_id
+                    conn,
+                    data,
+                    source="email",
+                    owner_token_id=item.owner_token_id,
+                    owner=item.owner,
                 )
                 cur = await conn.execute(
                     SQL["finish_posted"], {"id": item.id, "listing_id": listing.id}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from shortlist import privacy
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, Row
+from shortlist.listings.repository import NO_OWNER, Owner
 from shortlist.redact import redact_emails
 
 SQL = load_queries("shortlist.listings.mail")
@@ -29,13 +30,20 @@ class Intake:
     company_name: str
     local_part: str
     owner_token_id: int | None
+    owner: Owner = NO_OWNER
+    """The user and organisation it belongs to (its mail's listings are theirs)."""
 
     def address(self, domain: str) -> str:
         return f"{self.local_part}@{domain}"
 
 
 def _intake(row: Row) -> Intake:
-    return Intake(row["company_name"], row["local_part"], row["owner_token_id"])
+    return Intake(
+        row["company_name"],
+        row["local_part"],
+        row["owner_token_id"],
+        Owner(row["user_id"], row["org_id"]),
+    )
 
 
 def new_local_part() -> str:
@@ -43,27 +51,43 @@ def new_local_part() -> str:
     return LOCAL_PREFIX + secrets.token_bytes(16).hex()
 
 
-async def intake_for(conn: AsyncConn, company: str, token_id: int | None) -> Intake:
-    """The company's intake address, created on first use."""
+async def intake_for(
+    conn: AsyncConn, company: str, token_id: int | None, owner: Owner = NO_OWNER
+) -> Intake:
+    """The company's intake address, created on first use (owned by ``owner``)."""
     async with conn.transaction():
         cur = await conn.execute(SQL["intake_of_company"], {"company": company})
         row = await cur.fetchone()
         if row is None:
             cur = await conn.execute(
                 SQL["create_intake"],
-                {"company": company, "local_part": new_local_part(), "token_id": token_id},
+                {
+                    "company": company,
+                    "local_part": new_local_part(),
+                    "token_id": token_id,
+                    "user_id": owner.user_id,
+                    "org_id": owner.org_id,
+                },
             )
             row = await cur.fetchone()
     assert row is not None
     return _intake(row)
 
 
-async def rotate_intake(conn: AsyncConn, company: str, token_id: int | None) -> Intake:
+async def rotate_intake(
+    conn: AsyncConn, company: str, token_id: int | None, owner: Owner = NO_OWNER
+) -> Intake:
     """A new secret address for the company; mail to the old one is refused from now on."""
     async with conn.transaction():
         cur = await conn.execute(
             SQL["rotate_intake"],
-            {"company": company, "local_part": new_local_part(), "token_id": token_id},
+            {
+                "company": company,
+                "local_part": new_local_part(),
+                "token_id": token_id,
+                "user_id": owner.user_id,
+                "org_id": owner.org_id,
+            },
         )
         row = await cur.fetchone()
     assert row is not None
@@ -134,6 +158,8 @@ async def receive(
                 "dedup_key": dedup_key(message_id, raw),
                 "raw": raw,
                 "owner_token_id": intake.owner_token_id,
+                "user_id": intake.owner.user_id,
+                "org_id": intake.owner.org_id,
             },
         )
         row = await cur.fetchone()

@@ -160,6 +160,16 @@
     });
   }
 
+  // --- sign out (on every page of a signed-in person) -------------------------------------
+
+  const signOutButton = document.getElementById("sign-out");
+  if (signOutButton) {
+    signOutButton.addEventListener("click", async () => {
+      await api("DELETE", "/api/session");
+      window.location.assign(API + "/signin");
+    });
+  }
+
   // --- your account -----------------------------------------------------------------------
 
   async function showAccount() {
@@ -225,10 +235,6 @@
       if (!answer.ok) return message(errorText(answer), "error");
       window.location.reload();
       return "";
-    });
-    document.getElementById("sign-out").addEventListener("click", async () => {
-      await api("DELETE", "/api/session");
-      window.location.assign(API + "/signin");
     });
     document.getElementById("sign-out-everywhere").addEventListener("click", async () => {
       await api("DELETE", "/api/session?everywhere=true");

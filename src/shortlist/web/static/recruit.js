@@ -1,10 +1,13 @@
 // Recruiter console: start a search, then follow its results as they are appended.
 //
 // Rows are appended strictly in server rank order (rank N+1 after rank N) and are never
-// re-sorted, moved or replaced. New rows arrive over Server-Sent Events (a fetch() stream, so
-// the token travels in the Authorization header and never in a URL) or, as the fallback, by
+// re-sorted, moved or replaced. New rows arrive over Server-Sent Events (a fetch() stream with
+// the session cookie) or, as the fallback, by
 // polling GET /api/results?searchId=…&after=<last rank> every few seconds. Both feed the same
 // functions, so the page shows the same ranks and rows either way.
+//
+// The console works on the signed-in session only (its cookie; every change carries the
+// session's CSRF token from GET /api/me). Programs use the API with a key instead.
 "use strict";
 
 (function () {
@@ -13,7 +16,6 @@
     return;
   }
 
-  const TOKEN_KEY = "shortlist.recruiterToken";
   const QUERY_KEY = "shortlist.searchQuery.";
   const API = root.dataset.apiRoot || "";
   const POLL_MS = clampInt(root.dataset.pollMs, 5000, 100, 60000);
@@ -53,10 +55,14 @@
     signedIn: $("signed-in"),
     signOut: $("sign-out"),
     message: $("page-message"),
+    signedInAs: $("signed-in-as"),
     signinPanel: $("signin-panel"),
-    signinForm: $("signin-form"),
-    signinError: $("signin-error"),
-    token: $("token"),
+    signinLink: $("signin-link"),
+    teamPanel: $("team-panel"),
+    teamOrg: $("team-org"),
+    teamEmpty: $("team-empty"),
+    teamSearches: $("team-searches"),
+    teamError: $("team-error"),
     searchPanel: $("search-panel"),
     searchForm: $("search-form"),
     searchError: $("search-error"),
@@ -150,45 +156,52 @@
     ui.transportInfo.textContent = [what, note].filter(Boolean).join(" · ");
   }
 
-  // --- token --------------------------------------------------------------------------------
+  // --- session ----------------------------------------------------------------------------
 
-  // Signed in with an account (the session cookie): the cookie authenticates, and every
-  // change carries the session's CSRF token. Otherwise an API key pasted below, kept in this tab.
+  // The signed-in session ({csrf, email}), from GET /api/me; null: nobody is signed in.
   let session = null;
 
   function token() {
-    return session ? "session" : sessionStorage.getItem(TOKEN_KEY);
+    return session ? "session" : null;
   }
 
   function authHeaders() {
-    return session
-      ? { "X-CSRF-Token": session.csrf }
-      : { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
+    return session ? { "X-CSRF-Token": session.csrf } : {};
+  }
+
+  function signInUrl() {
+    return API + "/signin?next=" + encodeURIComponent(window.location.pathname + window.location.search);
   }
 
   function renderAuth() {
-    const signedIn = Boolean(token());
+    const signedIn = Boolean(session);
     ui.signinPanel.hidden = signedIn;
     ui.searchPanel.hidden = !signedIn;
+    ui.teamPanel.hidden = !signedIn;
     ui.signedIn.hidden = !signedIn;
+    ui.signinLink.href = signInUrl();
+    if (session) {
+      ui.signedInAs.textContent = `Signed in as ${session.email}`;
+    }
   }
 
   function signOut(message) {
+    closeView();
+    ui.resultsPanel.hidden = true;
     if (session) {
       const csrf = session.csrf;
       session = null;
-      fetch(API + "/api/session", { method: "DELETE", headers: { "X-CSRF-Token": csrf } }).finally(
-        () => window.location.assign(API + "/signin?next=" + encodeURIComponent("/recruit")),
-      );
-      return;
+      if (!message) {
+        fetch(API + "/api/session", { method: "DELETE", headers: { "X-CSRF-Token": csrf } }).finally(
+          () => window.location.assign(API + "/signin?next=" + encodeURIComponent("/recruit")),
+        );
+        return;
+      }
     }
-    sessionStorage.removeItem(TOKEN_KEY);
-    closeView();
-    ui.resultsPanel.hidden = true;
     renderAuth();
-    ui.signinError.textContent = message || "";
     if (message) {
-      ui.token.focus();
+      showMessage(message, "error", "signed-out");
+      ui.signinLink.focus();
     }
   }
 
@@ -233,7 +246,7 @@
       return false;
     }
     if (err.status === 401) {
-      signOut("That token was not accepted. Sign in again with a recruiter token.");
+      signOut("Your session has ended. Sign in again.");
       return true;
     }
     if (err.status === 403 || err.status === 404 || err.status === 400 || err.status === 422) {
@@ -241,7 +254,7 @@
       ui.resultsPanel.hidden = true;
       const text =
         err.status === 403
-          ? "This console needs a recruiter token."
+          ? "Your role in this organisation does not search people (ask an admin for the recruiter role)."
           : "Search not found. It may belong to another recruiter, or the link is incomplete.";
       showMessage(text, "error", "search-not-found");
       return true;
@@ -351,7 +364,9 @@
       "aria-label": `Note on ${name}`,
       value: (mark && mark.note) || "",
     });
-    const said = h("span", { class: "mark-state", role: "status" }, current ? MARK_LABEL[current] : "");
+    // Who of the team marked the person last (a team shares its marks).
+    const by = mark && mark.by ? ` by ${mark.by}` : "";
+    const said = h("span", { class: "mark-state", role: "status" }, current ? MARK_LABEL[current] + by : "");
     const form = h(
       "form",
       { class: "mark-form", "data-mark": current },
@@ -1061,9 +1076,9 @@
     } catch (err) {
       ui.searchSubmit.disabled = false;
       if (err instanceof ApiError && err.status === 401) {
-        signOut("That token was not accepted. Sign in again with a recruiter token.");
+        signOut("Your session has ended. Sign in again.");
       } else if (err instanceof ApiError && err.status === 403) {
-        ui.searchError.textContent = "This token may not search candidates: it needs the recruiter role.";
+        ui.searchError.textContent = "Your role in this organisation does not search people: it needs the recruiter role.";
       } else {
         ui.searchError.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
       }
@@ -1074,24 +1089,51 @@
     sessionStorage.setItem(QUERY_KEY + id, describe(body));
     window.history.pushState({ search: id }, "", urlFor(id));
     openSearch(id, { focus: true });
+    loadTeam();
   }
 
-  function signIn(event) {
-    event.preventDefault();
-    const value = ui.token.value.trim();
-    if (!value) {
-      ui.signinError.textContent = "Paste your recruiter token.";
-      ui.token.focus();
+  /** The team's recent searches, each with who started it (a team sees its members'). */
+  async function loadTeam() {
+    if (!session) {
       return;
     }
-    sessionStorage.setItem(TOKEN_KEY, value);
-    ui.token.value = "";
-    ui.signinError.textContent = "";
-    renderAuth();
-    routeFromUrl();
-    if (!view) {
-      $("s-query").focus();
+    ui.teamOrg.textContent = session.org ? `Searches of ${session.org}, newest first.` : "";
+    let data;
+    try {
+      data = await api("GET", "/api/searches?limit=20");
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        signOut("Your session has ended. Sign in again.");
+      } else if (err instanceof ApiError && err.status === 403) {
+        ui.teamPanel.hidden = true;
+      } else {
+        ui.teamError.textContent = err instanceof ApiError ? err.message : "Network error; try again.";
+      }
+      return;
     }
+    ui.teamError.textContent = "";
+    const current = (new URLSearchParams(window.location.search).get("search") || "").trim();
+    ui.teamSearches.replaceChildren(
+      ...data.searches.map((x) => {
+        const label = [x.query, x.role, x.location].filter(Boolean).join(" · ");
+        const state = (SEARCH_STATE[x.status] || [x.status])[0];
+        return h(
+          "li",
+          { "data-search-id": x.searchId },
+          h(
+            "a",
+            { href: `${API}/recruit?search=${encodeURIComponent(x.searchId)}`, "aria-current": x.searchId === current ? "page" : null },
+            label,
+          ),
+          h(
+            "span",
+            { class: "team-meta" },
+            ` started by ${x.startedBy || "someone"} · ${plural(x.resultCount, "candidate", "candidates")} · ${state}`,
+          ),
+        );
+      }),
+    );
+    ui.teamEmpty.hidden = data.searches.length > 0;
   }
 
   function routeFromUrl() {
@@ -1109,7 +1151,6 @@
     }
   }
 
-  ui.signinForm.addEventListener("submit", signIn);
   ui.searchForm.addEventListener("submit", submitSearch);
   ui.signOut.addEventListener("click", () => signOut(""));
   ui.retrySearch.addEventListener("click", retrySearch);
@@ -1118,22 +1159,22 @@
   window.addEventListener("popstate", routeFromUrl);
 
   async function start() {
-    if (!sessionStorage.getItem(TOKEN_KEY)) {
-      try {
-        const res = await fetch(API + "/api/me", { headers: { Accept: "application/json" } });
-        if (res.ok) {
-          const me = await res.json();
-          session = { csrf: me.csrfToken };
-        }
-      } catch {
-        session = null;
+    try {
+      const res = await fetch(API + "/api/me", { headers: { Accept: "application/json" }, cache: "no-store" });
+      if (res.ok) {
+        const me = await res.json();
+        const org = (me.organisations || []).find((o) => o.id === me.current);
+        session = { csrf: me.csrfToken, email: me.user.email, org: org ? org.name : "" };
       }
+    } catch {
+      session = null;
     }
     renderAuth();
     if (root.dataset.searchId && !token()) {
       showMessage("Sign in to open this search.", "", "sign-in-to-open");
     }
     routeFromUrl();
+    loadTeam();
   }
 
   start();
