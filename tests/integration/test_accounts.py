@@ -844,13 +844,21 @@ async def test_account_pages_render_and_need_a_session(
     signin = await client.get("/signin?next=//evil.example")
     assert signin.status_code == 200 and 'data-next=""' in signin.text
     assert "Sign in with SSO" not in signin.text  # no OpenID Connect configured
-    assert (await client.get("/account")).status_code == 303
+    for path in ("/account", "/org", "/employer"):
+        page = await client.get(path)
+        assert page.status_code == 303, path
+        assert page.headers["location"] == f"/signin?next={path}"
     await make_person(pool, "ada@example.com", "Scouts")
     await sign_in(client, "ada@example.com")
     for path in ("/account", "/org", "/invitation?token=x", "/signin/reset?token=x"):
         page = await client.get(path)
         assert page.status_code == 200, path
         assert "account.js" in page.text
+    employer = await client.get("/employer")
+    assert employer.status_code == 200 and "employer.js" in employer.text
+    # The console has no token field: it works on the session.
+    console = await client.get("/recruit")
+    assert 'type="password"' not in console.text and "Recruiter token" not in console.text
 
 
 # --- ownership of what the intake and the audit log write ----------------------------------
