@@ -84,12 +84,14 @@
     return td;
   }
 
+  /** A button in its own cell: the verb shown, ``label`` (the verb and its object) its name. */
   function actionCell(row, label, onClick) {
     const td = document.createElement("td");
     const button = document.createElement("button");
     button.type = "button";
     button.className = "btn btn-secondary btn-small";
-    button.textContent = label;
+    button.textContent = label.split(" ")[0];
+    button.setAttribute("aria-label", label);
     button.addEventListener("click", onClick);
     td.appendChild(button);
     row.appendChild(td);
@@ -200,7 +202,7 @@
       cell(row, s.userAgent || s.clientIp || "");
       if (s.current) cell(row, "");
       else
-        actionCell(row, "End", async () => {
+        actionCell(row, `End the session signed in ${when(s.createdAt)}`, async () => {
           await api("DELETE", `/api/me/sessions/${s.id}`);
           showAccount();
         });
