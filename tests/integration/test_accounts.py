@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import uuid
 from collections.abc import Iterator
@@ -24,12 +25,12 @@ from typer.testing import CliRunner
 from shortlist import audit
 from shortlist.accounts import store
 from shortlist.accounts.demo import load_demo_accounts
-from shortlist.accounts.passwords import hash_password
+from shortlist.accounts.passwords import hash_password, verify_password
 from shortlist.accounts.scope import act_for_org
 from shortlist.accounts.setup import setup_link_if_nobody
 from shortlist.accounts.signin import SignInRefused, session_principal, sign_in_verified_identity
 from shortlist.auth import OrgKind, OrgRole, Role, authenticate
-from shortlist.bootstrap import Services
+from shortlist.bootstrap import Services, load_samples_if_empty
 from shortlist.cli import build_app
 from shortlist.config import Settings
 from shortlist.db.migrate import migrate
@@ -836,6 +837,29 @@ async def test_demo_accounts_are_made_once_with_random_passwords(
     ]
     assert me["siteAdmin"] is False
     assert await setup_link_if_nobody(pool, services.settings) is not None
+
+
+async def test_the_sample_loader_logs_the_demo_sign_ins(
+    services: Services, pool: AsyncPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With SHORTLIST_DEMO_ACCOUNTS, the first start's log shows each demo person's sign-in
+    (the redacting formatter leaves their one-label addresses whole); off, none is made."""
+    await load_samples_if_empty(services)
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM users WHERE service_org_id IS NULL")
+        assert (await cur.fetchone() or {})["n"] == 0  # off by default
+    services.settings = services.settings.model_copy(update={"demo_accounts": True})
+    with caplog.at_level(logging.WARNING, logger="shortlist.bootstrap"):
+        await load_samples_if_empty(services)
+    lines = [r.getMessage() for r in caplog.records if "demo account" in r.getMessage()]
+    assert len(lines) == 3
+    line = next(x for x in lines if "bo@northwind-demo" in x)
+    password = re.search(r"with password (\S+) ", line)
+    assert password is not None and redact_emails(line) == line
+    async with pool.connection() as conn:
+        user = await store.user_by_email(conn, "bo@northwind-demo")
+    assert user is not None
+    assert await verify_password(password.group(1), user.password_hash)
 
 
 async def test_account_pages_render_and_need_a_session(
