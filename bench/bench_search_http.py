@@ -235,7 +235,10 @@ async def _measure(
     distinct: list[str],
     vocabulary: list[str],
     n: int,
+    peers: Peers | None = None,
 ) -> Samples:
+    """The product over HTTP, ``ctx.repetitions()`` times: the distinct mix, then the repeated
+    log. With ``peers``, each repetition's peers run first, on the same distinct queries."""
     out: Samples = {}
 
     def add(key: str, value: float) -> None:
@@ -285,6 +288,8 @@ async def _measure(
         await run(warm)
         searches = len(warm)
         for rep in range(ctx.repetitions()):
+            if peers is not None:
+                await peers.rep(rep)
             load = os.getloadavg()[0]
             mix = distinct[rep * n : (rep + 1) * n]
             rate, lat = await run(mix, "distinct")
@@ -360,37 +365,68 @@ def precompute(texts: list[str], fixture: SearchFixture, smoke: bool) -> np.ndar
     return np.asarray(vectors, dtype=np.float32)
 
 
-def peers(
-    ctx: Context, fixture: SearchFixture, distinct: list[str], vectors: dict[str, Any], n: int
-) -> dict[str, Samples]:
+class Peers:
     """The SQL-only peers (bench.search_peers) on the distinct queries with their precomputed
-    vectors, :data:`CONCURRENCY` at once, each repetition's peers one after the other."""
-    from bench import search_peers
-    from shortlist.relevance import normalise_query
+    vectors, :data:`CONCURRENCY` at once. :meth:`rep` measures each peer on a repetition's
+    queries; the product's distinct run of the same repetition follows it at once (see
+    :func:`_measure`), so that each ratio compares runs made under the same load."""
 
-    search_peers.create(fixture.url)
-    out: dict[str, Samples] = {name: {} for name in search_peers.PEERS}
-    warm = distinct[-min(100, n) :]
-    for rep in range(ctx.repetitions()):
-        texts = distinct[rep * n : (rep + 1) * n]
-        matrix = np.asarray([vectors[text_key(normalise_query(t))] for t in texts], np.float32)
+    def __init__(
+        self,
+        ctx: Context,
+        fixture: SearchFixture,
+        distinct: list[str],
+        vectors: dict[str, Any],
+        n: int,
+    ) -> None:
+        from bench import search_peers
+
+        search_peers.create(fixture.url)
+        self.ctx, self.url, self.distinct, self.vectors, self.n = (
+            ctx,
+            fixture.url,
+            distinct,
+            vectors,
+            n,
+        )
+        self.samples: dict[str, Samples] = {name: {} for name in search_peers.PEERS}
+        self.warm = False
+
+    def _matrix(self, texts: Sequence[str]) -> np.ndarray:
+        from shortlist.relevance import normalise_query
+
+        return np.asarray(
+            [self.vectors[text_key(normalise_query(t))] for t in texts], dtype=np.float32
+        )
+
+    async def rep(self, rep: int) -> None:
+        from bench import search_peers
+
+        texts = self.distinct[rep * self.n : (rep + 1) * self.n]
+        matrix = self._matrix(texts)
+        me = psutil.Process()
         for name, statement in search_peers.PEERS.items():
-            if rep == 0:  # warm-up: index pages, plans
-                w = np.asarray([vectors[text_key(normalise_query(t))] for t in warm], np.float32)
-                asyncio.run(search_peers.measure(fixture.url, statement, warm, w, CONCURRENCY))
-            rate, lat, pg_cpu = asyncio.run(
-                search_peers.measure(fixture.url, statement, texts, matrix, CONCURRENCY)
+            if not self.warm:  # warm-up: index pages, plans
+                warm = self.distinct[-min(100, self.n) :]
+                await search_peers.measure(
+                    self.url, statement, warm, self._matrix(warm), CONCURRENCY
+                )
+            client = cpu(me)
+            rate, lat, pg_cpu = await search_peers.measure(
+                self.url, statement, texts, matrix, CONCURRENCY
             )
-            samples = out[name]
+            samples = self.samples[name]
             for key, value in search_peers.summary(rate, lat).items():
                 samples.setdefault(key, []).append(value)
-            samples.setdefault("pg_cpu", []).append(pg_cpu * 1000 / n)
-            ctx.log(
+            samples.setdefault("pg_cpu", []).append(pg_cpu * 1000 / self.n)
+            samples.setdefault("client_cpu", []).append((cpu(me) - client) * 1000 / self.n)
+            self.ctx.log(
                 f"search-http: {name} (SQL only) rep {rep + 1}: {rate:.0f}/s"
                 f" (p50 {samples['p50'][-1]:.1f}, p99 {samples['p99'][-1]:.1f} ms),"
-                f" PostgreSQL CPU {samples['pg_cpu'][-1]:.1f} ms per search"
+                f" PostgreSQL CPU {samples['pg_cpu'][-1]:.1f} ms per search,"
+                f" client {samples['client_cpu'][-1]:.2f} ms"
             )
-    return out
+        self.warm = True
 
 
 def _load_note(samples: Samples) -> str:
@@ -417,13 +453,28 @@ def run(ctx: Context) -> list[Record]:
         vectors = Path(tmp) / "vectors.npz"
         computed = precompute(keys, fixture, ctx.smoke)
         np.savez(vectors, texts=np.asarray(keys), vectors=computed)
-        peer = peers(ctx, fixture, distinct, dict(zip(keys, computed, strict=True)), n)
-        pre = asyncio.run(_measure(ctx, fixture, "precomputed", vectors, distinct, vocabulary, n))
+        peers = Peers(ctx, fixture, distinct, dict(zip(keys, computed, strict=True)), n)
+        # The peers run beside the product's runs with the model (in a smoke run, there are
+        # none: beside those with precomputed vectors).
+        pre = asyncio.run(
+            _measure(
+                ctx,
+                fixture,
+                "precomputed",
+                vectors,
+                distinct,
+                vocabulary,
+                n,
+                peers if ctx.smoke else None,
+            )
+        )
         if ctx.smoke:
             model, anchor = pre, {"rate": pre["distinct_rate"], "load": pre["load"]}
         else:
             anchor = encode_only(ctx, distinct, n)
-            model = asyncio.run(_measure(ctx, fixture, "local", vectors, distinct, vocabulary, n))
+            model = asyncio.run(
+                _measure(ctx, fixture, "local", vectors, distinct, vocabulary, n, peers)
+            )
     rows = f"{fixture.rows:,} listings, {n} requests per run, {CONCURRENCY} in flight"
     for mix, label, target in (
         ("distinct", "distinct queries", TARGET_DISTINCT),
@@ -474,7 +525,11 @@ def run(ctx: Context) -> list[Record]:
                 note=f"p99 {Stat.of(pre[f'{mix}_p99']).median:.1f} ms",
             ),
         ]
-    for name, samples in peer.items():
+    for name, samples in peers.samples.items():
+        per_rep = ", ".join(
+            f"{mine / theirs:.2f}"
+            for mine, theirs in zip(model["distinct_rate"], samples["rate"], strict=True)
+        )
         records += [
             Record(
                 NAME,
@@ -485,7 +540,8 @@ def run(ctx: Context) -> list[Record]:
                 unit="/s",
                 baseline_name=f"{name}, precomputed vectors",
                 note=(
-                    f"{name}: p50 {Stat.of(samples['p50']).median:.1f} ms, p99"
+                    f"ratio per repetition (the peer run just before the product's): {per_rep};"
+                    f" {name}: p50 {Stat.of(samples['p50']).median:.1f} ms, p99"
                     f" {Stat.of(samples['p99']).median:.1f} ms, PostgreSQL CPU"
                     f" {Stat.of(samples['pg_cpu']).median:.1f} ms per search;"
                     f" shortlist: PostgreSQL CPU"
@@ -493,6 +549,33 @@ def run(ctx: Context) -> list[Record]:
                 ),
             ),
         ]
+    first = peers.samples["index-first RRF"]
+    mine = [
+        sum(parts)
+        for parts in zip(
+            model["distinct_server_cpu"],
+            model["distinct_pg_cpu"],
+            model["distinct_client_cpu"],
+            strict=True,
+        )
+    ]
+    theirs = [pg + client for pg, client in zip(first["pg_cpu"], first["client_cpu"], strict=True)]
+    records.append(
+        Record(
+            NAME,
+            "CPU per distinct search via HTTP with the model vs index-first RRF (SQL only)",
+            Stat.of(mine),
+            Stat.of(theirs),
+            better="lower",
+            unit="ms",
+            baseline_name="index-first RRF: PostgreSQL + client",
+            note=(
+                "shortlist: API process + PostgreSQL + load client; on a machine both saturate"
+                " alone, the rate ratio is about the inverse of this one (under other load it"
+                " is lower: the API process is one event loop, the peer eight backends)"
+            ),
+        )
+    )
     for kind in ("hit", "miss"):
         if f"repeated_{kind}_p50" in model:
             records.append(
