@@ -333,8 +333,13 @@ class Outcome:
 
 
 async def product_jobs(
-    url: str, embedder: Any, queries: Sequence[Query]
+    url: str,
+    embedder: Any,
+    queries: Sequence[Query],
+    labels: dict[tuple[str, str], list[str]] | None = None,
 ) -> list[list[tuple[float, str]]]:
+    """The product's (score, key) per query; ``labels``: filled with each hit's match in words
+    (``why.labels``), by (query, key)."""
     from shortlist.db.pool import open_async_pool
     from shortlist.listings.search import search_jobs
 
@@ -344,9 +349,51 @@ async def product_jobs(
         for q in queries:
             result = await search_jobs(pool, embedder, q.text, size=DEPTH)
             out.append([(h.score, str(h.listing.id)) for h in result.hits])
+            if labels is not None:
+                for h in result.hits:
+                    labels[(q.text, str(h.listing.id))] = h.why.labels
         return out
     finally:
         await pool.close()
+
+
+LABEL_KINDS = ("Title matches", "Title matches in part", "Mentions", "Similar in meaning")
+PAGE = 10
+
+
+def label_precision(
+    queries: Sequence[Query],
+    results: Sequence[Outcome],
+    labels: dict[tuple[str, str], list[str]],
+    half: str,
+) -> dict[str, Any]:
+    """Of the first page's hits (10 per query) carrying each match label ("Title matches",
+    …; shortlist.listings.why.match_labels), the share that is relevant; and the pages whose ten
+    hits all show the same percentage (the page then hides it and says why they are equal)."""
+    counts: dict[str, list[bool]] = {k: [] for k in LABEL_KINDS}
+    equal_pages = 0
+    mine = [(q, r) for q, r in zip(queries, results, strict=True) if q.half == half]
+    for q, res in mine:
+        page = res.scored[:PAGE]
+        if len(page) == PAGE and len({round(score * 100) for score, _ in page}) == 1:
+            equal_pages += 1
+        for _score, key in page:
+            relevant = q.is_relevant(key)
+            for label in labels.get((q.text, key), []):
+                kind = next((k for k in LABEL_KINDS if label.startswith(k)), None)
+                if kind is not None and not (kind == "Title matches" and "in part" in label):
+                    counts[kind].append(relevant)
+    return {
+        "labels": {
+            kind: {
+                "hits": len(flags),
+                "relevant_share": round(sum(flags) / len(flags), 4) if flags else None,
+            }
+            for kind, flags in counts.items()
+        },
+        "pages_with_ten_equal_percentages": equal_pages,
+        "queries": len(mine),
+    }
 
 
 async def product_candidates(
@@ -639,8 +686,12 @@ def evaluate_jobs(
     url: str, rows: Sequence[dict[str, str]], embedder: Any, *, smoke: bool = False
 ) -> tuple[list[Query], list[Outcome]]:
     queries = job_queries(url, rows, smoke=smoke)
-    product = asyncio.run(product_jobs(url, embedder, queries))
+    product = asyncio.run(product_jobs(url, embedder, queries, JOB_LABELS))
     return queries, outcomes(url, "job_listings", embedder, queries, product)
+
+
+JOB_LABELS: dict[tuple[str, str], list[str]] = {}
+"""Each job hit's match labels of the last :func:`evaluate_jobs`, by (query, key)."""
 
 
 def prepare_candidates(ctx: Context, embedder: Any) -> str:
@@ -761,15 +812,29 @@ def run(ctx: Context) -> list[Record]:
     floor = floor_check(cand_url, embedder, cand_q)
     fitted = fit_candidate_score(cand_q, candidate_evidence(cand_url, embedder, cand_q))
     ctx.log(f"relevance: candidate score refitted on the tune half: {fitted}")
+    job_labels = {h: label_precision(job_q, job_res, JOB_LABELS, h) for h in HALVES}
     detail = {
         "candidate_score_fit": {k: round(v, 3) for k, v in fitted.items()},
         "jobs": {h: calibration(job_q, job_res, h) for h in HALVES},
+        "job_labels": job_labels,
         "candidates": {h: calibration(cand_q, cand_res, h) for h in HALVES},
         "candidate_floor": floor,
     }
     (ctx.results_dir / "relevance-calibration.json").write_text(
         json.dumps(detail, indent=2) + "\n", encoding="utf-8"
     )
+    for half in HALVES:
+        found = job_labels[half]
+        title = found["labels"]["Title matches"]
+        records.append(
+            report(
+                NAME,
+                f"jobs {half}: 'Title matches' hits relevant (first page)",
+                title["relevant_share"] or 0.0,
+                note=f"{title['hits']} hits; pages of ten equal percentages:"
+                f" {found['pages_with_ten_equal_percentages']} of {found['queries']}",
+            )
+        )
     records.append(
         report(
             NAME,

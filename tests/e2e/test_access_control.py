@@ -137,6 +137,7 @@ TABLE = [
     Row("GET", "/api/jobs/search?q=python", public()),
     Row("GET", "/api/jobs/{listing}", public()),
     Row("GET", "/api/jobs/{slug}", public()),
+    Row("GET", "/api/jobs/{listing}/similar", public()),
     # A company token posts as its own company only (LISTING is the first company's).
     Row("POST", "/api/jobs", company_writes(201, 403), json=LISTING),
     Row(

@@ -400,3 +400,65 @@ async def test_salaries_in_the_chosen_currency(
     assert ("Aspen", "Python Engineer") in await _titles(client, salary_min=200)
     plain = (await client.get("/api/jobs/search", params={"q": "python"})).json()
     assert all(h["listing"]["salary_converted"] is None for h in plain["hits"])
+
+
+# --- similar jobs, the match in words ------------------------------------------------------
+
+
+async def test_similar_jobs_leave_out_the_same_company_and_duplicates(
+    client: httpx.AsyncClient, pool: AsyncPool, embed_pending: EmbedPending
+) -> None:
+    await _load(pool, embed_pending)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, company_name FROM job_listings WHERE company_name = 'Birch'"
+        )
+        birch = (await cur.fetchone() or {})["id"]
+        # Another post of Birch's, and a duplicate of another listing: neither is suggested.
+        async with conn.transaction():
+            await copy_listings(
+                conn,
+                [
+                    listing("Backend Engineer", "Porto", "Python APIs. Remote within the EU.",
+                            company_name="Birch"),
+                    listing("Backend Engineer", "Remote", "Python APIs, the same.",
+                            company_name="Elm"),
+                ],
+                source="file",
+            )  # fmt: skip
+    await embed_pending()
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE job_listings SET duplicate_of = %s WHERE company_name = 'Elm'", (birch,)
+        )
+    resp = await client.get(f"/api/jobs/{birch}/similar", params={"size": 10})
+    assert resp.status_code == 200, resp.text
+    similar = resp.json()
+    companies = [s["listing"]["company_name"] for s in similar]
+    assert similar and "Birch" not in companies and "Elm" not in companies
+    assert all(s["reason"] for s in similar)
+    cedar = next(s for s in similar if s["listing"]["company_name"] == "Cedar Labs")
+    assert cedar["reason"].startswith("Also a backend engineer role")
+    missing = await client.get("/api/jobs/00000000-0000-0000-0000-000000000000/similar")
+    assert missing.status_code == 404
+
+
+def test_match_in_words_and_when_the_percentage_shows() -> None:
+    from shortlist.listings.why import match_labels
+    from shortlist.web.seeker import score_note
+
+    assert match_labels(1.0, "Backend Engineer", ["backend", "engineer"], "both") == [
+        "Title matches"
+    ]
+    assert match_labels(
+        0.5, "Senior Backend Engineer", ["backend", "python", "kotlin"], "both"
+    ) == [
+        "Title matches in part",
+        "Mentions Python, Kotlin",
+    ]
+    assert match_labels(0.0, "Platform Engineer", [], "meaning") == ["Similar in meaning"]
+    # Ten equal figures: no figure, but why they are equal.
+    shown, note = score_note([0.27] * 10, [["Title matches"]] * 10)
+    assert not shown and "equally well" in note and "every word you typed" in note
+    shown, note = score_note([0.9, 0.27], [["Title matches"], ["Similar in meaning"]])
+    assert shown and note == ""

@@ -148,7 +148,7 @@ async def test_home_is_a_search_form_with_labels_and_a_strict_csp(
     # every input has a label
     inputs = [a["id"] for t, a in page.elements if t == "input"]
     labelled = {a["for"] for t, a in page.elements if t == "label"}
-    assert set(inputs) == {"q", "location", "salary_min"} <= labelled
+    assert set(inputs) == {"q", "location", "salary_min", "visa"} <= labelled
     # nothing from another origin, no inline script or style
     assert not re.search(r'(src|href)="(https?:)?//', response.text)
     assert not page.having("style")

@@ -603,7 +603,10 @@ async def search_jobs(
             why=Why(
                 matched_terms=whys[c.id][0],
                 snippet=whys[c.id][1],
-                via=explain.via(c.vector_rank, c.text_rank),
+                via=(via := explain.via(c.vector_rank, c.text_rank)),
+                labels=explain.match_labels(
+                    c.title_match, listings[c.id].job_title, whys[c.id][0], via
+                ),
             ),
         )
         for c in page

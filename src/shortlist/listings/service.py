@@ -33,6 +33,7 @@ from shortlist.listings.rates import RateCache
 from shortlist.listings.repository import NO_OWNER, Owner
 from shortlist.listings.result_cache import ResultCache
 from shortlist.listings.search import SearchResult, check_seeker_filters, search_jobs
+from shortlist.listings.similar import SimilarJob, similar_jobs
 from shortlist.listings.slug import listing_id_from_slug
 
 
@@ -245,5 +246,23 @@ async def run_job_search(
             return result, replica
 
         return await services.search_cache.answer(key, compute)
+
+    return await services.spaces.run(in_model)
+
+
+async def find_similar(
+    services: JobSearchServices, id_or_slug: str, *, size: int = 5
+) -> list[SimilarJob]:
+    """The listing's similar jobs (shortlist.listings.similar), read where searches read;
+    ``NotFound`` for no such listing."""
+    listing_id = parse_listing_ref(id_or_slug)
+
+    async def in_model(model: ModelInUse) -> list[SimilarJob]:
+        async def on(pool: AsyncPool) -> list[SimilarJob]:
+            async with pool.connection() as conn:
+                listing = await repo.get_listing(conn, listing_id)
+            return await similar_jobs(pool, model.space, listing, size)
+
+        return await services.reads.read(on)
 
     return await services.spaces.run(in_model)

@@ -31,6 +31,41 @@ class Why(BaseModel):
     snippet: str
     """HTML: the description's text, escaped, with the matched words in ``<mark>``."""
     via: Via
+    labels: list[str] = []
+    """The match in a few words people read, chosen from the evidence the score is computed
+    from (:func:`match_labels`): "Title matches", "Title matches in part", "Mentions Python,
+    Kotlin", "Similar in meaning"."""
+
+
+TITLE_MATCHES = "Title matches"
+TITLE_PART = "Title matches in part"
+SIMILAR = "Similar in meaning"
+MAX_MENTIONED = 3
+
+
+def match_labels(title_match: float, title: str, matched_terms: list[str], via: Via) -> list[str]:
+    """What a hit shares with the query, in words: every query word (lexeme) in its title
+    ("Title matches"), some of them ("… in part"), the query's words its description names
+    that its title does not ("Mentions Python, Kotlin"), or, found only by the vector list,
+    "Similar in meaning". ``title_match``: the share of the query's lexemes in the title
+    (shortlist.relevance's evidence)."""
+    labels = []
+    if title_match >= 0.999:
+        labels.append(TITLE_MATCHES)
+    elif title_match > 0:
+        labels.append(TITLE_PART)
+    in_title = {w.lower() for w in _WORD.findall(title)}
+    mentioned = [t for t in matched_terms if t.lower() not in in_title][:MAX_MENTIONED]
+    if mentioned:
+        labels.append("Mentions " + ", ".join(_display(t) for t in mentioned))
+    if not labels:
+        labels.append(SIMILAR if via == "meaning" else "Matches your words")
+    return labels
+
+
+def _display(term: str) -> str:
+    # "python" → "Python", "go" → "Go"; three letters are mostly acronyms ("sql", "aws")
+    return term.upper() if len(term) == 3 else term[:1].upper() + term[1:]
 
 
 def query_words(q: str) -> list[str]:

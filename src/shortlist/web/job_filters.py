@@ -16,7 +16,16 @@ from shortlist.validation import small_int
 WORK_MODE_LABELS = {"remote": "Remote", "hybrid": "Hybrid", "onsite": "On-site"}
 POSTED_LABELS = {1: "Last 24 hours", 7: "Last 7 days", 30: "Last 30 days"}
 # The query-string parameters of the page, in the order URLs carry them.
-PARAMS = ("q", "location", "salary_min", "work_mode", "posted_within_days")
+PARAMS = (
+    "q",
+    "location",
+    "salary_min",
+    "currency",
+    "work_mode",
+    "remote_country",
+    "visa",
+    "posted_within_days",
+)
 
 
 def parse_work_mode(raw: str | None) -> str | None:

@@ -34,6 +34,7 @@ from shortlist.listings.search import (
     MAX_SIZE,
     SearchResult,
 )
+from shortlist.listings.similar import MAX_SIMILAR, SimilarJob
 from shortlist.validation import blank_allowed, blank_to_none
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -235,6 +236,18 @@ async def create_from_email(
     if not created:
         response.status_code = status.HTTP_200_OK
     return _created(response, listing)
+
+
+@router.get("/{id_or_slug}/similar", responses={404: {"description": "no such listing"}})
+async def similar(
+    id_or_slug: str,
+    services: ServicesDep,
+    size: Annotated[int, Query(ge=1, le=MAX_SIMILAR)] = 5,
+) -> list[SimilarJob]:
+    """The open listings nearest in meaning (the vector index), without this listing's
+    duplicates or its company's other posts, each with a ``reason`` in words; empty while the
+    listing has no vector yet."""
+    return await service.find_similar(services, id_or_slug, size=size)
 
 
 @router.get("/{id_or_slug}")

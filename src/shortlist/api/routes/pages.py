@@ -45,11 +45,12 @@ from shortlist.db.types import AsyncConn
 from shortlist.errors import BadInput, NotFound, RateLimited
 from shortlist.listings.models import ListingOut
 from shortlist.listings.money import format_salary
+from shortlist.listings.rates import Rates
 from shortlist.listings.search import MAX_OFFSET, SearchHit
-from shortlist.listings.service import find_listing, run_job_search
+from shortlist.listings.service import find_listing, find_similar, run_job_search
 from shortlist.status import collect_status, public_view
 from shortlist.validation import small_int
-from shortlist.web import job_filters
+from shortlist.web import job_filters, seeker
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +247,11 @@ class JobHit:
     matched_terms: list[str]
     via: str
     work_mode: str
+    labels: list[str]
+    """The match in words (shortlist.listings.why.match_labels)."""
+    converted: str | None
+    """"≈ €82K – €99K": the salary in the chosen currency, when it is another."""
+    rate_date: str | None
 
     @property
     def score_pct(self) -> int:
@@ -254,6 +260,7 @@ class JobHit:
     @classmethod
     def of(cls, hit: SearchHit) -> JobHit:
         listing = hit.listing
+        converted = seeker.converted_text(listing.salary_converted, listing)
         return cls(
             title=listing.job_title,
             company=listing.company_name,
@@ -265,6 +272,13 @@ class JobHit:
             matched_terms=hit.why.matched_terms,
             via=hit.why.via,
             work_mode=job_filters.WORK_MODE_LABELS[listing.work_mode],
+            labels=hit.why.labels,
+            converted=converted,
+            rate_date=(
+                seeker.rate_day(listing.salary_converted.rate_date)
+                if converted and listing.salary_converted
+                else None
+            ),
         )
 
 
@@ -303,13 +317,38 @@ async def job_search_page(
     offset: str | None = None,
     work_mode: str | None = None,
     posted_within_days: str | None = None,
+    currency: str | None = None,
+    remote_country: str | None = None,
+    visa: str | None = None,
 ) -> HTMLResponse:
-    """Job search. Query parameters as ``GET /api/jobs/search``; bad ones become messages."""
+    """Job search. Query parameters as ``GET /api/jobs/search``; bad ones become messages.
+    Salaries are shown in ``currency``; without one, in the currency of the place the search
+    names, else of the browser's language (shortlist.web.seeker)."""
     form = {"q": (q or "").strip(), "location": (location or "").strip(), "salary_min": ""}
     form["salary_min"] = (salary_min or "").strip()
     form["work_mode"] = (work_mode or "").strip().lower()
     form["posted_within_days"] = (posted_within_days or "").strip()
-    context: dict[str, Any] = {"form": form, "hits": [], "notice": None}
+    form["remote_country"] = (remote_country or "").strip().upper()[:2]
+    form["visa"] = (visa or "").strip().lower()[:20]
+    try:
+        known = set((await services.rates.get(services.reads.primary)).by_code)
+    except UNAVAILABLE:
+        known = {seeker.FALLBACK_CURRENCY}
+    picked = (currency or "").strip().upper()
+    # The page's links carry the person's pick only; without one, the default follows the
+    # query's place (a new query, a new default).
+    form["currency"] = picked if picked in known else ""
+    shown_in = form["currency"] or seeker.default_currency(
+        form["q"], form["location"], request.headers.get("accept-language", ""), known
+    )
+    context: dict[str, Any] = {
+        "form": form,
+        "shown_in": shown_in,
+        "hits": [],
+        "notice": None,
+        "currencies": seeker.currency_choices(sorted(known)),
+        "countries": seeker.country_choices(),
+    }
     if q is None:
         return render(request, "jobs_search.html", context, nav="jobs")
     if not form["q"]:
@@ -338,6 +377,9 @@ async def job_search_page(
             offset=start,
             work_mode=mode,
             posted_within_days=within,
+            currency=shown_in,
+            remote_country=form["remote_country"] or None,
+            visa=form["visa"] or None,
         )
     except BadInput as exc:
         context["notice"] = Notice("bad-input", "That search could not be run.", str(exc), "error")
@@ -363,8 +405,14 @@ async def job_search_page(
     else:
         page = result.hits[:PAGE_SIZE]
         root = root_path(request)
+        hits = [JobHit.of(h) for h in page]
+        show_scores, equal_note = seeker.score_note(
+            [h.score for h in hits], [h.labels for h in hits]
+        )
         context.update(
-            hits=[JobHit.of(h) for h in page],
+            hits=hits,
+            show_scores=show_scores,
+            equal_note=equal_note,
             facet_groups=job_filters.facet_groups(root, form, result.facets),
             took_ms=round(result.took_ms),
             first=start + 1,
@@ -383,8 +431,11 @@ async def job_search_page(
             filters = [f"in {form['location']}" if form["location"] else ""]
             filters.append(f"paying from {form['salary_min']}K" if form["salary_min"] else "")
             filters.append(
-                "with the work mode or date filter"
-                if form["work_mode"] or form["posted_within_days"]
+                "with the work mode, date, country or visa filter"
+                if form["work_mode"]
+                or form["posted_within_days"]
+                or form["remote_country"]
+                or form["visa"]
                 else ""
             )
             where = " ".join(f for f in filters if f)
@@ -432,12 +483,24 @@ def job_posting_json_ld(listing: ListingOut, url: str) -> Markup:
         "description": listing.description,
         "datePosted": listing.created_at.date().isoformat(),
         "url": url,
+        # Google's JobPosting: the application is completed on the employer's site (the
+        # page's "Apply" leaves this one), so this page is no direct application.
+        "directApply": False,
         "hiringOrganization": {"@type": "Organization", "name": listing.company_name},
         "jobLocation": {
             "@type": "Place",
             "address": {"@type": "PostalAddress", "addressLocality": listing.city_location},
         },
     }
+    if listing.status == "open" and listing.valid_through is not None:
+        data["validThrough"] = listing.valid_through.isoformat()
+    if listing.work_mode == "remote":
+        data["jobLocationType"] = "TELECOMMUTE"
+        if listing.remote_countries:
+            data["applicantLocationRequirements"] = [
+                {"@type": "Country", "name": seeker.country_name(code)}
+                for code in listing.remote_countries
+            ]
     if listing.salary_min_ks is not None or listing.salary_max_ks is not None:
         value: dict[str, Any] = {"@type": "QuantitativeValue", "unitText": "YEAR"}
         if listing.salary_min_ks is not None:
@@ -465,16 +528,52 @@ async def _original_of(conn: AsyncConn, listing: ListingOut) -> ListingOut | Non
         return None  # deleted since: the foreign key has unlinked this one by now
 
 
+VISA_WORDS = {
+    "offered": "Visa sponsorship offered",
+    "not_offered": "No visa sponsorship",
+    "unknown": None,
+}
+
+
+def _salary_context(
+    request: Request, listing: ListingOut, rates: Rates, currency: str | None
+) -> dict[str, Any]:
+    """The job page's currency picker and the salary in the picked currency (else the one
+    of the browser's language), approximate, with the date of its rate."""
+    known = set(rates.by_code)
+    picked = (currency or "").strip().upper()
+    chosen = (
+        picked
+        if picked in known
+        else seeker.default_currency("", "", request.headers.get("accept-language", ""), known)
+    )
+    converted = rates.convert(
+        listing.salary_min_ks, listing.salary_max_ks, listing.currency_code, chosen
+    )
+    text = seeker.converted_text(converted, listing)
+    return {
+        "currency": chosen,
+        "currencies": seeker.currency_choices(sorted(known)),
+        "converted": text,
+        "rate_date": seeker.rate_day(converted.rate_date) if text and converted else None,
+        "rate_date_iso": converted.rate_date.isoformat() if text and converted else None,
+    }
+
+
 def _posted(created_at: datetime) -> tuple[str, str]:
     return f"{created_at:%B} {created_at.day}, {created_at:%Y}", created_at.date().isoformat()
 
 
 @router.get("/jobs/{slug}", response_class=HTMLResponse)
-async def job_detail_page(request: Request, services: ServicesDep, slug: str) -> Response:
+async def job_detail_page(
+    request: Request, services: ServicesDep, slug: str, currency: str | None = None
+) -> Response:
     try:
         async with services.pool.connection() as conn:
             listing = await find_listing(conn, slug)
             original = await _original_of(conn, listing)
+        rates = await services.rates.get(services.reads.primary)
+        similar = [] if listing.status == "closed" else await find_similar(services, slug)
     except NotFound:
         return not_found_page(
             request,
@@ -528,6 +627,20 @@ async def job_detail_page(request: Request, services: ServicesDep, slug: str) ->
             }
         ),
         "source_url": listing.source_url,
+        "apply": seeker.apply_action(listing),
+        "remote_countries": [seeker.country_name(c) for c in listing.remote_countries],
+        "visa": VISA_WORDS[listing.visa_sponsorship],
+        "similar": [
+            {
+                "url": f"{root}/jobs/{quote(j.listing.detail_page_slug)}",
+                "title": j.listing.job_title,
+                "company": j.listing.company_name,
+                "city": j.listing.city_location,
+                "reason": j.reason,
+            }
+            for j in similar
+        ],
+        **_salary_context(request, listing, rates, currency),
         "seen": (
             None
             if listing.last_seen_at is None
