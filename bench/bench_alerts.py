@@ -295,37 +295,38 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
         await conn.execute("SET maintenance_work_mem = '512MB'")
         # The indexes are built after the load, as a bulk load would.
         await conn.execute("DROP INDEX alert_queries_embedding_idx")
-        await conn.execute("DROP INDEX alert_queries_anchors_idx")
+        await conn.execute("DROP INDEX alert_query_words_anchors_idx")
         started = time.perf_counter()
         async with conn.cursor().copy(
-            "COPY alert_queries (normalised, title_words, anchors, embedding) FROM STDIN"
+            "COPY alert_queries (normalised, embedding) FROM STDIN"
         ) as copy:
             for q in texts:
                 normalised = normalise_query(q)
-                # title_words holds the query's terms until the statement below keeps their
-                # words but stop words (store.title_trigrams).
-                terms = text_terms(normalised)
-                await copy.write_row((normalised, terms, "{}", _vector_text(embed(normalised))))
-        # Title words and anchors as the product computes them (store.title_trigrams,
-        # reverse.anchors), read back in bulk.
-        await conn.execute(
-            "UPDATE alert_queries SET title_words = coalesce((SELECT string_agg(w, ' ')"
-            " FROM regexp_split_to_table(title_words, '\\s+') AS w"
-            " WHERE to_tsvector('english', w) <> ''), '')"
-        )
-        cur = await conn.execute("SELECT id, show_trgm(title_words) AS t FROM alert_queries")
-        anchors = [(r[0], reverse.anchors(r[1] or [])) for r in await cur.fetchall()]
-        await conn.execute("CREATE TEMP TABLE a (id bigint, anchors text[])")
-        async with conn.cursor().copy("COPY a (id, anchors) FROM STDIN") as copy:
-            for row in anchors:
+                await copy.write_row((normalised, _vector_text(embed(normalised))))
+        # Title words and anchors as the product computes them (store.title_trigrams from the
+        # query's terms, reverse.anchors), the trigrams read back in bulk.
+        cur = await conn.execute("SELECT id, normalised FROM alert_queries")
+        terms = [(r[0], text_terms(r[1])) for r in await cur.fetchall()]
+        await conn.execute("CREATE TEMP TABLE t (id bigint, terms text)")
+        async with conn.cursor().copy("COPY t (id, terms) FROM STDIN") as copy:
+            for row in terms:
                 await copy.write_row(row)
-        await conn.execute(
-            "UPDATE alert_queries q SET anchors = a.anchors FROM a WHERE a.id = q.id"
+        cur = await conn.execute(
+            "SELECT t.id, w.title_words, show_trgm(w.title_words) AS trigrams FROM t,"
+            " LATERAL (SELECT coalesce((SELECT string_agg(x, ' ')"
+            "  FROM regexp_split_to_table(t.terms, '\\s+') AS x"
+            "  WHERE to_tsvector('english', x) <> ''), '') AS title_words) AS w"
         )
+        rows = await cur.fetchall()
+        async with conn.cursor().copy(
+            "COPY alert_query_words (query_id, title_words, anchors) FROM STDIN"
+        ) as copy:
+            for qid, words, trigrams in rows:
+                await copy.write_row((qid, words, reverse.anchors(trigrams or [])))
         ctx.log(f"alerts: {queries:,} queries loaded in {time.perf_counter() - started:.0f}s")
         started = time.perf_counter()
         await conn.execute(
-            "CREATE INDEX alert_queries_anchors_idx ON alert_queries USING gin (anchors)"
+            "CREATE INDEX alert_query_words_anchors_idx ON alert_query_words USING gin (anchors)"
         )
         await conn.execute(
             "CREATE INDEX alert_queries_embedding_idx ON alert_queries"
@@ -425,7 +426,8 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
             cur = await conn.execute(
                 "SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_class c"
                 " WHERE c.relname IN ('alert_queries', 'saved_searches', 'alert_subscribers',"
-                " 'alert_queries_embedding_idx', 'alert_queries_anchors_idx',"
+                " 'alert_queries_embedding_idx', 'alert_query_words_anchors_idx',"
+                " 'alert_query_words',"
                 " 'saved_searches_query_idx', 'alert_matches')"
             )
             sizes = {r["name"]: int(r["bytes"]) for r in await cur.fetchall()}
@@ -437,13 +439,13 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
 # Every saved query scored against one listing without an index, and how the presearch must
 # find it: keyword (title similarity above KEYWORD_SIMILARITY) or meaning.
 EXHAUSTIVE = """
-SELECT q.id, word_similarity(nullif(q.title_words, ''), l.job_title) > %(s)s AS keyword
-  FROM alert_queries AS q, job_listings AS l
+SELECT q.id, word_similarity(nullif(w.title_words, ''), l.job_title) > %(s)s AS keyword
+  FROM alert_queries AS q JOIN alert_query_words AS w ON w.query_id = q.id, job_listings AS l
  WHERE l.id = %(id)s
    AND 1.0 / (1.0 + exp(-(%(intercept)s::float8
               + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.embedding))
               + %(w_similarity)s::float8
-                * coalesce(word_similarity(nullif(q.title_words, ''), l.job_title), 0))))
+                * coalesce(word_similarity(nullif(w.title_words, ''), l.job_title), 0))))
        >= %(floor)s
 """
 # What the presearch found for it: the queries of the searches it matched.
@@ -465,8 +467,8 @@ SELECT DISTINCT s.query_id AS id
               + %(w_cosine)s::float8 * (1.0 - ((SELECT embedding FROM alert_queries
                                                 WHERE id = s.query_id) <=> l.embedding))
               + %(w_similarity)s::float8
-                * coalesce(word_similarity(nullif((SELECT title_words FROM alert_queries
-                                                    WHERE id = s.query_id), ''),
+                * coalesce(word_similarity(nullif((SELECT title_words FROM alert_query_words
+                                                    WHERE query_id = s.query_id), ''),
                                            l.job_title), 0)))) >= s.min_score
 """
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from shortlist import places
 from shortlist.accounts.demo import load_demo_accounts
+from shortlist.alerts import people as people_alerts
 from shortlist.alerts.bounces import Bounces
 from shortlist.alerts.digests import DigestQueue
 from shortlist.alerts.matcher import MatchQueue
@@ -537,6 +538,23 @@ def bounce_sink(services: Services) -> Bounces:
     return Bounces(services.pool, services.settings)
 
 
+PEOPLE_ALERT_INTERVAL = 60.0
+"""Seconds between two looks for new people fitting recruiters' saved people searches."""
+
+
+def people_alert_job(services: Services) -> Periodic:
+    """Recruiters' saved people searches run over the people embedded since they last looked
+    (shortlist.alerts.people)."""
+    s = services.settings
+    relay = Relay.from_url(s.smtp_relay_url) if s.smtp_relay_url else None
+    return Periodic(
+        "alerts-people",
+        PEOPLE_ALERT_INTERVAL,
+        lambda: people_alerts.check(services.pool, services.spaces, s, relay),
+        5.0,
+    )
+
+
 def alert_purge_job(services: Services) -> Periodic:
     """Saved searches nobody confirmed in time are removed (hourly)."""
     valid_for = services.settings.alert_confirm_hours * 3600.0
@@ -570,6 +588,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
     if "alerts" in kinds:
         runners.extend(w.run for w in alert_workers(services))
         periodic.append(alert_purge_job(services))
+        periodic.append(people_alert_job(services))
     if "reaper" in kinds:
         periodic.append(reaper_job(services.work_pool, services.settings))
     if periodic:

@@ -204,6 +204,8 @@ TABLE = [
     Row("POST", "/api/alerts/unsubscribe?token=u.nope", public(404)),
     Row("GET", "/api/alerts", {**public(200), "none": 401}),
     Row("DELETE", "/api/alerts/{alert}", {**public(404), "none": 401}),
+    # A recruiter's saved people search: their team's search only.
+    Row("POST", "/api/searches/{search}/alert", recruiter_owned(201)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),

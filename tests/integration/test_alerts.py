@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import hashlib
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ import httpx
 import psycopg
 import pytest
 from aiosmtpd.smtp import SMTP, Envelope, Session
+from psycopg.types.json import Jsonb
 
 from shortlist.alerts import reverse, store
 from shortlist.alerts.bounces import Bounces
@@ -352,11 +354,14 @@ async def test_a_deferral_backs_off_and_a_hard_bounce_suppresses(
     await add_listing(services.pool, "Python Developer", description="python developer")
     await embed_pending()
     await match_all(services)
+    # A back-off long enough that the drained sender does not try again meanwhile.
+    services.settings = services.settings.model_copy(update={"alert_retry_base": 600.0})
     await send_all(services)
     assert sink.received == []
     async with services.pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT sub.email, sub.status, s.attempts, s.due_at > now() AS later,"
+            "SELECT sub.email, sub.status, s.attempts,"
+            " s.due_at > now() + interval '500 seconds' AS later,"
             " s.due_at IS NULL AS idle FROM saved_searches s"
             " JOIN alert_subscribers sub ON sub.id = s.subscriber_id ORDER BY sub.email"
         )
@@ -366,7 +371,8 @@ async def test_a_deferral_backs_off_and_a_hard_bounce_suppresses(
     assert rows["slow@example.com"]["attempts"] == 1 and rows["slow@example.com"]["later"]
     # The relay takes it now: the same digest goes once its wait is over.
     sink.rcpt_answers = {}
-    await asyncio.sleep(0.25)  # the back-off of alert_retry_base (0.2 s) to run out
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE saved_searches SET due_at = now() WHERE due_at IS NOT NULL")
     await send_all(services)
     assert [to for _f, to, _r in sink.received] == [["slow@example.com"]]
 
@@ -545,3 +551,73 @@ async def test_the_search_page_offers_an_alert_on_hits_and_on_an_empty_result(
         assert 'name="location" value="Berlin"' in page.text
         assert "/static/alerts." in page.text
     assert "data-alert-form" not in (await client.get("/")).text
+
+
+# --- a recruiter's saved people search ----------------------------------------------------------
+
+
+async def test_a_people_search_alert_reports_new_people_who_fit_once_and_spends_no_credit(
+    client: httpx.AsyncClient,
+    services: Services,
+    sink: Sink,
+    make_token: Any,
+) -> None:
+    from shortlist.alerts import people
+    from shortlist.auth import Role
+    from tests.integration.rows import insert_candidate
+
+    token = await make_token("rita", Role.recruiter)
+    headers = {"Authorization": f"Bearer {token}"}
+    token_hash = hashlib.sha256(token.encode()).digest()
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO searches (owner_token_id, user_id, query, role, location,"
+            " query_embedding, target_count, status, brief)"
+            " SELECT t.id, t.user_id, 'rust firmware engineer', 'Firmware Engineer', 'Berlin',"
+            " %s, 15, 'stale', %s FROM api_tokens t WHERE t.token_hash = %s"
+            " RETURNING id",
+            (
+                str(hash_embed("rust firmware engineer")),
+                Jsonb({"role": "Firmware Engineer", "location": "Berlin"}),
+                token_hash,
+            ),
+        )
+        search = await cur.fetchone()
+        await insert_candidate(
+            conn, "Old Hand", role_title="Rust Firmware Engineer", text="rust firmware engineer"
+        )
+    assert search is not None
+    made = await client.post(f"/api/searches/{search['id']}/alert", headers=headers)
+    assert made.status_code == 201, made.text
+    again = await client.post(f"/api/searches/{search['id']}/alert", headers=headers)
+    assert again.status_code == 200 and again.json()["id"] == made.json()["id"]
+    # A token is a service account's key (no address): the recruiter who reads the digests.
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "WITH u AS (INSERT INTO users (email, name) VALUES ('rita@example.com', 'Rita')"
+            " RETURNING id) UPDATE people_alerts SET user_id = (SELECT id FROM u)"
+        )
+    relay = RelayAddress.from_url(services.settings.smtp_relay_url or "")
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 0
+
+    async with services.pool.connection() as conn:
+        await insert_candidate(
+            conn, "New Hand", role_title="Rust Firmware Engineer", text="rust firmware engineer"
+        )
+        await insert_candidate(
+            conn, "Baker", role_title="Pastry Chef", text="pastry chef croissants"
+        )
+        await insert_candidate(
+            conn,
+            "Far Away",
+            role_title="Rust Firmware Engineer",
+            location="Sydney, Australia",
+            text="rust firmware engineer",
+        )
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 1
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 0
+    [mail_to] = [to for _f, to, _r in sink.received]
+    assert mail_to == ["rita@example.com"]
+    text = sink.messages()[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert "Rust Firmware Engineer" in text and "Old Hand" not in text
+    assert await scalar(services.pool, "SELECT count(*) FROM provider_calls") == 0

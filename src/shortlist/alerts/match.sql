@@ -24,16 +24,18 @@ SELECT q.id, q.embedding <=> l.vector AS distance
 
 -- name: insert_matches
 -- Every saved search the listing satisfies, written once. Candidates: the meaning path's queries
--- (%(near)s), the keyword path's (a query whose anchors the title's trigrams hold, through the
--- GIN index) and the queries without anchors (always). Each is re-checked exactly on job
--- search's score (shortlist.relevance.JOB_SCORE over the cosine and pg_trgm's word_similarity
--- of the query's title words and the title, as search.sql computes them), then each active
--- saved search of it on its own threshold and filters (job search's: the place a substring of
+-- (%(near)s); the keyword path's, those whose anchors the title's trigrams hold (through the GIN
+-- index) and whose title similarity is above %(keyword_similarity)s (below it, the meaning path
+-- answers for them); and those without anchors (always). Each is scored exactly as job search
+-- scores (shortlist.relevance.JOB_SCORE over the cosine and pg_trgm's word_similarity of the
+-- query's title words and the title, as search.sql computes them), then each active saved
+-- search of it held to its own threshold and filters (job search's: the place a substring of
 -- the listing's, the top salary figure at least the floor, the work mode). (subscriber, job) is
 -- unique: a job already matched for that subscriber, by another of their searches or as
--- another listing of it, inserts nothing.
+-- another listing of it, inserts nothing. Only an open listing that repeats no other is matched.
 WITH l AS (
-    SELECT id, {embedding} AS vector, job_title, lower(city_location) AS place, work_mode,
+    SELECT id, {embedding} AS vector, job_title, show_trgm(job_title) AS trigrams,
+           lower(city_location) AS place, work_mode,
            coalesce(salary_max_ks, salary_min_ks) AS top_ks,
            shortlist_name_key(company_name) AS company_key,
            shortlist_name_key(company_name) || '|' || shortlist_name_key(job_title) || '|'
@@ -44,19 +46,23 @@ WITH l AS (
 candidates AS (
     SELECT unnest(%(near)s::bigint[]) AS id
     UNION
-    SELECT q.id FROM alert_queries AS q, l WHERE q.anchors && show_trgm(l.job_title)
+    SELECT w.query_id
+      FROM alert_query_words AS w, l
+     WHERE w.anchors && l.trigrams
+       AND word_similarity(nullif(w.title_words, ''), l.job_title) > %(keyword_similarity)s
     UNION
-    SELECT q.id FROM alert_queries AS q WHERE cardinality(q.anchors) = 0
+    SELECT w.query_id FROM alert_query_words AS w WHERE cardinality(w.anchors) = 0
 ),
 scored AS (
     SELECT q.id,
            1.0 / (1.0 + exp(-(%(intercept)s::float8
                               + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.vector))
                               + %(w_similarity)s::float8
-                                * coalesce(word_similarity(nullif(q.title_words, ''),
+                                * coalesce(word_similarity(nullif(w.title_words, ''),
                                                            l.job_title), 0)))) AS score
       FROM candidates AS c
       JOIN alert_queries AS q ON q.id = c.id
+      JOIN alert_query_words AS w ON w.query_id = c.id
      CROSS JOIN l
 )
 INSERT INTO alert_matches (search_id, subscriber_id, listing_id, job_key, company_key, score)
@@ -86,9 +92,10 @@ SELECT s.id AS search_id, sc.score
                1.0 / (1.0 + exp(-(%(intercept)s::float8
                                   + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.{embedding}))
                                   + %(w_similarity)s::float8
-                                    * coalesce(word_similarity(nullif(q.title_words, ''),
+                                    * coalesce(word_similarity(nullif(w.title_words, ''),
                                                                l.job_title), 0)))) AS score
-          FROM alert_queries AS q, job_listings AS l
+          FROM alert_queries AS q
+          JOIN alert_query_words AS w ON w.query_id = q.id, job_listings AS l
          WHERE l.id = %(id)s) AS sc
   JOIN saved_searches AS s ON s.query_id = sc.id AND s.status = 'active'
   JOIN job_listings AS l ON l.id = %(id)s

@@ -21,11 +21,18 @@ SELECT t.title_words, show_trgm(t.title_words) AS trigrams
                           WHERE to_tsvector('english', w) <> ''), '') AS title_words) AS t
 
 -- name: insert_query
--- A distinct query, stored once (a concurrent save of the same text inserts nothing).
-INSERT INTO alert_queries (normalised, title_words, anchors, embedding)
-VALUES (%(normalised)s, %(title_words)s, %(anchors)s, %(embedding)s)
-ON CONFLICT (normalised) DO NOTHING
-RETURNING id
+-- A distinct query, stored once (a concurrent save of the same text inserts nothing), with its
+-- title words and anchors (the keyword path's row).
+WITH q AS (
+    INSERT INTO alert_queries (normalised, embedding)
+    VALUES (%(normalised)s, %(embedding)s)
+    ON CONFLICT (normalised) DO NOTHING
+    RETURNING id
+), w AS (
+    INSERT INTO alert_query_words (query_id, title_words, anchors)
+    SELECT id, %(title_words)s, %(anchors)s FROM q
+)
+SELECT id FROM q
 
 -- name: insert_search
 INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,

@@ -121,6 +121,7 @@ def anchors(trigrams: Sequence[str]) -> list[str]:
 
 def score_params(floor: float) -> dict[str, float]:
     return {
+        "keyword_similarity": KEYWORD_SIMILARITY,
         "intercept": JOB_SCORE.intercept,
         "w_cosine": JOB_SCORE.cosine,
         "w_similarity": JOB_SCORE.title_similarity,

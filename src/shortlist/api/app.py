@@ -146,6 +146,7 @@ def create_app(services: Services) -> FastAPI:
         intake.router,
         alerts.router,
         employer.router,
+        alerts.people_router,
         accounts_routes.router,
         account_pages.router,
         oidc.router,

@@ -125,6 +125,14 @@ async def _visible_search(
     return _check_visible(await repo.get_search(conn, search_id), principal)
 
 
+async def visible_search(
+    conn: AsyncConn, principal: Principal, search_id: uuid.UUID
+) -> SearchRecord:
+    """The search if ``principal`` may see it (its organisation's, or its own), else
+    ``NotFound`` — for what other packages build on a search (its alert)."""
+    return await _visible_search(conn, principal, search_id)
+
+
 # --- start -----------------------------------------------------------------------------------
 
 SKILL_VOCABULARY_SIZE = 2000

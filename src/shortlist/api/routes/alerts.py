@@ -20,13 +20,22 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortlist.accounts.mail import link, relay_of
-from shortlist.alerts import mail, store
-from shortlist.api.deps import ClientIPDep, ConnDep, OptionalPrincipalDep, ServicesDep, UserDep
+from shortlist.alerts import mail, people, store
+from shortlist.api.deps import (
+    ClientIPDep,
+    ConnDep,
+    OptionalPrincipalDep,
+    RecruiterDep,
+    ServicesDep,
+    UserDep,
+)
 from shortlist.bootstrap import Services
+from shortlist.talent import service as talent_service
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/alerts", tags=["alerts"])
+people_router = APIRouter(prefix="/api/searches", tags=["alerts"])
 
 TokenParam = Annotated[str, Query(min_length=1, max_length=200)]
 
@@ -168,3 +177,20 @@ async def delete_alert(
 ) -> None:
     assert principal.user_id is not None
     await store.delete_for_user(conn, principal.user_id, alert_id)
+
+
+@people_router.post("/{search_id}/alert")
+async def alert_on_people_search(
+    search_id: Annotated[str, Path()], principal: RecruiterDep, conn: ConnDep, response: Response
+) -> dict[str, Any]:
+    """Save a people search as an alert: people who enter the organisation's corpus after now
+    and fit its brief (the search's own judge and floor) are e-mailed to the recruiter and sent
+    to the organisation's ``alert.matched`` webhooks. No vendor is called. 201 when made, 200
+    when it existed."""
+    async with conn.transaction():
+        record = await talent_service.visible_search(
+            conn, principal, talent_service.parse_search_id(search_id)
+        )
+        saved = await people.save(conn, record.id, record.org_id, principal.user_id)
+    response.status_code = status.HTTP_201_CREATED if saved.pop("created") else status.HTTP_200_OK
+    return saved

@@ -1,0 +1,156 @@
+"""A recruiter's saved people search (``POST /api/searches/{id}/alert``): people who enter the
+organisation's corpus after it was saved (a bulk import, another search's backfill) and fit its
+brief are reported once each — by e-mail digest to the recruiter and, where the organisation
+has a webhook for it, as ``alert.matched``.
+
+The number of saved people searches is small (a team's briefs, not a million job seekers), so
+each is run forward, not in reverse: when people were embedded since an alert last looked
+(``checked_at``), the periodic job runs its search over the internal corpus exactly as the
+search ran (``shortlist.talent.repository.search_corpus``, then ``judge_hits``: the same judge
+of place, years and skills, above the same floor ``SHORTLIST_INTERNAL_MIN_SCORE``) and keeps
+the people added since the alert was saved that the search had not listed. Nothing calls a
+vendor: no credit is spent by an alert.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from typing import Any
+
+from shortlist.alerts.mail import Deferred, HardBounce, Refused, deliver
+from shortlist.config import Settings
+from shortlist.db.sql import load_queries
+from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.embedding.spaces import Spaces
+from shortlist.listings.mail.reply import Relay
+from shortlist.talent import repository as repo
+from shortlist.talent.brief import Brief, brief_text
+from shortlist.talent.service import CORPUS_POOL_SIZE, judge_hits, wanted_of
+from shortlist.webhooks import store as webhooks
+
+log = logging.getLogger(__name__)
+
+SQL = load_queries("shortlist.alerts", "people.sql")
+ALERTS_PER_PASS = 50
+
+
+async def save(
+    conn: AsyncConn, search_id: uuid.UUID, org_id: int | None, user_id: int | None
+) -> dict[str, Any]:
+    """The alert of a search the caller may see (made once; saved again, it is active)."""
+    cur = await conn.execute(
+        SQL["save_people_alert"], {"search_id": search_id, "org_id": org_id, "user_id": user_id}
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return {"id": int(row["id"]), "searchId": str(search_id), "status": row["status"],
+            "created": bool(row["created"])}  # fmt: skip
+
+
+async def check(pool: AsyncPool, spaces: Spaces, settings: Settings, relay: Relay | None) -> int:
+    """One pass over the alerts with people embedded since they last looked; returns how many
+    new people it reported."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(SQL["due_people_alerts"], {"limit": ALERTS_PER_PASS})
+        alerts = await cur.fetchall()
+    reported = 0
+    for alert in alerts:
+        reported += await _check_one(pool, spaces, settings, relay, alert)
+    return reported
+
+
+async def _check_one(
+    pool: AsyncPool, spaces: Spaces, settings: Settings, relay: Relay | None, alert: Any
+) -> int:
+    active = spaces.active()
+    new: list[tuple[uuid.UUID, float]] = []
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(SQL["database_now"])
+        now_row = await cur.fetchone()
+        assert now_row is not None
+        if alert["query_embedding"] is not None and alert["embedding_model_id"] in (
+            None,
+            active.space.id,
+        ):
+            brief = Brief.from_json(alert["brief"])
+            skills = list(alert["skills"] or ())
+            hits = await repo.search_corpus(
+                conn,
+                space=active.space,
+                embedding=[float(x) for x in alert["query_embedding"].to_list()],
+                text=brief_text(alert["query"], alert["role"], skills),
+                filters=repo.CorpusFilters(brief.location, brief.min_years_experience, skills),
+                min_score=settings.internal_min_score,
+                limit=2 * CORPUS_POOL_SIZE,
+                pool_size=CORPUS_POOL_SIZE,
+            )
+            judged = judge_hits(wanted_of(brief), hits, settings.internal_min_score)
+            cur = await conn.execute(
+                SQL["record_people_matches"],
+                {
+                    "alert_id": alert["id"],
+                    "search_id": alert["search_id"],
+                    "since": alert["created_at"],
+                    "candidates": [h.candidate_id for h in judged],
+                    "scores": [h.score for h in judged],
+                },
+            )
+            new = [(r["candidate_id"], float(r["score"])) for r in await cur.fetchall()]
+            if alert["org_id"] is not None:
+                for candidate_id, score in new:
+                    await webhooks.enqueue(
+                        conn,
+                        int(alert["org_id"]),
+                        webhooks.ALERT_MATCHED,
+                        {
+                            "alertId": str(alert["search_id"]),
+                            "kind": "candidate",
+                            "item": {"id": str(candidate_id), "score": round(score, 4)},
+                        },
+                        subject=f"people:{alert['id']}:{candidate_id}",
+                    )
+        # A model the search was not embedded by cannot judge it: looked at all the same.
+        await conn.execute(SQL["checked"], {"id": alert["id"], "checked_at": now_row["now"]})
+    if new and relay is not None and alert["email"]:
+        await _tell(pool, settings, relay, alert, new)
+    return len(new)
+
+
+async def _tell(
+    pool: AsyncPool,
+    settings: Settings,
+    relay: Relay,
+    alert: Any,
+    new: list[tuple[uuid.UUID, float]],
+) -> None:
+    ids = [c for c, _s in new]
+    async with pool.connection() as conn:
+        cur = await conn.execute(SQL["people_of"], {"ids": ids})
+        people = {r["id"]: r for r in await cur.fetchall()}
+    base = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    lines = [f"New people who fit your search “{alert['query']}”:", ""]
+    for candidate_id, score in sorted(new, key=lambda p: -p[1]):
+        p = people.get(candidate_id)
+        if p is not None:
+            where = f", {p['location']}" if p["location"] else ""
+            lines.append(f"• {p['title']}{where} ({round(score * 100)}% fit)")
+    lines += ["", f"See them: {base}/recruit?search={alert['search_id']}", ""]
+    msg = EmailMessage()
+    msg["From"] = f"shortlist alerts <alerts@{settings.mail_domain}>"
+    msg["To"] = alert["email"]
+    msg["Subject"] = f"{len(new)} new people for “{alert['query']}”"[:300]
+    msg["Message-ID"] = make_msgid(idstring="people", domain=settings.mail_domain)
+    msg["Date"] = format_datetime(datetime.now(UTC))
+    msg["Auto-Submitted"] = "auto-generated"
+    msg.set_content("\n".join(lines))
+    try:
+        await deliver(relay, msg, envelope_from=f"alerts@{settings.mail_domain}", to=alert["email"])
+    except (Deferred, HardBounce, Refused) as exc:
+        log.warning("alerts: people digest of alert %d not sent (%s)", alert["id"], exc)
+        return
+    async with pool.connection() as conn:
+        await conn.execute(SQL["mark_notified"], {"alert_id": alert["id"], "ids": ids})

@@ -1,0 +1,51 @@
+-- A recruiter's saved people searches (shortlist.alerts.people).
+
+-- name: save_people_alert
+-- The alert of a search, made once (a second save returns the same one, active again).
+INSERT INTO people_alerts (search_id, org_id, user_id)
+VALUES (%(search_id)s, %(org_id)s, %(user_id)s)
+ON CONFLICT (search_id) DO UPDATE SET status = 'active'
+RETURNING id, status, (xmax = 0) AS created
+
+-- name: due_people_alerts
+-- Active alerts with people embedded since they last looked, with their search's brief.
+SELECT a.id, a.search_id, a.org_id, a.user_id, a.checked_at, a.created_at, s.query, s.role, s.skills,
+       s.brief, s.query_embedding, s.embedding_model_id,
+       (SELECT u.email::text FROM users AS u WHERE u.id = a.user_id) AS email
+  FROM people_alerts AS a
+  JOIN searches AS s ON s.id = a.search_id
+ WHERE a.status = 'active'
+   AND EXISTS (SELECT 1 FROM candidates AS c
+                WHERE c.embedding_status = 'embedded' AND c.embedded_at > a.checked_at)
+ ORDER BY a.checked_at
+ LIMIT %(limit)s
+
+-- name: record_people_matches
+-- New people who fit, each once per alert; those the search itself listed are not new.
+INSERT INTO people_alert_matches (alert_id, candidate_id, score)
+SELECT %(alert_id)s, h.candidate_id, h.score
+  FROM unnest(%(candidates)s::uuid[], %(scores)s::real[]) AS h (candidate_id, score)
+ WHERE NOT EXISTS (SELECT 1 FROM search_results AS r
+                    WHERE r.search_id = %(search_id)s AND r.candidate_id = h.candidate_id)
+   -- new to the corpus since the alert was saved (whoever was there, the search itself saw)
+   AND EXISTS (SELECT 1 FROM candidates AS c
+                WHERE c.id = h.candidate_id AND c.created_at > %(since)s)
+ON CONFLICT DO NOTHING
+RETURNING candidate_id, score
+
+-- name: checked
+UPDATE people_alerts SET checked_at = %(checked_at)s WHERE id = %(id)s
+
+-- name: database_now
+SELECT now() AS now
+
+-- name: people_of
+-- How the recruiter is told of them: role and place, never contact details.
+SELECT c.id, coalesce(nullif(c.role_title, ''), nullif(c.headline, ''), '(no title)') AS title,
+       c.location
+  FROM candidates AS c
+ WHERE c.id = ANY (%(ids)s::uuid[])
+
+-- name: mark_notified
+UPDATE people_alert_matches SET notified_at = now()
+ WHERE alert_id = %(alert_id)s AND candidate_id = ANY (%(ids)s::uuid[])
