@@ -462,3 +462,61 @@ def test_match_in_words_and_when_the_percentage_shows() -> None:
     assert not shown and "equally well" in note and "every word you typed" in note
     shown, note = score_note([0.9, 0.27], [["Title matches"], ["Similar in meaning"]])
     assert shown and note == ""
+
+
+async def test_the_default_corpus_salary_facet_for_engineer_is_six_bands_at_most(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    from shortlist.listings.sample import load_sample_listings
+
+    async with pool.connection() as conn:
+        assert await load_sample_listings(conn) > 1000
+    before = (await client.get("/api/jobs/search", params={"q": "engineer"})).json()
+    assert len(before["facets"]["salary"]) > 6  # per listing currency: the wall of chips
+    for currency in ("EUR", "USD", "GBP", "SEK", "JPY", "INR"):
+        body = (
+            await client.get("/api/jobs/search", params={"q": "engineer", "currency": currency})
+        ).json()
+        bands = body["facets"]["salary"]
+        assert 3 <= len(bands) <= 6, (currency, bands)
+        assert {b["currency"] for b in bands} == {currency}
+        counts = [b["count"] for b in bands]
+        assert counts == sorted(counts, reverse=True) and counts[-1] > 0
+        # A band's link filters to what it counts (its listings' converted top reaches it).
+        top = bands[-1]
+        found = (
+            await client.get(
+                "/api/jobs/search",
+                params={
+                    "q": "engineer",
+                    "currency": currency,
+                    "salary_min": top["min_ks"],
+                    "size": 50,
+                },
+            )
+        ).json()
+        for hit in found["hits"]:
+            converted = hit["listing"]["salary_converted"]
+            assert max(converted["max_ks"] or 0, converted["min_ks"] or 0) >= top["min_ks"] - 1
+
+
+async def test_the_job_page_shows_the_converted_figure_at_the_tables_rate_and_date(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(
+            conn,
+            [listing("Backend Engineer", "Stockholm", "Go services.", salary_min_ks=600,
+                     salary_max_ks=720, currency_code="SEK")],
+            source="file",
+        )  # fmt: skip
+        cur = await conn.execute("SELECT detail_page_slug FROM job_listings")
+        slug = (await cur.fetchone() or {})["detail_page_slug"]
+    table = await rates.load(pool)
+    factor = float(table["EUR"].per_eur / table["SEK"].per_eur)
+    page = await client.get(f"/jobs/{slug}", params={"currency": "EUR"})
+    assert page.status_code == 200
+    low, high = round(600 * factor), round(720 * factor)
+    assert f"≈ €{low}K – €{high}K" in page.text
+    assert "30 October 2026" in page.text and 'data-rate-date="2026-10-30"' in page.text
+    assert "SEK 600K – 720K" in page.text  # the listing's own figure, kept
