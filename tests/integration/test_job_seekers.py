@@ -520,3 +520,31 @@ async def test_the_job_page_shows_the_converted_figure_at_the_tables_rate_and_da
     assert f"≈ €{low}K – €{high}K" in page.text
     assert "30 October 2026" in page.text and 'data-rate-date="2026-10-30"' in page.text
     assert "SEK 600K – 720K" in page.text  # the listing's own figure, kept
+
+
+def test_rates_commands(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from shortlist.cli import build_app
+    from shortlist.config import get_settings
+
+    monkeypatch.setenv("SHORTLIST_DATABASE_URL", db_url)
+    monkeypatch.setenv("SHORTLIST_LOG_LEVEL", "WARNING")
+    get_settings.cache_clear()
+    runner = CliRunner()
+    app = build_app()
+    shown = runner.invoke(app, ["rates", "show"])
+    assert shown.exit_code == 0, shown.output
+    assert "USD\t1.1172\t2026-10-30" in shown.stdout
+    newer = tmp_path / "eurofxref.csv"
+    newer.write_text("Date, USD, GBP, \n3 November 2026, 1.1500, 0.8500, \n", encoding="utf-8")
+    updated = runner.invoke(app, ["rates", "update", str(newer)])
+    assert updated.exit_code == 0, updated.output
+    assert updated.stdout.strip().splitlines()[-1].endswith("of 2026-11-03 stored")
+    shown = runner.invoke(app, ["rates", "show"]).stdout
+    assert "USD\t1.1500\t2026-11-03" in shown and "AED\t" in shown  # the peg follows the dollar
+    bad = tmp_path / "bad.csv"
+    bad.write_text("hello\n", encoding="utf-8")
+    refused = runner.invoke(app, ["rates", "update", str(bad)])
+    assert refused.exit_code == 1 and "ECB" in refused.output
+    get_settings.cache_clear()
