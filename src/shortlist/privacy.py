@@ -606,6 +606,9 @@ async def forget(
             QUERIES["forget_alert_subscribers"], {"emails": [e.lower() for e in person.emails]}
         )
         alerts = cur.rowcount
+        await conn.execute(
+            QUERIES["forget_apply_addresses"], {"emails": [e.lower() for e in person.emails]}
+        )
         key = await privacy_key(conn, configured_key)
         ordered = sorted(person.keys)
         await conn.execute(

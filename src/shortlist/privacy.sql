@@ -258,3 +258,8 @@ SELECT id FROM old
 -- A forgotten person's saved searches, matches and digests go with their address (ON DELETE
 -- CASCADE); the suppression list keeps it from being saved again.
 DELETE FROM alert_subscribers WHERE lower(email::text) = ANY (%(emails)s::text[])
+
+-- name: forget_apply_addresses
+-- Listings that name a forgotten person's address as where to apply (an e-mailed post's reply
+-- address, migration 0033) lose it; the listing stays.
+UPDATE job_listings SET apply_email = NULL WHERE lower(apply_email) = ANY (%(emails)s::text[])

@@ -548,3 +548,24 @@ def test_rates_commands(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     refused = runner.invoke(app, ["rates", "update", str(bad)])
     assert refused.exit_code == 1 and "ECB" in refused.output
     get_settings.cache_clear()
+
+
+async def test_a_forgotten_person_is_no_listings_apply_address(pool: AsyncPool) -> None:
+    from shortlist.privacy import forget
+
+    async with pool.connection() as conn, conn.transaction():
+        await copy_listings(
+            conn,
+            [
+                listing("Nurse", "Lyon", "Night shifts.", apply_email="Anna.Roe@example.org"),
+                listing("Cook", "Lyon", "Lunches.", apply_email="jobs@bistro.example"),
+            ],
+            source="file",
+        )
+    await forget(pool, "anna.roe@example.org")
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT job_title, apply_email FROM job_listings ORDER BY 1")
+        assert [tuple(r.values()) for r in await cur.fetchall()] == [
+            ("Cook", "jobs@bistro.example"),
+            ("Nurse", None),
+        ]
