@@ -6,33 +6,23 @@
 -- iterative scan, on for every pooled connection, carries on past it); ends with the transaction.
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
--- name: nearest_queries
--- The meaning path: the %(k)s saved queries nearest the listing's vector, through the HNSW index
--- on their embeddings (the caller widens k while every one found is within its radius). Only an
--- open listing that repeats no other is matched (a near-duplicate or a repost the indexer
--- linked, duplicate_of, never alerts: its original did or will); any other has no vector here.
-SELECT q.id, q.embedding <=> l.vector AS distance
-  FROM alert_queries AS q,
-       (SELECT {embedding} AS vector
-          FROM job_listings
-         WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL) AS l
- WHERE l.vector IS NOT NULL
- ORDER BY q.embedding <=> (SELECT {embedding}
-                             FROM job_listings
-                            WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL)
- LIMIT %(k)s
-
 -- name: insert_matches
--- Every saved search the listing satisfies, written once. Candidates: the meaning path's queries
--- (%(near)s); the keyword path's, those whose anchors the title's trigrams hold (through the GIN
--- index) and whose title similarity is above %(keyword_similarity)s (below it, the meaning path
--- answers for them); and those without anchors (always). Each is scored exactly as job search
--- scores (shortlist.relevance.JOB_SCORE over the cosine and pg_trgm's word_similarity of the
--- query's title words and the title, as search.sql computes them), then each active saved
--- search of it held to its own threshold and filters (job search's: the place a substring of
--- the listing's, the top salary figure at least the floor, the work mode). (subscriber, job) is
--- unique: a job already matched for that subscriber, by another of their searches or as
--- another listing of it, inserts nothing. Only an open listing that repeats no other is matched.
+-- Every saved search the listing satisfies, written once, in one statement. Candidates: the
+-- meaning path's, the %(k)s queries nearest the listing's vector through the HNSW index on their
+-- embeddings, those within %(radius)s (cosine distance); the keyword path's, those whose anchors
+-- the title's trigrams hold (through the GIN index) and whose title similarity is above
+-- %(keyword_similarity)s (below it, the meaning path answers for them); and those without
+-- anchors (always). Each is scored exactly as job search scores (shortlist.relevance.JOB_SCORE
+-- over the cosine and pg_trgm's word_similarity of the query's title words and the title, as
+-- search.sql computes them), then each active saved search of it held to its own threshold
+-- and filters (job search's: the place a substring of the listing's, the top salary figure at
+-- least the floor, the work mode). (subscriber, job) is unique: a job already matched for that
+-- subscriber, by another of their searches or as another listing of it, inserts nothing. Only
+-- an open listing that repeats no other is matched (a near-duplicate or repost the indexer
+-- linked, duplicate_of, never alerts: its original did or will).
+-- Answers the saved searches that got a match, and whether every one of the k nearest was
+-- within the radius (the caller then reads more of them: the statement again with a larger k,
+-- which inserts nothing twice).
 WITH l AS (
     SELECT id, {embedding} AS vector, job_title, show_trgm(job_title) AS trigrams,
            lower(city_location) AS place, work_mode,
@@ -43,8 +33,14 @@ WITH l AS (
       FROM job_listings
      WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL AND {embedding} IS NOT NULL
 ),
+nearest AS MATERIALIZED (
+    SELECT q.id, q.embedding <=> l.vector AS distance
+      FROM alert_queries AS q, l
+     ORDER BY q.embedding <=> (SELECT vector FROM l)
+     LIMIT %(k)s
+),
 candidates AS (
-    SELECT unnest(%(near)s::bigint[]) AS id
+    SELECT id FROM nearest WHERE distance <= %(radius)s
     UNION
     SELECT w.query_id
       FROM alert_query_words AS w, l
@@ -54,28 +50,38 @@ candidates AS (
     SELECT w.query_id FROM alert_query_words AS w WHERE cardinality(w.anchors) = 0
 ),
 scored AS (
+    -- Each candidate's words looked up by its key (a join let the planner read every query's
+    -- words to hash them).
     SELECT q.id,
            1.0 / (1.0 + exp(-(%(intercept)s::float8
                               + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.vector))
                               + %(w_similarity)s::float8
-                                * coalesce(word_similarity(nullif(w.title_words, ''),
-                                                           l.job_title), 0)))) AS score
+                                * coalesce(word_similarity(
+                                      nullif((SELECT w.title_words FROM alert_query_words AS w
+                                               WHERE w.query_id = q.id), ''),
+                                      l.job_title), 0)))) AS score
       FROM candidates AS c
       JOIN alert_queries AS q ON q.id = c.id
-      JOIN alert_query_words AS w ON w.query_id = c.id
      CROSS JOIN l
 )
-INSERT INTO alert_matches (search_id, subscriber_id, listing_id, job_key, company_key, score)
-SELECT s.id, s.subscriber_id, l.id, l.job_key, l.company_key, sc.score
-  FROM scored AS sc
-  JOIN saved_searches AS s ON s.query_id = sc.id AND s.status = 'active'
- CROSS JOIN l
- WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
-   AND (s.location IS NULL OR strpos(l.place, s.location) > 0)
-   AND (s.salary_min IS NULL OR l.top_ks >= s.salary_min)
-   AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
-ON CONFLICT (subscriber_id, job_key) DO NOTHING
-RETURNING search_id
+,
+inserted AS (
+    INSERT INTO alert_matches (search_id, subscriber_id, listing_id, job_key, company_key,
+                               score)
+    SELECT s.id, s.subscriber_id, l.id, l.job_key, l.company_key, sc.score
+      FROM scored AS sc
+      JOIN saved_searches AS s ON s.query_id = sc.id AND s.status = 'active'
+     CROSS JOIN l
+     WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
+       AND (s.location IS NULL OR strpos(l.place, s.location) > 0)
+       AND (s.salary_min IS NULL OR l.top_ks >= s.salary_min)
+       AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
+    ON CONFLICT (subscriber_id, job_key) DO NOTHING
+    RETURNING search_id
+)
+SELECT array(SELECT DISTINCT search_id FROM inserted) AS searches,
+       (SELECT count(*) FROM nearest) = %(k)s
+           AND (SELECT max(distance) FROM nearest) <= %(radius)s AS saturated
 
 -- name: schedule_digests
 -- Saved searches that got matches are due: at once (instant), else at their next slot

@@ -68,6 +68,8 @@ class MatchQueue:
         async with self.pool.connection() as conn, conn.transaction():
             # First: only listings whose lease is still ours get anything written.
             held = await batch.finish(conn, dict.fromkeys((i.id for i in batch.items), DONE))
+            await reverse.prepare_scan(conn)
+            searches: set[uuid.UUID] = set()
             for item in batch.items:
                 if item.id not in held:
                     continue
@@ -77,11 +79,13 @@ class MatchQueue:
                         item.id,
                         MAX_ATTEMPTS,
                     )
-                else:
-                    searches = await reverse.match_listing(
-                        conn, statements, item.id, self.min_score
-                    )
-                    self.matched += len(searches)
-                await conn.execute(
-                    SQL["listing_matched"], {"id": item.id, "queued_at": item.queued_at}
-                )
+                    continue
+                found = await reverse.match_listing(conn, statements, item.id, self.min_score)
+                self.matched += len(found)
+                searches.update(found)
+            await reverse.schedule(conn, sorted(searches))
+            mine = [i for i in batch.items if i.id in held]
+            await conn.execute(
+                SQL["listings_matched"],
+                {"ids": [i.id for i in mine], "queued_at": [i.queued_at for i in mine]},
+            )

@@ -19,9 +19,11 @@ UPDATE alert_listing_queue AS q
  WHERE q.listing_id = c.listing_id
 RETURNING q.listing_id, q.queued_at, q.attempts
 
--- name: listing_matched
+-- name: listings_matched
 -- Off the queue, unless its vector was written again meanwhile (queued_at moved: match again).
-DELETE FROM alert_listing_queue WHERE listing_id = %(id)s AND queued_at = %(queued_at)s
+DELETE FROM alert_listing_queue AS q
+ USING unnest(%(ids)s::uuid[], %(queued_at)s::timestamptz[]) AS m (id, queued_at)
+ WHERE q.listing_id = m.id AND q.queued_at = m.queued_at
 
 -- name: claim_due
 -- Claim saved searches whose digest is due (SKIP LOCKED + lease); a lease that ran out (its
