@@ -482,6 +482,9 @@ async def test_the_default_corpus_salary_facet_for_engineer_is_six_bands_at_most
         assert {b["currency"] for b in bands} == {currency}
         counts = [b["count"] for b in bands]
         assert counts == sorted(counts, reverse=True) and counts[-1] > 0
+        # Round figures of the currency (20K EUR or USD, 200K SEK, 2.5M JPY, 2M INR steps).
+        step = {"EUR": 20, "USD": 20, "GBP": 10, "SEK": 200, "JPY": 2500, "INR": 2000}[currency]
+        assert all(b["min_ks"] % step == 0 for b in bands), bands
         # A band's link filters to what it counts (its listings' converted top reaches it).
         top = bands[-1]
         found = (

@@ -68,8 +68,8 @@ def converted_bands(
     """At most :data:`MAX_BANDS` salary bands in ``currency``, multiples of ``step`` thousand:
     where the listings' top figures (converted by ``factors``, each currency's unit in
     ``currency``; counted in steps of :data:`CONVERTED_BAND_UNIT`) split into about equal
-    sixths, so each band tells them apart whatever the spread; each counts the listings at or
-    above it. Listings of a currency without a rate are in none."""
+    sevenths (no band holds them all), so each band tells them apart whatever the spread; each
+    counts the listings at or above it. Listings of a currency without a rate are in none."""
     at: Counter[int] = Counter()
     for g in groups:
         factor = factors.get(g["currency_code"])
@@ -82,8 +82,10 @@ def converted_bands(
     chosen: list[int] = []
     below = 0
     for units in sorted(at):
-        # the first unit holding the listing at each sixth of the ascending order
-        while len(chosen) < MAX_BANDS and below + at[units] > total * len(chosen) / MAX_BANDS:
+        # the first unit holding the listing at each seventh of the ascending order
+        while len(chosen) < MAX_BANDS and below + at[units] > total * (len(chosen) + 1) / (
+            MAX_BANDS + 1
+        ):
             if not chosen or chosen[-1] != units:
                 chosen.append(units)
             else:
@@ -123,8 +125,8 @@ def facets_from_counts(
                 fresh[days] += n if g["fresh"] <= days else 0
         # units of BAND_UNIT thousand → bands of BAND_UNIT × the currency's factor
         band = min(BANDS, (g["units"] or 0) // band_scale(g["currency_code"]))
-        for step in range(1, band + 1):
-            bands[(g["currency_code"], step)] += n
+        for reached in range(1, band + 1):
+            bands[(g["currency_code"], reached)] += n
     return Facets(
         work_mode=[WorkModeCount(value=m, count=modes[m]) for m in WORK_MODES if modes[m]],
         posted_within_days=[PostedCount(days=d, count=fresh[d]) for d in POSTED_WITHIN],
