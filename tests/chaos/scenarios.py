@@ -245,12 +245,18 @@ def workdir(prefix: str) -> Iterator[Path]:
 
 
 def wait_settled(url: str, timeout: float, what: str = "work settled") -> None:
-    wait_for_sync(
-        lambda: checks.all_listings_embedded(url) and checks.backfill_settled(url),
-        timeout=timeout,
-        interval=0.1,
-        message=f"{what} ({checks.listing_progress(url)}, {checks.backfill_progress(url)})",
-    )
+    try:
+        wait_for_sync(
+            lambda: checks.all_listings_embedded(url) and checks.backfill_settled(url),
+            timeout=timeout,
+            interval=0.1,
+            message=what,
+        )
+    except AssertionError as exc:
+        # The progress at the deadline, not when the wait began.
+        raise AssertionError(
+            f"{exc} ({checks.listing_progress(url)}, {checks.backfill_progress(url)})"
+        ) from None
 
 
 def started_queues(proc: ShortlistProcess, n: int) -> None:
