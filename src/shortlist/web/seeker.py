@@ -92,12 +92,21 @@ def currency_choices(known: Sequence[str]) -> list[tuple[str, str]]:
     return [(c, f"{c} — {get_currency_name(c, locale='en')}") for c in sorted(known)]
 
 
+# CLDR's two-letter codes that are no country: groupings (EU, the eurozone, the UN, outlying
+# Oceania), pseudo-locales and "unknown". Kosovo's XK stays: it is where people live.
+_NOT_COUNTRIES = frozenset({"EU", "EZ", "UN", "QO", "XA", "XB", "ZZ"})
+
+
 @cache
 def country_choices() -> list[tuple[str, str]]:
     """(code, name) of every country CLDR names, by name."""
     names = Locale("en").territories
     return sorted(
-        ((code, str(name)) for code, name in names.items() if len(code) == 2 and code.isalpha()),
+        (
+            (code, str(name))
+            for code, name in names.items()
+            if len(code) == 2 and code.isalpha() and code not in _NOT_COUNTRIES
+        ),
         key=lambda item: item[1],
     )
 
