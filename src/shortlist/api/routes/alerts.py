@@ -179,7 +179,11 @@ async def delete_alert(
     await store.delete_for_user(conn, principal.user_id, alert_id)
 
 
-@people_router.post("/{search_id}/alert")
+@people_router.post(
+    "/{search_id}/alert",
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"description": "It existed: the same alert, active again"}},
+)
 async def alert_on_people_search(
     search_id: Annotated[str, Path()], principal: RecruiterDep, conn: ConnDep, response: Response
 ) -> dict[str, Any]:
