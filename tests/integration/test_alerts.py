@@ -622,3 +622,33 @@ async def test_a_people_search_alert_reports_new_people_who_fit_once_and_spends_
     text = sink.messages()[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
     assert "Rust Firmware Engineer" in text and "Old Hand" not in text
     assert await scalar(services.pool, "SELECT count(*) FROM provider_calls") == 0
+
+
+async def test_a_daily_digest_falls_due_at_the_subscribers_local_hour(
+    client: httpx.AsyncClient, services: Services
+) -> None:
+    saved = await client.post(
+        "/api/alerts",
+        json={
+            "query": QUERY,
+            "email": "ada@example.com",
+            "frequency": "daily",
+            "timezone": "Asia/Tokyo",
+            "hour": 7,
+        },
+    )
+    assert saved.status_code == 202, saved.text
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT extract(hour FROM slot AT TIME ZONE 'Asia/Tokyo') AS hour,"
+            " slot > now() AND slot <= now() + interval '1 day' AS within_a_day"
+            " FROM (SELECT alert_next_slot(frequency, timezone, local_hour, NULL) AS slot"
+            "       FROM saved_searches) AS s"
+        )
+        row = await cur.fetchone()
+    assert row is not None and int(row["hour"]) == 7 and row["within_a_day"]
+    bad = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": "a@b.example", "frequency": "daily", "timezone": "Mars"},
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "timezone"

@@ -36,9 +36,9 @@ SELECT id FROM q
 
 -- name: insert_search
 INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,
-                            min_score, frequency, status, consent_at)
+                            min_score, frequency, timezone, local_hour, status, consent_at)
 VALUES (%(subscriber_id)s, %(query_id)s, %(query)s, %(location)s, %(salary_min)s,
-        %(work_mode)s, %(min_score)s, %(frequency)s, %(status)s,
+        %(work_mode)s, %(min_score)s, %(frequency)s, %(timezone)s, %(hour)s, %(status)s,
         CASE WHEN %(status)s = 'active' THEN now() END)
 RETURNING id, status
 

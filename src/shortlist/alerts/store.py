@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg.rows import DictRow
 
@@ -39,6 +40,8 @@ CONFIRMATIONS_PER_DAY = 5
 without one (the form must not be a way to mail a stranger over and over)."""
 
 Embed = Callable[[str], Awaitable[Sequence[float]]]
+DEFAULT_HOUR = 8
+"""The subscriber's local hour a daily or weekly digest goes at, unless they chose another."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,9 @@ class NewSearch:
     location: str | None = None
     salary_min: int | None = None
     work_mode: str | None = None
+    timezone: str = "UTC"
+    """Where the subscriber is (IANA name): a daily or weekly digest goes at ``hour`` there."""
+    hour: int = DEFAULT_HOUR
 
     def checked(self) -> NewSearch:
         """The search with its fields trimmed, or ``BadInput`` naming the field."""
@@ -70,7 +76,24 @@ class NewSearch:
             raise BadInput(f"salary_min must be 0 to {MAX_SALARY_KS}", field="salary_min")
         if self.work_mode is not None and self.work_mode not in WORK_MODES:
             raise BadInput("work_mode must be remote, hybrid or onsite", field="work_mode")
-        return NewSearch(query, email, self.frequency, location, self.salary_min, self.work_mode)
+        try:
+            ZoneInfo(self.timezone)
+        except (ValueError, ZoneInfoNotFoundError):
+            raise BadInput(
+                "timezone must be an IANA time zone (Europe/Berlin)", field="timezone"
+            ) from None
+        if not 0 <= self.hour <= 23:
+            raise BadInput("hour must be 0 to 23", field="hour")
+        return NewSearch(
+            query,
+            email,
+            self.frequency,
+            location,
+            self.salary_min,
+            self.work_mode,
+            self.timezone,
+            self.hour,
+        )
 
 
 @dataclass(frozen=True)
@@ -153,6 +176,8 @@ async def save(
                 "work_mode": search.work_mode,
                 "min_score": min_score,
                 "frequency": search.frequency,
+                "timezone": search.timezone,
+                "hour": search.hour,
                 "status": status,
             },
         )

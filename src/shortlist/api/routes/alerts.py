@@ -54,6 +54,12 @@ class AlertIn(BaseModel):
     work_mode: Literal["remote", "hybrid", "onsite"] | None = None
     email: str = Field(min_length=3, max_length=320)
     frequency: Literal["instant", "daily", "weekly"]
+    timezone: str = Field(
+        "UTC",
+        max_length=64,
+        description="IANA time zone: a daily or weekly digest goes at `hour` there",
+    )
+    hour: int = Field(store.DEFAULT_HOUR, ge=0, le=23)
 
 
 class AlertSaved(BaseModel):
@@ -85,7 +91,14 @@ async def save_alert(
     saved = await store.save(
         services.pool,
         store.NewSearch(
-            body.query, body.email, body.frequency, body.location, body.salary_min, body.work_mode
+            body.query,
+            body.email,
+            body.frequency,
+            body.location,
+            body.salary_min,
+            body.work_mode,
+            body.timezone,
+            body.hour,
         ),
         lambda text: _embed(services, text),
         min_score=s.alert_min_score,

@@ -34,6 +34,13 @@
       frequency: data.get("frequency"),
     };
     if (data.get("location")) body.location = data.get("location");
+    // A daily or weekly digest goes at 08:00 where the browser is.
+    try {
+      const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      if (zone) body.timezone = zone;
+    } catch (e) {
+      /* UTC */
+    }
     if (data.get("work_mode")) body.work_mode = data.get("work_mode");
     const floor = parseInt(data.get("salary_min") || "", 10);
     if (!Number.isNaN(floor)) body.salary_min = floor;
