@@ -380,8 +380,9 @@ def label_precision(
         for _score, key in page:
             relevant = q.is_relevant(key)
             for label in labels.get((q.text, key), []):
-                kind = next((k for k in LABEL_KINDS if label.startswith(k)), None)
-                if kind is not None and not (kind == "Title matches" and "in part" in label):
+                # "Mentions Python, Kotlin" by its kind; the others as they are
+                kind = "Mentions" if label.startswith("Mentions") else label
+                if kind in counts:
                     counts[kind].append(relevant)
     return {
         "labels": {
