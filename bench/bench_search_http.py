@@ -191,7 +191,8 @@ def postmaster(url: str) -> psutil.Process:
 
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    parent = psutil.Process(int(row[0]) if row else 0).parent()
+        # Asked while the backend lives: once the connection closes its pid is gone.
+        parent = psutil.Process(int(row[0]) if row else 0).parent()
     if parent is None:
         raise RuntimeError("no postmaster above this backend")
     return parent
