@@ -178,6 +178,9 @@ class Cluster:
             "serp_api_url": sim_url,
             "talent_api_key": "simulator-key",
             "serp_api_key": "simulator-key",
+            # The scenarios measure recovery over many rounds of searches by one recruiter,
+            # not that recruiter's daily budget (SHORTLIST_RECRUITER_DAILY_CREDITS).
+            "recruiter_daily_credits": 0,
             **scaled_settings(self.time_scale),
             **self.overrides,
             **extra,
