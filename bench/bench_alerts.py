@@ -505,8 +505,8 @@ def run(ctx: Context) -> list[Record]:
     if ctx.options.get("alert_keyword_similarity"):
         # A knob to explore (the anchors are made by it, so it is set before the build).
         reverse.KEYWORD_SIMILARITY = float(ctx.options["alert_keyword_similarity"])
-    searches = int(ctx.options.get("alert_searches") or ctx.size(1_000_000, 20_000))
-    listings = int(ctx.options.get("alert_listings") or ctx.size(10_000, 300))
+    searches = int(ctx.options.get("alert_searches") or ctx.size(1_000_000, 5_000))
+    listings = int(ctx.options.get("alert_listings") or ctx.size(10_000, 100))
     queries = max(1, searches // 10)
     sample = min(listings, ctx.size(200, 30))
     url = ctx.pg.create_database("bench_alerts")
@@ -515,8 +515,8 @@ def run(ctx: Context) -> list[Record]:
     load_before = os.getloadavg()[0]
     got = asyncio.run(measure(url, ids, sample))
     load_after = os.getloadavg()[0]
-    ctx.log(f"alerts: live, {LIVE_LISTINGS} listings at {LIVE_RATE:.0f}/s …")
-    live = asyncio.run(measure_live(url, random.Random(7), ctx))
+    ctx.log(f"alerts: live, listings at {LIVE_RATE:.0f}/s …")
+    live = asyncio.run(measure_live(url, random.Random(7), ctx, ctx.size(LIVE_LISTINGS, 20)))
     times_ms = [t * 1000 for t in got["times"]]
     name = "alerts"
     size_note = (
@@ -610,7 +610,9 @@ class _Sink:
         return "250 OK"
 
 
-async def measure_live(url: str, rng: random.Random, ctx: Context) -> dict[str, list[float]]:
+async def measure_live(
+    url: str, rng: random.Random, ctx: Context, n: int = LIVE_LISTINGS
+) -> dict[str, list[float]]:
     """The queues as a process runs them (NOTIFY wakes them), listings arriving at
     :data:`LIVE_RATE` a second: seconds from a listing's vector written to its matches
     committed, and to its instant digests taken by the relay."""
@@ -666,7 +668,7 @@ async def measure_live(url: str, rng: random.Random, ctx: Context) -> dict[str, 
         await asyncio.wait_for(notifier.connected.wait(), 30)
         running = [asyncio.create_task(w.run(stop)) for w in workers]
         ids: list[str] = []
-        for i in range(LIVE_LISTINGS):
+        for i in range(n):
             title = " ".join([*rng.sample(FIELDS, 1), rng.choice(ROLES)]).title()
             desc = " ".join(rng.sample(FIELDS, 6) + rng.sample(ROLES, 2))
             lid = str(uuid.uuid4())
