@@ -143,7 +143,7 @@ async def active_search(
         embed,
         min_score=0.8,
     )
-    assert saved.id is not None
+    assert saved.stored
     async with services.pool.connection() as conn:
         await conn.execute(
             "UPDATE saved_searches SET status = 'active', consent_at = now() WHERE id = %s",
@@ -652,3 +652,22 @@ async def test_a_daily_digest_falls_due_at_the_subscribers_local_hour(
         json={"query": QUERY, "email": "a@b.example", "frequency": "daily", "timezone": "Mars"},
     )
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "timezone"
+
+
+async def test_a_forgotten_subscriber_is_erased_and_never_stored_again(
+    client: httpx.AsyncClient, services: Services, sink: Sink
+) -> None:
+    from shortlist import privacy
+
+    await active_search(services, email_address="Jane@Example.com")
+    await privacy.forget(services.pool, "jane@example.com")
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_subscribers") == 0
+    assert await scalar(services.pool, "SELECT count(*) FROM saved_searches") == 0
+    again = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": "jane@example.com", "frequency": "daily"},
+    )
+    # Answered as any save (nobody learns who was forgotten); nothing stored, nothing sent.
+    assert again.status_code == 202 and again.json()["status"] == "pending"
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_subscribers") == 0
+    assert sink.received == []

@@ -98,11 +98,13 @@ class NewSearch:
 
 @dataclass(frozen=True)
 class Saved:
-    id: uuid.UUID | None
-    """None when nothing was stored (a forgotten person's address)."""
+    id: uuid.UUID
     status: str
     confirm_token: str | None
     """The token to e-mail for the double opt-in; None when none is to be sent."""
+    stored: bool = True
+    """False for a forgotten person's address: the answer looks the same (an id nobody has),
+    and nothing was kept."""
 
 
 async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
@@ -154,7 +156,7 @@ async def save(
             conn, privacy.person_keys(email=search.email), privacy_key
         ):
             # Answered as any other save (nobody learns who was forgotten); nothing kept.
-            return Saved(None, "pending", None)
+            return Saved(uuid.uuid4(), "pending", None, stored=False)
         cur = await conn.execute(
             SQL["upsert_subscriber"],
             {"email": search.email, "user_id": user_id if signed_in else None},

@@ -63,7 +63,7 @@ class AlertIn(BaseModel):
 
 
 class AlertSaved(BaseModel):
-    id: str | None
+    id: str
     status: str
     """``pending`` until the e-mailed link is followed; ``active`` for a signed-in user's own
     address."""
@@ -121,7 +121,7 @@ async def save_alert(
         except Exception as exc:
             # The type only: a relay's text may quote the address.
             log.warning("alerts: no confirmation sent (%s)", type(exc).__name__)
-    return AlertSaved(id=str(saved.id) if saved.id else None, status=saved.status)
+    return AlertSaved(id=str(saved.id), status=saved.status)
 
 
 def _page(title: str, body: str) -> str:
