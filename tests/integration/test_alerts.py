@@ -8,6 +8,7 @@ import asyncio
 import email
 import email.policy
 import hashlib
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -671,3 +672,43 @@ async def test_a_forgotten_subscriber_is_erased_and_never_stored_again(
     assert again.status_code == 202 and again.json()["status"] == "pending"
     assert await scalar(services.pool, "SELECT count(*) FROM alert_subscribers") == 0
     assert sink.received == []
+
+
+async def test_the_alerts_commands_list_test_and_disable(
+    services: Services,
+    sink: Sink,
+    embed_pending: EmbedPending,
+    cli_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typer.testing import CliRunner
+
+    from shortlist.cli import build_app
+    from shortlist.config import get_settings
+
+    monkeypatch.setenv("SHORTLIST_SMTP_RELAY_URL", f"smtp://127.0.0.1:{sink.port}")
+    monkeypatch.setenv("SHORTLIST_MAIL_DOMAIN", "board.test")
+    get_settings.cache_clear()
+    search = await active_search(services)
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE saved_searches SET frequency = 'weekly'")
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await embed_pending()
+    await match_all(services)
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(build_app(), list(args))
+
+    listed = await asyncio.to_thread(run, "alerts", "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    [row] = json.loads(listed.output)
+    assert row["id"] == str(search) and row["email"] == "ada@example.com" and row["queued"] == 1
+    tested = await asyncio.to_thread(run, "alerts", "test", str(search))
+    assert tested.exit_code == 0, tested.output
+    assert "sent 1 digest" in tested.output
+    assert [to for _f, to, _r in sink.received] == [["ada@example.com"]]
+    disabled = await asyncio.to_thread(run, "alerts", "disable", str(search))
+    assert disabled.exit_code == 0, disabled.output
+    assert await scalar(services.pool, "SELECT status FROM saved_searches") == "disabled"
+    bad = await asyncio.to_thread(run, "alerts", "disable", "not-a-uuid")
+    assert bad.exit_code != 0
