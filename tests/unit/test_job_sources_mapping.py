@@ -11,9 +11,10 @@ from protego import Protego
 from shortlist.errors import BadInput
 from shortlist.listings import jobpost
 from shortlist.listings.sources import ashby, careers, greenhouse, lever, mapping
-from shortlist.listings.sources.fetch import Fetched, _is_public, user_agent
+from shortlist.listings.sources.fetch import Fetched, user_agent
 from shortlist.listings.sources.models import SourceSpec
 from shortlist.listings.sources.sync import canonical_url
+from shortlist.public_address import is_public
 from tests.job_boards import ashby_job, greenhouse_job, job_posting_page, lever_posting
 
 
@@ -366,8 +367,8 @@ def test_canonical_url_and_addresses() -> None:
     )
     assert canonical_url("mailto:x@example.com") is None
     for private in ("127.0.0.1", "10.0.0.1", "169.254.169.254", "::1", "::ffff:192.168.1.1"):
-        assert not _is_public(private)
-    assert _is_public("93.184.216.34")
+        assert not is_public(private)
+    assert is_public("93.184.216.34")
     assert "shortlist/" in user_agent("https://ops.example/contact")
     assert "https://ops.example/contact" in user_agent("https://ops.example/contact")
 
