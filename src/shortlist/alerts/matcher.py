@@ -22,6 +22,7 @@ from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
 from shortlist.queue import DONE, Batch, LeaseTable
+from shortlist.webhooks import store as webhooks
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ class MatchQueue:
                 searches.update(found)
             await reverse.schedule(conn, sorted(searches))
             mine = [i for i in batch.items if i.id in held]
+            # Searches saved for an organisation's webhooks: alert.matched, in this transaction.
+            await webhooks.publish_job_matches(conn, [i.id for i in mine], sorted(searches))
             await conn.execute(
                 SQL["listings_matched"],
                 {"ids": [i.id for i in mine], "queued_at": [i.queued_at for i in mine]},

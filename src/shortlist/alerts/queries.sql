@@ -36,10 +36,11 @@ SELECT id FROM q
 
 -- name: insert_search
 INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,
-                            min_score, frequency, timezone, local_hour, status, consent_at)
+                            min_score, frequency, timezone, local_hour, status, consent_at,
+                            webhook_org_id)
 VALUES (%(subscriber_id)s, %(query_id)s, %(query)s, %(location)s, %(salary_min)s,
         %(work_mode)s, %(min_score)s, %(frequency)s, %(timezone)s, %(hour)s, %(status)s,
-        CASE WHEN %(status)s = 'active' THEN now() END)
+        CASE WHEN %(status)s = 'active' THEN now() END, %(webhook_org_id)s)
 RETURNING id, status
 
 -- name: confirmations_today
@@ -91,7 +92,7 @@ RETURNING id
 -- name: searches_of_user
 -- A signed-in user's saved searches: those saved signed in, or to their address.
 SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
-       s.status, s.created_at, s.consent_at
+       s.status, s.created_at, s.consent_at, s.webhook_org_id
   FROM saved_searches AS s
   JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
  WHERE (sub.user_id = %(user_id)s OR sub.email = %(email)s)

@@ -145,10 +145,12 @@ async def save(
     privacy_key: str = "",
     user_id: int | None = None,
     user_email: str | None = None,
+    webhook_org_id: int | None = None,
 ) -> Saved:
     """Store a saved search: ``active`` at once for a signed-in user saving to their own
     address, else ``pending`` with a confirmation token to e-mail (none past
-    :data:`CONFIRMATIONS_PER_DAY`)."""
+    :data:`CONFIRMATIONS_PER_DAY`). ``webhook_org_id``: the organisation whose ``alert.matched``
+    webhooks its matches also go to (the caller checked that it acts for it)."""
     search = search.checked()
     signed_in = user_email is not None and user_email.lower() == search.email.lower()
     async with pool.connection() as conn, conn.transaction():
@@ -181,6 +183,7 @@ async def save(
                 "timezone": search.timezone,
                 "hour": search.hour,
                 "status": status,
+                "webhook_org_id": webhook_org_id,
             },
         )
         row = await cur.fetchone()
@@ -262,6 +265,7 @@ async def list_for_user(conn: AsyncConn, user_id: int) -> list[dict[str, Any]]:
             "status": r["status"],
             "createdAt": r["created_at"].isoformat(),
             "consentAt": r["consent_at"].isoformat() if r["consent_at"] else None,
+            "webhook": r["webhook_org_id"] is not None,
         }
         for r in await cur.fetchall()
     ]

@@ -180,6 +180,41 @@ async def publish_listings(conn: AsyncConn, ids: Sequence[UUID]) -> int:
     return written
 
 
+async def publish_job_matches(
+    conn: AsyncConn, listings: Sequence[UUID], searches: Sequence[UUID]
+) -> int:
+    """``alert.matched`` (``kind: job``) for each match the alerts' matcher just wrote, in its
+    transaction, of ``listings`` to ``searches`` saved for an organisation's webhooks; once per
+    (saved search, listing). Returns the deliveries written."""
+    if not listings or not searches:
+        return 0
+    cur = await conn.execute(
+        _SQL["job_alert_matches"], {"listings": list(listings), "searches": list(searches)}
+    )
+    written = 0
+    for r in await cur.fetchall():
+        written += await enqueue(
+            conn,
+            int(r["org_id"]),
+            ALERT_MATCHED,
+            {
+                "alertId": str(r["search_id"]),
+                "kind": "job",
+                "item": {
+                    "id": str(r["id"]),
+                    "slug": r["detail_page_slug"],
+                    "title": r["job_title"],
+                    "company": r["company_name"],
+                    "location": r["city_location"],
+                    "workMode": r["work_mode"],
+                    "score": round(float(r["score"]), 4),
+                },
+            },
+            subject=f"job:{r['search_id']}:{r['id']}",
+        )
+    return written
+
+
 async def delivery_counts(conn: AsyncConn) -> dict[str, int]:
     """Deliveries by status, every status (zeros included)."""
     cur = await conn.execute(_SQL["delivery_counts"])

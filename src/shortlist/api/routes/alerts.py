@@ -29,7 +29,10 @@ from shortlist.api.deps import (
     ServicesDep,
     UserDep,
 )
+from shortlist.api.errors import error_responses
+from shortlist.auth import Principal, Role
 from shortlist.bootstrap import Services
+from shortlist.errors import BadInput, Forbidden, Unauthorized
 from shortlist.talent import service as talent_service
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/alerts", tags=["alerts"])
 people_router = APIRouter(prefix="/api/searches", tags=["alerts"])
 
+WEBHOOK_ROLES = frozenset({Role.company, Role.recruiter, Role.admin})
+"""Who may send a saved search to their organisation's webhooks: who manages them."""
 TokenParam = Annotated[str, Query(min_length=1, max_length=200)]
 
 
@@ -60,6 +65,11 @@ class AlertIn(BaseModel):
         description="IANA time zone: a daily or weekly digest goes at `hour` there",
     )
     hour: int = Field(store.DEFAULT_HOUR, ge=0, le=23)
+    webhook: bool = Field(
+        False,
+        description="also send its new matches to the organisation's alert.matched webhooks"
+        " (a member who manages webhooks, acting for their organisation)",
+    )
 
 
 class AlertSaved(BaseModel):
@@ -79,11 +89,15 @@ async def _embed(services: Services, text: str) -> list[float]:
     "",
     status_code=status.HTTP_202_ACCEPTED,
     dependencies=[Depends(rate_limit)],
-    responses={429: {"description": "Too many requests from this client"}},
+    responses={
+        429: {"description": "Too many requests from this client"},
+        **error_responses(401, 403),
+    },
 )
 async def save_alert(
     body: AlertIn, services: ServicesDep, principal: OptionalPrincipalDep, conn: ConnDep
 ) -> AlertSaved:
+    webhook_org_id = _webhook_org(principal) if body.webhook else None
     user_email = None
     if principal is not None and principal.user_id is not None:
         user_email = await store.user_email(conn, principal.user_id)
@@ -105,6 +119,7 @@ async def save_alert(
         privacy_key=s.privacy_key,
         user_id=principal.user_id if principal is not None else None,
         user_email=user_email,
+        webhook_org_id=webhook_org_id,
     )
     relay = relay_of(s)
     if saved.confirm_token is not None and relay is not None:
@@ -122,6 +137,18 @@ async def save_alert(
             # The type only: a relay's text may quote the address.
             log.warning("alerts: no confirmation sent (%s)", type(exc).__name__)
     return AlertSaved(id=str(saved.id), status=saved.status)
+
+
+def _webhook_org(principal: Principal | None) -> int:
+    """The organisation whose webhooks a saved search may go to: the caller's, when they may
+    manage its webhooks (as ``/api/webhooks`` admits them)."""
+    if principal is None:
+        raise Unauthorized("a search sent to webhooks is an organisation's: sign in first")
+    if not principal.roles & WEBHOOK_ROLES:
+        raise Forbidden("only a member who manages webhooks may send a search to them")
+    if principal.org_id is None:
+        raise BadInput("this caller belongs to no organisation", field="webhook")
+    return principal.org_id
 
 
 def _page(title: str, body: str) -> str:

@@ -1,0 +1,142 @@
+"""A saved job search sent to an organisation's webhooks (issue 42): saved over HTTP with
+``"webhook": true`` by a member who manages webhooks, matched by the product's indexer and match
+queue, its ``alert.matched`` delivered by the sender to a loopback receiver that verifies the
+signature with the ``standardwebhooks`` package."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from shortlist.alerts.matcher import MatchQueue
+from shortlist.auth import Role
+from shortlist.bootstrap import Services
+from shortlist.db.types import AsyncPool
+from shortlist.queue import QueueWorker, WorkerConfig, run_batch
+from shortlist.webhooks.schedule import Clock
+from shortlist.webhooks.sender import SendPolicy, WebhookQueue
+from tests.api_fixtures import EmbedPending, MakeToken
+from tests.webhook_receiver import WebhookReceiver
+
+QUERY = "python developer"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def receiver(services: Services) -> Iterator[WebhookReceiver]:
+    # On loopback, which SHORTLIST_WEBHOOK_ALLOW_PRIVATE=true allows.
+    services.settings = services.settings.model_copy(update={"webhook_allow_private": True})
+    r = WebhookReceiver().start()
+    yield r
+    r.stop()
+
+
+async def match_all(services: Services) -> None:
+    queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+    config = WorkerConfig(batch_size=32, poll_interval=0.05, backoff_base=0.05, grace=5.0)
+    await QueueWorker(queue, config).run(asyncio.Event(), drain=True)
+
+
+async def send_due(pool: AsyncPool) -> int:
+    queue = WebhookQueue(pool, SendPolicy(allow_private=True), clock=Clock(), rng=random.Random(3))
+    items = await queue.claim("w", 50, 30.0)
+    if items:
+        await run_batch(queue, "w", items)
+    return len(items)
+
+
+async def add_listing(pool: AsyncPool, title: str, description: str, **extra: Any) -> uuid.UUID:
+    slug = f"{title.lower().replace(' ', '-')}-{uuid.uuid4().hex[:8]}"
+    cols = ["job_title", "company_name", "city_location", "description", "detail_page_slug"]
+    vals: list[Any] = [title, "Acme", "Berlin", description, slug, *extra.values()]
+    cols += list(extra)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"INSERT INTO job_listings ({', '.join(cols)}) VALUES"
+            f" ({', '.join(['%s'] * len(vals))}) RETURNING id",
+            vals,
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return uuid.UUID(str(row["id"]))
+
+
+async def test_a_saved_job_search_sent_to_webhooks_delivers_each_new_match_once_signed(
+    client: httpx.AsyncClient,
+    services: Services,
+    make_token: MakeToken,
+    embed_pending: EmbedPending,
+    receiver: WebhookReceiver,
+) -> None:
+    agency = bearer(await make_token("agency", Role.recruiter))
+    made = await client.post(
+        "/api/webhooks", json={"url": receiver.url, "events": ["alert.matched"]}, headers=agency
+    )
+    assert made.status_code == 201, made.text
+    receiver.secrets = [made.json()["secret"]]
+    own_address = "team@agency.example"
+    saved = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": own_address, "frequency": "daily", "webhook": True},
+        headers=agency,
+    )
+    assert saved.status_code == 202, saved.text
+    # A key's service account has no address of its own: the one given confirms by e-mail.
+    assert saved.json()["status"] == "pending"
+    # A job seeker's own search of the same words reaches no organisation's webhooks. Both
+    # confirmed (their links followed).
+    seeker = await client.post(
+        "/api/alerts", json={"query": QUERY, "email": "ada@example.com", "frequency": "instant"}
+    )
+    assert seeker.status_code == 202
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE saved_searches SET status = 'active', consent_at = now()"
+            " WHERE status = 'pending'"
+        )
+
+    listing = await add_listing(services.pool, "Python Developer", "python developer, Django")
+    await add_listing(services.pool, "Pastry Chef", "croissants and bread")
+    await embed_pending()
+    await match_all(services)
+    assert await send_due(services.pool) == 1
+    [got] = receiver.received
+    assert got.verified_by == receiver.secrets
+    event = got.json()
+    assert event["type"] == "alert.matched"
+    data = event["data"]
+    assert data["alertId"] == saved.json()["id"] and data["kind"] == "job"
+    assert data["item"]["id"] == str(listing) and data["item"]["title"] == "Python Developer"
+    assert 0.8 <= data["item"]["score"] <= 1.0
+    assert own_address not in got.body.decode() and "ada@" not in got.body.decode()
+
+    # A repost of the same job (the original closed) matches nobody again: nothing more sent.
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE job_listings SET status = 'closed', closed_at = now()")
+    await add_listing(services.pool, "Python  developer", "python developer (repost)")
+    await embed_pending()
+    await match_all(services)
+    assert await send_due(services.pool) == 0
+    assert len(receiver.received) == 1
+
+
+async def test_only_a_member_who_manages_webhooks_sends_a_search_to_them(
+    client: httpx.AsyncClient, pool: AsyncPool
+) -> None:
+    body = {"query": QUERY, "email": "ada@example.com", "frequency": "daily", "webhook": True}
+    anonymous = await client.post("/api/alerts", json=body)
+    assert anonymous.status_code == 401, anonymous.text
+    assert anonymous.json()["error"]["code"] == "unauthorized"
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM saved_searches")
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 0
