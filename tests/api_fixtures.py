@@ -1,8 +1,7 @@
 """Fixtures for tests of the HTTP API, imported by ``tests/integration/conftest.py`` and
 ``tests/e2e/conftest.py``.
 
-* ``settings`` — for the per-test database, samples off, rate limit off; override this fixture
-  in a test module to change settings.
+* ``settings`` is the one of ``tests/conftest.py`` (changed with ``pytest.mark.settings``).
 * ``embedder`` — a ``FakeEmbedder``; ``services``, ``app``, ``client`` (httpx over ASGI, peer
   ``127.0.0.1``) are built on it.
 * ``make_token`` — ``await make_token(name, Role.company)`` → a plain API token.
@@ -37,16 +36,6 @@ CLIENT_PEER = ("127.0.0.1", 50000)
 
 MakeToken = Callable[..., Awaitable[str]]
 EmbedPending = Callable[[], Awaitable[int]]
-
-
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return Settings(
-        database_url=db_url,
-        load_sample_data=False,
-        search_rate_limit=0,  # off unless a test is about it
-        trusted_proxies="",
-    )
 
 
 @pytest.fixture

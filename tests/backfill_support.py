@@ -36,7 +36,7 @@ from shortlist.talent.repository import CandidateRecord
 from shortlist.talent.vendors.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
 from shortlist.talent.vendors.factory import Sources
 from tests.fakes import FakeEmbedder
-from tests.helpers import wait_for
+from tests.helpers import FromFixture, wait_for
 
 # 1/100 of the seed's latencies: enrichment ~80 ms (tail ≤ 0.4 s), discovery ~15 ms, a first-
 # attempt discovery hang 0.9 s, Retry-After 20 ms. Client timeouts and the retry delay are
@@ -51,35 +51,48 @@ FAKE_MIN_SCORE = 0.55
 MakeToken = Callable[[str, Role], Awaitable[str]]
 
 
+BACKFILL: dict[str, Any] = {
+    "load_sample_data": False,
+    "search_rate_limit": 0,
+    # No provider answers here unless a test names one (ON_SIMULATOR).
+    "talent_api_url": "http://127.0.0.1:9",
+    "serp_api_url": "http://127.0.0.1:9",
+    # 60 s x ~1/100 would be 0.6 s; 0.8 s is still under the 0.9 s hang, and a normal
+    # answer (~15 ms) from the simulator thread stays under it on a loaded machine (0.3 s
+    # was reached with four test processes on two cores).
+    "discovery_timeout": 0.8,
+    "enrichment_timeout": 1.0,  # above the 0.4 s tail cap
+    "retry_delay": 0.05,
+    "lease_seconds": 5.0,
+    "heartbeat_interval": 1.0,
+    "stale_after": 600.0,
+    "reaper_interval": 0.1,
+    "backfill_concurrency": 4,
+    "provider_concurrency": 4,
+    "internal_min_score": FAKE_MIN_SCORE,
+    # These tests are about the pipeline's mechanics on the generic dialect (the vendor
+    # dialects have tests of their own).
+    "talent_api": "generic",
+    "serp_api": "generic",
+    "search_credit_budget": 0,
+    # One recruiter runs many searches here; the daily caps have tests of their own.
+    "recruiter_daily_searches": 0,
+    "recruiter_daily_credits": 0,
+}
+"""The backfill pipeline's settings scaled to the simulator's ``TIME_SCALE`` (a profile of the
+``settings`` fixture: ``pytest.mark.settings(BACKFILL, **ON_SIMULATOR)``)."""
+
+ON_SIMULATOR: dict[str, Any] = {
+    "talent_api_url": FromFixture("simulator", lambda sim: sim.base_url),
+    "serp_api_url": FromFixture("simulator", lambda sim: sim.base_url),
+}
+"""Both providers are the test's ``simulator`` fixture."""
+
+
 def fast_settings(db_url: str, sim_url: str | None, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "database_url": db_url,
-        "load_sample_data": False,
-        "search_rate_limit": 0,
-        "talent_api_url": sim_url or "http://127.0.0.1:9",
-        "serp_api_url": sim_url or "http://127.0.0.1:9",
-        # 60 s x ~1/100 would be 0.6 s; 0.8 s is still under the 0.9 s hang, and a normal
-        # answer (~15 ms) from the simulator thread stays under it on a loaded machine (0.3 s
-        # was reached with four test processes on two cores).
-        "discovery_timeout": 0.8,
-        "enrichment_timeout": 1.0,  # above the 0.4 s tail cap
-        "retry_delay": 0.05,
-        "lease_seconds": 5.0,
-        "heartbeat_interval": 1.0,
-        "stale_after": 600.0,
-        "reaper_interval": 0.1,
-        "backfill_concurrency": 4,
-        "provider_concurrency": 4,
-        "internal_min_score": FAKE_MIN_SCORE,
-        # These tests are about the pipeline's mechanics on the generic dialect (the vendor
-        # dialects have tests of their own).
-        "talent_api": "generic",
-        "serp_api": "generic",
-        "search_credit_budget": 0,
-        # One recruiter runs many searches here; the daily caps have tests of their own.
-        "recruiter_daily_searches": 0,
-        "recruiter_daily_credits": 0,
-    }
+    values = BACKFILL | {"database_url": db_url}
+    if sim_url is not None:
+        values |= {"talent_api_url": sim_url, "serp_api_url": sim_url}
     return Settings(**(values | overrides))
 
 

@@ -30,12 +30,13 @@ import psycopg
 import pytest
 
 from shortlist import derived
-from shortlist.config import get_settings
+from shortlist.config import Settings, get_settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.db.pool import open_async_pool
 from shortlist.db.types import AsyncPool
 from shortlist.listings import rates
+from tests.helpers import FromFixture
 
 # No network but loopback, and never a model download.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -250,3 +251,30 @@ def cli_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+API_DEFAULTS: dict[str, Any] = {
+    "load_sample_data": False,
+    "search_rate_limit": 0,  # off unless a test is about it
+    "trusted_proxies": "",
+}
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest, db_url: str) -> Settings:
+    """The test's ``Settings``: its own database, no sample data, no search rate limit.
+
+    A module, class or test changes them with ``@pytest.mark.settings(*profiles, **values)``
+    (a module with ``pytestmark``): each profile is a dict of field values (such as
+    ``tests.backfill_support.BACKFILL``), applied in order, then the keyword values; a
+    :class:`FromFixture` value is read from that fixture. Marks apply from the farthest (the
+    module's) to the closest (the test's), so the closest wins for a field both name."""
+    values: dict[str, Any] = dict(API_DEFAULTS)
+    for mark in reversed(list(request.node.iter_markers("settings"))):
+        for profile in mark.args:
+            values |= profile
+        values |= mark.kwargs
+    for name, value in values.items():
+        if isinstance(value, FromFixture):
+            values[name] = value.read(request.getfixturevalue(value.fixture))
+    return Settings(**(values | {"database_url": db_url}))

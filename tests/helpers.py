@@ -1,5 +1,5 @@
 """Test helpers: wait on conditions with a deadline instead of sleeping; the environment of a
-process a test starts."""
+process a test starts; a settings value read from a fixture."""
 
 from __future__ import annotations
 
@@ -7,13 +7,23 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 HARNESS_SETTINGS = frozenset({"SHORTLIST_CACHE_DIR"})
 """Settings tests/conftest.py gives every process of a test run (a cache, nothing a test is
 about)."""
+
+
+@dataclass(frozen=True)
+class FromFixture:
+    """A settings value another fixture of the test gives (a fake server's address):
+    ``FromFixture("boards", lambda boards: boards.base_url)``."""
+
+    fixture: str
+    read: Callable[[Any], Any]
 
 
 def environ_without_settings() -> dict[str, str]:

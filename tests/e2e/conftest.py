@@ -8,7 +8,6 @@ from tests.api_fixtures import (  # noqa: F401 (fixtures)
     embedder,
     make_token,
     services,
-    settings,
 )
 from tests.live_server import live_server, live_server_factory  # noqa: F401 (fixtures)
 from tests.oidc_provider import oidc_provider_factory  # noqa: F401 (fixtures)

@@ -19,11 +19,10 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.talent.vendors.base import ProviderPaused
 from shortlist.talent.vendors.limits import GateLimit, PgRateGate
-from tests.backfill_support import MakeToken, auth, fast_settings, get_results
+from tests.backfill_support import BACKFILL, ON_SIMULATOR, MakeToken, auth, get_results
 from tests.helpers import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,18 +52,16 @@ def simulator() -> Any:
         yield sim
 
 
-@pytest.fixture
-def settings(db_url: str, simulator: SimulatorServer) -> Settings:
-    return fast_settings(
-        db_url,
-        simulator.base_url,
-        talent_api="pdl",
-        serp_api="serpapi",
-        talent_api_key=KEY,
-        serp_api_key=KEY,
-        # Small searches: the calls of a few of them already need several windows' LIMIT.
-        backfill_min_results=5,
-    )
+pytestmark = pytest.mark.settings(
+    BACKFILL,
+    ON_SIMULATOR,
+    talent_api="pdl",
+    serp_api="serpapi",
+    talent_api_key=KEY,
+    serp_api_key=KEY,
+    # Small searches: the calls of a few of them already need several windows' LIMIT.
+    backfill_min_results=5,
+)
 
 
 async def test_the_gate_shares_one_window_and_one_pause(services: Services) -> None:

@@ -8,5 +8,4 @@ from tests.api_fixtures import (  # noqa: F401 (fixtures)
     embedder,
     make_token,
     services,
-    settings,
 )

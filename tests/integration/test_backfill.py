@@ -31,6 +31,8 @@ from shortlist.talent.reaper import reap_once
 from shortlist.talent.roles import role_family
 from shortlist.talent.tiers import broad_query, serp_text, strict_query
 from tests.backfill_support import (
+    BACKFILL,
+    ON_SIMULATOR,
     MakeToken,
     ScriptedSources,
     assert_contiguous,
@@ -55,9 +57,7 @@ NICHE = {
 }
 
 
-@pytest.fixture
-def settings(db_url: str, simulator: SimulatorServer) -> Settings:
-    return fast_settings(db_url, simulator.base_url)
+pytestmark = pytest.mark.settings(BACKFILL, **ON_SIMULATOR)
 
 
 @pytest.fixture

@@ -11,12 +11,11 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
-from shortlist.simulator import SimulatorServer
 from tests.backfill_support import (
+    BACKFILL,
+    ON_SIMULATOR,
     MakeToken,
     auth,
-    fast_settings,
     python_backend_people,
     running_workers,
     seed_corpus,
@@ -32,9 +31,7 @@ NICHE = {
 BROAD = {"query": "python backend developer", "skills": ["Django"]}
 
 
-@pytest.fixture
-def settings(db_url: str, simulator: SimulatorServer) -> Settings:
-    return fast_settings(db_url, simulator.base_url)
+pytestmark = pytest.mark.settings(BACKFILL, **ON_SIMULATOR)
 
 
 def sample(text: str, name: str) -> float:

@@ -16,11 +16,12 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.simulator import SimulatorServer
 from shortlist.talent import repository as repo
 from shortlist.talent.reaper import MAX_LOST_WORKERS, reap_once
 from tests.backfill_support import (
+    BACKFILL,
+    ON_SIMULATOR,
     MakeToken,
     auth,
     fast_settings,
@@ -42,9 +43,7 @@ CLAIM_TIERS = (
 )
 
 
-@pytest.fixture
-def settings(db_url: str, simulator: SimulatorServer) -> Settings:
-    return fast_settings(db_url, simulator.base_url)
+pytestmark = pytest.mark.settings(BACKFILL, **ON_SIMULATOR)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import pytest
 from fastapi import FastAPI
 
 from shortlist.auth import Role
-from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.ingest_files import RecordFileReader
 from shortlist.listings.ingest import ListingFileReader, ingest_listings
@@ -38,15 +37,7 @@ GOOD_EMAIL = (
 )
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return Settings(
-        database_url=db_url,
-        load_sample_data=False,
-        search_rate_limit=0,
-        trusted_proxies="",
-        max_body_bytes=MAX_BODY,
-    )
+pytestmark = pytest.mark.settings(max_body_bytes=MAX_BODY)
 
 
 @pytest.fixture

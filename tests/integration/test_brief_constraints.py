@@ -13,15 +13,14 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.talent.vendors.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
 from shortlist.talent.vendors.factory import Sources
 from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
+    BACKFILL,
     MakeToken,
     Person,
     auth,
-    fast_settings,
     get_results,
     profile,
     running_workers,
@@ -66,10 +65,8 @@ MUNICH_ELSEWHERE = {
 }
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    # The internal-corpus tests run no worker: no provider is ever called.
-    return fast_settings(db_url, None)
+# The internal-corpus tests run no worker: no provider is ever called.
+pytestmark = pytest.mark.settings(BACKFILL)
 
 
 @pytest.fixture

@@ -51,16 +51,12 @@ class Models:
         return self.made[key]
 
 
-def settings_for(db_url: str) -> Settings:
-    return Settings(
-        database_url=db_url,
-        load_sample_data=False,
-        search_rate_limit=0,
-        indexer_poll_interval=0.2,
-        indexer_batch_size=8,
-        indexer_backoff_base=0.2,
-        indexer_backoff_max=1.0,
-    )
+pytestmark = pytest.mark.settings(
+    indexer_poll_interval=0.2,
+    indexer_batch_size=8,
+    indexer_backoff_base=0.2,
+    indexer_backoff_max=1.0,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -120,11 +116,13 @@ async def columns(pool: AsyncPool, table: str) -> set[str]:
 
 @contextlib.asynccontextmanager
 async def running(
-    db_url: str, models: Callable[[ModelSpace], FakeEmbedder], kinds: tuple[str, ...] = ("indexer",)
+    settings: Settings,
+    models: Callable[[ModelSpace], FakeEmbedder],
+    kinds: tuple[str, ...] = ("indexer",),
 ) -> AsyncIterator[Services]:
     """A process: its services and its indexer workers + coordinator, stopped on exit."""
     stop = asyncio.Event()
-    async with open_services(settings_for(db_url), db_url, embedder_factory=models) as services:
+    async with open_services(settings, settings.database_url, embedder_factory=models) as services:
         services.notifier.start()
         task = asyncio.create_task(
             run_until_stopped(build_workers(services, kinds), stop, grace=5.0)
@@ -175,12 +173,12 @@ def queries_embedded(embedder: FakeEmbedder) -> int:
     return sum(1 for batch in embedder.batches if batch == [QUERY])
 
 
-async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
+async def test_migration_while_searching(db_url: str, settings: Settings, pool: AsyncPool) -> None:
     # The new model slowed down so the edit and the new row land mid-build.
     models = Models(delay={256: 0.1})
     ids = await add_listings(pool, 24)
     await add_candidates(pool, 10)
-    async with running(db_url, models) as services:
+    async with running(settings, models) as services:
         await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
         first = services.spaces.active().space
         assert (first.kind, first.dim) == ("local", 384)
@@ -264,10 +262,10 @@ async def test_migration_while_searching(db_url: str, pool: AsyncPool) -> None:
     )
 
 
-async def test_cancel_drops_the_build(db_url: str, pool: AsyncPool) -> None:
+async def test_cancel_drops_the_build(db_url: str, settings: Settings, pool: AsyncPool) -> None:
     models = Models()
     await add_listings(pool, 6)
-    async with running(db_url, models) as services:
+    async with running(settings, models) as services:
         await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
         space = await migration.register(pool, db_url, NEW, models)
         assert space.vector_column in await columns(pool, "job_listings")
@@ -285,19 +283,19 @@ async def test_cancel_drops_the_build(db_url: str, pool: AsyncPool) -> None:
     assert await active_id(pool) != space.id
 
 
-async def test_restart_mid_build(db_url: str, pool: AsyncPool) -> None:
+async def test_restart_mid_build(db_url: str, settings: Settings, pool: AsyncPool) -> None:
     models = Models()
     await add_listings(pool, 20)
-    async with running(db_url, models):
+    async with running(settings, models):
         await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
     space = await migration.register(pool, db_url, NEW, Models())
     # A process that dies mid-build (its new model far too slow to finish)...
     slow = Models(delay={256: 0.3})
-    async with running(db_url, slow):
+    async with running(settings, slow):
         await wait_for(lambda: _some_built(pool, space), timeout=30, message="part of the build")
     assert await active_id(pool) != space.id
     # ...and the next process takes the build up where it stood, and switches.
-    async with running(db_url, Models()) as services:
+    async with running(settings, Models()) as services:
         await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
         await wait_for(
             lambda: _is_space(services, space.id), timeout=10, message="the process reloaded"
@@ -312,10 +310,12 @@ async def test_restart_mid_build(db_url: str, pool: AsyncPool) -> None:
         await wait_for(lambda: all_embedded(pool), timeout=30, message="re-embedded")
 
 
-async def test_register_refuses_what_cannot_work(db_url: str, pool: AsyncPool) -> None:
+async def test_register_refuses_what_cannot_work(
+    db_url: str, settings: Settings, pool: AsyncPool
+) -> None:
     with pytest.raises(ModelMigrationError, match="--dim"):
         await migration.register(pool, db_url, ModelRequest("openai", "m", 0), Models())
-    async with open_services(settings_for(db_url), db_url, embedder_factory=Models()):
+    async with open_services(settings, db_url, embedder_factory=Models()):
         pass  # the first start names the stored vectors' model
     with pytest.raises(ModelMigrationError, match="active model already"):
         await migration.register(
@@ -382,12 +382,14 @@ async def _is_space(services: Services, space_id: int) -> bool:
     return services.spaces.active().space.id == space_id
 
 
-async def test_first_start_takes_the_configured_dimension(db_url: str, pool: AsyncPool) -> None:
+async def test_first_start_takes_the_configured_dimension(
+    db_url: str, settings: Settings, pool: AsyncPool
+) -> None:
     """A fresh database whose configured model is not 384-d: the first space takes its
     dimension (no vector is stored yet); once vectors are stored, a different configured
     dimension is the table's to decide, and only a migration changes it."""
     await add_listings(pool, 3)
-    settings = settings_for(db_url).model_copy(
+    settings = settings.model_copy(
         update={"embedder": "openai", "embedder_model": "fake-256", "embedding_dim": 256}
     )
     async with open_services(settings, db_url, embedder_factory=Models()) as services:
@@ -439,7 +441,7 @@ class Breakable(FakeEmbedder):
 
 
 async def test_a_rejected_row_fails_alone_and_a_broken_model_rejects_none(
-    db_url: str, pool: AsyncPool
+    db_url: str, settings: Settings, pool: AsyncPool
 ) -> None:
     await add_listings(pool, 12)
     async with pool.connection() as conn:
@@ -454,7 +456,7 @@ async def test_a_rejected_row_fails_alone_and_a_broken_model_rejects_none(
         ]
     new = Breakable(dim=256, fail_permanent_on=lambda text: "poison" in text)
     models = Models()
-    async with running(db_url, models):
+    async with running(settings, models):
         await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
     space = await migration.register(pool, db_url, NEW, lambda _space: new)
     new.broken = True
@@ -462,7 +464,7 @@ async def test_a_rejected_row_fails_alone_and_a_broken_model_rejects_none(
     def factory(s: ModelSpace) -> FakeEmbedder:
         return new if s.id == space.id else models(s)
 
-    async with running(db_url, factory):
+    async with running(settings, factory):
         await wait_for(lambda: _true(new.calls >= 4), timeout=30, message="build attempts")
         # A model failing every text records no rejection: nothing would be isolated.
         assert (

@@ -22,6 +22,7 @@ from shortlist.listings.sources import service
 from shortlist.queue import run_batch
 from tests.api_fixtures import EmbedPending, MakeToken
 from tests.fakes import FakeEmbedder
+from tests.helpers import FromFixture
 from tests.job_boards import (
     FakeBoards,
     ashby_job,
@@ -40,19 +41,15 @@ def boards() -> Iterator[FakeBoards]:
         fake.stop()
 
 
-@pytest.fixture
-def settings(db_url: str, boards: FakeBoards) -> Settings:
-    return Settings(
-        database_url=db_url,
-        load_sample_data=False,
-        search_rate_limit=0,
-        greenhouse_api_url=boards.base_url,
-        lever_api_url=boards.base_url,
-        ashby_api_url=boards.base_url,
-        crawl_host_delay=0,
-        # The careers sites of these tests are on loopback too.
-        crawl_allow_private=True,
-    )
+BOARDS = FromFixture("boards", lambda boards: boards.base_url)
+pytestmark = pytest.mark.settings(
+    greenhouse_api_url=BOARDS,
+    lever_api_url=BOARDS,
+    ashby_api_url=BOARDS,
+    crawl_host_delay=0,
+    # The careers sites of these tests are on loopback too.
+    crawl_allow_private=True,
+)
 
 
 async def rows(pool: AsyncPool, source: str) -> dict[str, dict[str, Any]]:

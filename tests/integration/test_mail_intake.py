@@ -35,9 +35,7 @@ from shortlist.queue import Batch, QueueWorker, WorkerConfig
 from shortlist.runtime import bind_socket
 from shortlist.status import collect_status
 from tests.api_fixtures import MakeToken
-from tests.helpers import wait_for
-
-pytest_plugins = ["tests.api_fixtures"]
+from tests.helpers import FromFixture, wait_for
 
 MAIL = Path(__file__).parent.parent / "data" / "mail"
 DOMAIN = "jobs.example"
@@ -77,18 +75,13 @@ async def relay() -> AsyncIterator[Relay]:
     server.close()
 
 
-@pytest.fixture
-def settings(db_url: str, relay: Relay) -> Settings:
-    return Settings(
-        database_url=db_url,
-        load_sample_data=False,
-        search_rate_limit=0,
-        mail_domain=DOMAIN,
-        mail_max_bytes=MAX_BYTES,
-        smtp_relay_url=f"smtp://127.0.0.1:{relay.port}",
-        mail_authserv_id=AUTHSERV,
-        public_url="https://board.example",
-    )
+pytestmark = pytest.mark.settings(
+    mail_domain=DOMAIN,
+    mail_max_bytes=MAX_BYTES,
+    smtp_relay_url=FromFixture("relay", lambda relay: f"smtp://127.0.0.1:{relay.port}"),
+    mail_authserv_id=AUTHSERV,
+    public_url="https://board.example",
+)
 
 
 @pytest.fixture

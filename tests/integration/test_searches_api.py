@@ -11,15 +11,14 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.errors import BadInput
 from shortlist.talent.models import SearchCreate, error_text
 from shortlist.talent.service import parse_search_create, search_text
 from tests.backfill_support import (
+    BACKFILL,
     MakeToken,
     Person,
     auth,
-    fast_settings,
     get_results,
     python_backend_people,
     seed_corpus,
@@ -35,10 +34,8 @@ NICHE = {
 }
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    # No provider is ever called here: no worker runs.
-    return fast_settings(db_url, None)
+# No provider is ever called here: no worker runs.
+pytestmark = pytest.mark.settings(BACKFILL)
 
 
 @pytest.fixture

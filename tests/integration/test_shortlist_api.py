@@ -14,13 +14,12 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.talent import marks
 from shortlist.talent.why import Brief, Person, explain_candidate
 from tests.backfill_support import (
+    BACKFILL,
     MakeToken,
     auth,
-    fast_settings,
     get_results,
     python_backend_people,
     seed_corpus,
@@ -36,9 +35,7 @@ BRIEF = {
 }
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return fast_settings(db_url, None)
+pytestmark = pytest.mark.settings(BACKFILL)
 
 
 @pytest.fixture

@@ -37,12 +37,12 @@ from shortlist.talent.ingest import CandidateCreate, insert_candidates
 from shortlist.talent.reaper import reap_once
 from tests.api_fixtures import EmbedPending
 from tests.backfill_support import (
+    BACKFILL,
     MakeToken,
     Person,
     ScriptedSources,
     assert_contiguous,
     auth,
-    fast_settings,
     get_results,
     running_workers,
     seed_corpus,
@@ -68,9 +68,7 @@ SRE = [
 SRE_QUERY = {"query": "site reliability engineer kubernetes prometheus"}
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return fast_settings(db_url, None)
+pytestmark = pytest.mark.settings(BACKFILL)
 
 
 def cli(*args: str, code: int = 0) -> str:

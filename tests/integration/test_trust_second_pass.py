@@ -17,23 +17,19 @@ from typer.testing import CliRunner
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.cli import build_app
-from shortlist.config import Settings
 from shortlist.privacy import forget
 from shortlist.talent.candidates import CandidateQueue
 from tests.backfill_support import (
+    BACKFILL,
     MakeToken,
     ScriptedSources,
     auth,
-    fast_settings,
     running_workers,
     wait_complete,
 )
 from tests.live_server import LiveServer
 
-
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return fast_settings(db_url, None)
+pytestmark = pytest.mark.settings(BACKFILL)
 
 
 async def sql(services: Services, query: str, *params: Any) -> list[dict[str, Any]]:

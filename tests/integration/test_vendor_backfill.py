@@ -19,6 +19,8 @@ from shortlist.simulator import SimulatorServer
 from shortlist.talent.brief import parse_brief
 from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
+    BACKFILL,
+    ON_SIMULATOR,
     MakeToken,
     auth,
     fast_settings,
@@ -42,31 +44,28 @@ RELIABLE: dict[str, Any] = {
 }
 
 
+VENDOR: dict[str, Any] = {
+    "talent_api": "pdl",
+    "serp_api": "serpapi",
+    "talent_api_key": KEY,
+    "serp_api_key": KEY,
+    # Nothing here hangs (RELIABLE): timeouts only a loaded machine would reach, whose
+    # retries would make pages answered twice that no vendor behaviour caused.
+    "discovery_timeout": 5.0,
+    "enrichment_timeout": 10.0,
+    # Not what these tests are about (tests/integration/test_vendor_gates.py is).
+    "pdl_search_rate_limit": 0,
+    "pdl_enrich_rate_limit": 0,
+    "serpapi_rate_limit": 0,
+}
+"""The vendor dialects (PDL, SerpApi) on the simulator (a profile of the ``settings`` fixture)."""
+
+
 def vendor_settings(db_url: str, sim_url: str, **overrides: Any) -> Settings:
-    return fast_settings(
-        db_url,
-        sim_url,
-        **{
-            "talent_api": "pdl",
-            "serp_api": "serpapi",
-            "talent_api_key": KEY,
-            "serp_api_key": KEY,
-            # Nothing here hangs (RELIABLE): timeouts only a loaded machine would reach, whose
-            # retries would make pages answered twice that no vendor behaviour caused.
-            "discovery_timeout": 5.0,
-            "enrichment_timeout": 10.0,
-            # Not what these tests are about (tests/integration/test_vendor_gates.py is).
-            "pdl_search_rate_limit": 0,
-            "pdl_enrich_rate_limit": 0,
-            "serpapi_rate_limit": 0,
-            **overrides,
-        },
-    )
+    return fast_settings(db_url, sim_url, **(VENDOR | overrides))
 
 
-@pytest.fixture
-def settings(db_url: str, simulator: SimulatorServer) -> Settings:
-    return vendor_settings(db_url, simulator.base_url)
+pytestmark = pytest.mark.settings(BACKFILL, VENDOR, **ON_SIMULATOR)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from shortlist.api.routes.events import Snapshot, StreamState, frames_for, searc
 from shortlist.api.routes.pages import static_files
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.config import Settings
 from shortlist.db import channels
 from shortlist.embedding.spaces import Spaces
 from shortlist.queue.notify import Notifier
@@ -461,12 +460,8 @@ def parse_sse(text: str) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    # A target the four internal hits reach, so a search completes without any backfill.
-    return Settings(
-        database_url=db_url, load_sample_data=False, search_rate_limit=0, backfill_min_results=4
-    )
+# A target the four internal hits reach, so a search completes without any backfill.
+pytestmark = pytest.mark.settings(backfill_min_results=4)
 
 
 @pytest.fixture

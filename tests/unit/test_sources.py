@@ -46,7 +46,7 @@ BASE = "http://talent.test"
 _names = itertools.count()
 
 
-def settings(**overrides: Any) -> Settings:
+def provider_settings(**overrides: Any) -> Settings:
     """Small timeouts and delays, so a retry costs milliseconds."""
     values: dict[str, Any] = {
         "discovery_timeout": 0.2,
@@ -182,7 +182,7 @@ async def scripted() -> AsyncIterator[Harness]:
     server = ScriptedProvider()
     async with server.client() as client:
         provider = Provider(unique_name("talent"), 4)
-        api = HttpTalentAPI(BASE, settings(), client, provider=provider)
+        api = HttpTalentAPI(BASE, provider_settings(), client, provider=provider)
         yield Harness(server, api, provider)
         await api.aclose()
 
@@ -277,7 +277,7 @@ async def test_429_is_not_retried_and_pauses_the_provider() -> None:
     )
     provider = Provider(unique_name("talent"), 4, clock=clock)
     async with server.client() as client:
-        api = HttpTalentAPI(BASE, settings(), client, provider=provider)
+        api = HttpTalentAPI(BASE, provider_settings(), client, provider=provider)
 
         with pytest.raises(ProviderRateLimited) as limited:
             await api.enrich("ada")
@@ -312,7 +312,7 @@ async def test_429_pause_length(header: dict[str, str], expected: float) -> None
     provider = Provider(unique_name("talent"), 4, clock=clock)
     async with server.client() as client:
         # Without a usable Retry-After the pause is the retry delay (0.05 s here).
-        api = HttpTalentAPI(BASE, settings(), client, provider=provider)
+        api = HttpTalentAPI(BASE, provider_settings(), client, provider=provider)
         with pytest.raises(ProviderRateLimited):
             await api.enrich("ada")
     assert provider.paused_for() == pytest.approx(expected)
@@ -323,7 +323,7 @@ async def test_429_with_an_http_date_retry_after() -> None:
     server = ScriptedProvider(Reply(429, headers={"Retry-After": format_datetime(when, True)}))
     provider = Provider(unique_name("talent"), 4)
     async with server.client() as client:
-        api = HttpTalentAPI(BASE, settings(), client, provider=provider)
+        api = HttpTalentAPI(BASE, provider_settings(), client, provider=provider)
         with pytest.raises(ProviderRateLimited):
             await api.enrich("ada")
     # HTTP dates have one-second resolution.
@@ -345,7 +345,9 @@ async def test_concurrency_is_bounded_per_provider() -> None:
     server.hold = asyncio.Event()
     provider = Provider(unique_name("talent"), 2)
     async with server.client() as client:
-        api = HttpTalentAPI(BASE, settings(enrichment_timeout=30), client, provider=provider)
+        api = HttpTalentAPI(
+            BASE, provider_settings(enrichment_timeout=30), client, provider=provider
+        )
         calls = [asyncio.create_task(api.enrich(f"user{i}")) for i in range(6)]
 
         async def two_in_flight() -> bool:
@@ -368,7 +370,7 @@ async def test_a_pause_during_the_wait_for_a_slot_refuses_the_waiting_call() -> 
     server.hold = asyncio.Event()
     provider = Provider(unique_name("talent"), 1)
     async with server.client() as client:
-        api = HttpTalentAPI(BASE, settings(), client, provider=provider)
+        api = HttpTalentAPI(BASE, provider_settings(), client, provider=provider)
         first = asyncio.create_task(api.enrich("first"))
 
         async def one_in_flight() -> bool:
@@ -495,7 +497,7 @@ async def test_serp_results_share_the_talent_external_ids() -> None:
     }
     server = ScriptedProvider(Reply(body=body))
     async with server.client() as client:
-        serp = HttpSerpAPI(BASE, settings(), client)
+        serp = HttpSerpAPI(BASE, provider_settings(), client)
         page = await serp.search("python engineer berlin", 2)
 
     request = server.requests[0]
@@ -520,12 +522,12 @@ async def test_serp_results_share_the_talent_external_ids() -> None:
 )
 def test_make_sources_needs_both_urls(talent: str | None, serp: str | None, match: str) -> None:
     with pytest.raises(SourcesNotConfigured, match=match):
-        make_sources(settings(talent_api_url=talent, serp_api_url=serp))
+        make_sources(provider_settings(talent_api_url=talent, serp_api_url=serp))
 
 
 async def test_make_sources_builds_both_adapters() -> None:
     sources = make_sources(
-        settings(talent_api_url="http://127.0.0.1:1/", serp_api_url="http://127.0.0.1:2")
+        provider_settings(talent_api_url="http://127.0.0.1:1/", serp_api_url="http://127.0.0.1:2")
     )
     try:
         assert isinstance(sources, Sources)
@@ -547,7 +549,7 @@ SIM_SCALE = 0.02
 
 
 def sim_settings(**overrides: Any) -> Settings:
-    return settings(**{"discovery_timeout": 1.0, "enrichment_timeout": 2.0, **overrides})
+    return provider_settings(**{"discovery_timeout": 1.0, "enrichment_timeout": 2.0, **overrides})
 
 
 @pytest.fixture(scope="module")
