@@ -191,6 +191,7 @@ TABLE = [
     Row("GET", "/api/webhooks", member_of_org(200, 200)),
     Row("DELETE", "/api/webhooks/{webhook}", member_of_org(204, 404)),
     Row("POST", "/api/webhooks/{webhook}/rotate", member_of_org(200, 404)),
+    Row("POST", "/api/webhooks/{webhook}/enable", member_of_org(200, 404)),
     # Saved searches that alert: anyone may save one (confirmed by e-mail); links carry
     # their own token; listing and ending them is a signed-in person's (an API key's user).
     Row(

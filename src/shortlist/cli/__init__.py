@@ -28,6 +28,7 @@ def build_app() -> typer.Typer:
         run,
         search,
         sources,
+        webhooks,
     )
 
     app = typer.Typer(
@@ -73,6 +74,9 @@ def build_app() -> typer.Typer:
     alerts_app = typer.Typer(help="Saved searches that alert.", no_args_is_help=True)
     app.add_typer(alerts_app, name="alerts")
     alerts.register(alerts_app)
+    webhooks_app = typer.Typer(help="Webhook endpoints.", no_args_is_help=True)
+    app.add_typer(webhooks_app, name="webhooks")
+    webhooks.register(webhooks_app)
     return app
 
 

@@ -183,6 +183,19 @@ UPDATE webhook_deliveries AS d
  WHERE d.endpoint_id = endpoint.id AND d.status = 'pending'
 RETURNING d.id
 
+-- name: enable_endpoint
+-- disabled -> enabled (an operator or the organisation took it back), or an enabled one's
+-- failures forgotten: either way its failure window starts afresh (failing_since, and any
+-- Retry-After pause, cleared). Deliveries cancelled by the disable stay cancelled.
+UPDATE webhook_endpoints
+   SET status = 'enabled', disabled_at = NULL, disabled_reason = NULL,
+       failing_since = NULL, paused_until = NULL
+ WHERE id = %(id)s
+RETURNING id
+
+-- name: endpoint_exists
+SELECT status::text AS status FROM webhook_endpoints WHERE id = %(id)s
+
 -- name: delivery_counts
 -- Deliveries by status (status, metrics): every status, zeros included.
 SELECT s.status::text AS status, count(d.id) AS n

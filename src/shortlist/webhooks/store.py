@@ -66,6 +66,7 @@ async def list_endpoints(conn: AsyncConn) -> list[dict[str, Any]]:
     return [
         {
             "id": r["id"],
+            "organisationId": r["org_id"],
             "url": r["url"],
             "events": list(r["events"]),
             "status": r["status"],
@@ -84,6 +85,29 @@ async def list_endpoints(conn: AsyncConn) -> list[dict[str, Any]]:
 async def delete_endpoint(conn: AsyncConn, endpoint_id: int) -> bool:
     cur = await conn.execute(_SQL["delete_endpoint"], {"id": endpoint_id})
     return await cur.fetchone() is not None
+
+
+async def enable_endpoint(conn: AsyncConn, endpoint_id: int) -> dict[str, Any] | None:
+    """Enable an endpoint (a disabled one, or an enabled one whose failures are forgiven): its
+    failure window starts afresh, so 5 more days of failures disable it again. Returns it as
+    :func:`list_endpoints` shows it; None: no such endpoint here. What its disable cancelled
+    stays cancelled (the receiver reads what it missed from the API)."""
+    cur = await conn.execute(_SQL["enable_endpoint"], {"id": endpoint_id})
+    if await cur.fetchone() is None:
+        return None
+    return next(e for e in await list_endpoints(conn) if e["id"] == endpoint_id)
+
+
+async def disable_endpoint(conn: AsyncConn, endpoint_id: int, reason: str) -> int | None:
+    """Disable an endpoint (an operator's ``shortlist webhooks disable``); its pending
+    deliveries are cancelled. Returns how many were; None: no such endpoint."""
+    cur = await conn.execute(_SQL["endpoint_exists"], {"id": endpoint_id})
+    if await cur.fetchone() is None:
+        return None
+    cur = await conn.execute(
+        _SQL["disable_endpoint"], {"id": endpoint_id, "reason": reason, "ahead": 0.0}
+    )
+    return len(await cur.fetchall())
 
 
 async def rotate_secret(conn: AsyncConn, endpoint_id: int) -> NewEndpoint | None:

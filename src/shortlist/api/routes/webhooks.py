@@ -3,7 +3,8 @@
 ``POST {"url", "events"}`` adds one and answers ``{"id", "secret"}`` (201; the ``whsec_``
 secret is shown this once); ``GET`` lists them with their state and deliveries, never a
 secret; ``DELETE /{id}`` removes one (its deliveries with it); ``POST /{id}/rotate`` answers a
-new secret, and the old one keeps signing beside it for 24 hours. Any member who may post jobs
+new secret, and the old one keeps signing beside it for 24 hours; ``POST /{id}/enable`` takes a
+disabled endpoint back (its failure window starts afresh). Any member who may post jobs
 or search people acts for their organisation (a site admin sees every organisation's); every
 statement runs under the organisation's row-level security."""
 
@@ -105,3 +106,18 @@ async def rotate_webhook_secret(
     if rotated is None:
         raise NotFound("no such webhook endpoint")
     return WebhookSecret(id=rotated.id, secret=rotated.secret)
+
+
+@router.post("/{webhook_id}/enable")
+async def enable_webhook(
+    webhook_id: EndpointId, principal: MemberDep, services: ServicesDep
+) -> dict[str, Any]:
+    """Enable a disabled endpoint (a 410, or 5 days of failures, disabled it), or forgive an
+    enabled one's failures: either way its failure window starts afresh. What the disable
+    cancelled stays cancelled; new events are delivered from now on."""
+    async with services.pool.connection() as conn, conn.transaction():
+        await act_for(conn, principal)
+        enabled = await store.enable_endpoint(conn, webhook_id)
+    if enabled is None:
+        raise NotFound("no such webhook endpoint")
+    return enabled
