@@ -56,6 +56,7 @@ from shortlist.talent.vendors.factory import (
     rate_limits,
 )
 from shortlist.talent.vendors.limits import PgRateGate
+from shortlist.webhooks import store as webhook_store
 from shortlist.webhooks.sender import SendPolicy, WebhookQueue
 
 if TYPE_CHECKING:
@@ -481,6 +482,22 @@ def webhook_workers(services: Services) -> list[QueueWorker[Any]]:
     return [QueueWorker(queue, config, notifier=services.notifier, keeper=services.keeper)]
 
 
+WEBHOOK_UPKEEP_INTERVAL = 3600.0
+"""Seconds between two purges of settled webhook deliveries past their retention."""
+
+
+def webhook_upkeep_job(services: Services) -> Periodic:
+    """Settled deliveries past ``SHORTLIST_WEBHOOK_RETENTION_DAYS`` purged (hourly; the first a
+    minute after start)."""
+    retention = services.settings.webhook_retention_days
+    return Periodic(
+        "webhooks-retention",
+        WEBHOOK_UPKEEP_INTERVAL,
+        lambda: webhook_store.purge_settled_deliveries(services.work_pool, retention),
+        60.0,
+    )
+
+
 # Alerts: a listing is matched within about a second of its vector (NOTIFY wakes the matcher);
 # polling is the fallback, and what makes a daily digest (due on the clock) go on time.
 ALERT_POLL_INTERVAL = 5.0
@@ -585,6 +602,7 @@ def build_workers(services: Services, kinds: Collection[str]) -> list[Runner]:
         runners.extend(w.run for w in crawl_workers(services))
     if "webhooks" in kinds:
         runners.extend(w.run for w in webhook_workers(services))
+        periodic.append(webhook_upkeep_job(services))
     if "alerts" in kinds:
         runners.extend(w.run for w in alert_workers(services))
         periodic.append(alert_purge_job(services))

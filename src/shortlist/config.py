@@ -315,6 +315,9 @@ class Settings(BaseSettings):
     an endpoint is added and before every attempt)."""
     webhook_concurrency: int = Field(8, ge=1, le=256)
     """Webhook deliveries sent at once per worker process."""
+    webhook_retention_days: float = Field(30.0, ge=0)
+    """Delivered, failed and cancelled webhook deliveries are purged this many days after they
+    were made (0: kept forever)."""
 
     # --- accounts (shortlist.accounts) ----------------------------------------------------
     oidc_issuer: str | None = Field(None, pattern=r"^https?://")

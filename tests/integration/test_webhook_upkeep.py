@@ -159,3 +159,61 @@ async def test_the_webhooks_commands_list_disable_and_enable(
     assert state == {"status": "enabled"}
     missing = await asyncio.to_thread(run, "webhooks", "enable", "424242")
     assert missing.exit_code == 1 and "no such webhook endpoint" in missing.output
+
+
+# --- retention ---------------------------------------------------------------------------------
+
+
+async def test_settled_deliveries_past_retention_are_purged_by_the_periodic_job(
+    services: Services, pool: AsyncPool
+) -> None:
+    from shortlist.bootstrap import webhook_upkeep_job
+
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO organisations (name, kind) VALUES ('Acme', 'both') RETURNING id"
+        )
+        org = (await cur.fetchone() or {})["id"]
+        for url in ("https://hooks.example/a", "https://hooks.example/b"):
+            assert await store.create_endpoint(conn, org, None, url, ["alert.matched"])
+        # Old and settled: with a subject (its row stays, emptied), without (it goes), and one
+        # of whose two deliveries is still pending (nothing of it goes but the settled one).
+        for subject in ("job:1", None, "job:3"):
+            assert (
+                await store.enqueue(conn, org, store.ALERT_MATCHED, {"s": subject}, subject=subject)
+                == 2
+            )
+        await conn.execute("UPDATE webhook_deliveries SET created_at = now() - interval '31 days'")
+        await conn.execute(
+            "UPDATE webhook_deliveries SET status = 'delivered'"
+            " WHERE id < (SELECT max(id) FROM webhook_deliveries)"
+        )
+        # Recent and settled: kept.
+        assert await store.enqueue(conn, org, store.ALERT_MATCHED, {"s": "new"}) == 2
+        await conn.execute(
+            "UPDATE webhook_deliveries SET status = 'failed'"
+            " WHERE created_at > now() - interval '1 day'"
+        )
+
+    async def state() -> tuple[int, list[tuple[str | None, bool]]]:
+        async with pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) AS n FROM webhook_deliveries")
+            n = (await cur.fetchone() or {})["n"]
+            cur = await conn.execute(
+                "SELECT subject, body <> '' AS body FROM webhook_messages ORDER BY id"
+            )
+            return n, [(r["subject"], r["body"]) for r in await cur.fetchall()]
+
+    assert await store.purge_settled_deliveries(pool, 0) == 0  # 0: kept forever
+    assert (await state())[0] == 8
+    services.settings = services.settings.model_copy(update={"webhook_retention_days": 30.0})
+    job = webhook_upkeep_job(services)
+    assert job.name == "webhooks-retention" and job.every > 0
+    await job.run()
+    n, messages = await state()
+    assert n == 3  # the pending one and the two recent
+    assert messages == [("job:1", False), ("job:3", True), (None, True)]
+    # A subject's event is still written once ever.
+    async with pool.connection() as conn:
+        assert await store.enqueue(conn, org, store.ALERT_MATCHED, {}, subject="job:1") == 0
+    assert await store.purge_settled_deliveries(pool, 30.0) == 0

@@ -203,3 +203,37 @@ SELECT s.status::text AS status, count(d.id) AS n
   LEFT JOIN webhook_deliveries AS d ON d.status = s.status
  GROUP BY s.status
  ORDER BY s.status
+
+-- name: purge_settled_deliveries
+-- Settled deliveries (delivered, failed, cancelled) made before the retention, oldest first,
+-- a batch: deleted; answers how many, and their messages.
+WITH old AS (
+    SELECT id FROM webhook_deliveries
+     WHERE status <> 'pending'
+       AND created_at < now() - make_interval(secs => %(older_than)s)
+     ORDER BY created_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM webhook_deliveries AS d USING old WHERE d.id = old.id
+    RETURNING d.message_id
+)
+SELECT count(*) AS deleted, coalesce(array_agg(DISTINCT message_id), '{}') AS messages
+  FROM gone
+
+-- name: purge_spent_messages
+-- Of these messages, those left with no delivery: deleted, unless they name a subject — then
+-- the row stays with its body emptied, the record that the event was made (enqueue writes an
+-- event of a subject once ever).
+WITH spent AS (
+    SELECT m.id, m.subject IS NOT NULL AS keep
+      FROM webhook_messages AS m
+     WHERE m.id = ANY (%(ids)s::bigint[])
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.message_id = m.id)
+), deleted AS (
+    DELETE FROM webhook_messages AS m USING spent WHERE m.id = spent.id AND NOT spent.keep
+    RETURNING m.id
+)
+UPDATE webhook_messages AS m SET body = ''
+  FROM spent
+ WHERE m.id = spent.id AND spent.keep AND m.body <> ''

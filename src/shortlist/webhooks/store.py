@@ -6,6 +6,7 @@ row-level security (migration 0035) keeps each organisation to its own endpoints
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,9 +14,11 @@ from typing import Any
 from uuid import UUID
 
 from shortlist.db.sql import load_queries
-from shortlist.db.types import AsyncConn
+from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.webhooks.schedule import ROTATION_OVERLAP
 from shortlist.webhooks.signing import new_msg_id, new_secret
+
+log = logging.getLogger(__name__)
 
 _SQL = load_queries("shortlist.webhooks")
 
@@ -243,6 +246,37 @@ async def delivery_counts(conn: AsyncConn) -> dict[str, int]:
     """Deliveries by status, every status (zeros included)."""
     cur = await conn.execute(_SQL["delivery_counts"])
     return {str(r["status"]): int(r["n"]) for r in await cur.fetchall()}
+
+
+PURGE_BATCH = 1000
+"""Deliveries one purge transaction deletes at most."""
+
+
+async def purge_settled_deliveries(pool: AsyncPool, retention_days: float) -> int:
+    """Delete the deliveries settled (delivered, failed, cancelled) and made more than
+    ``retention_days`` ago (0: keep forever), a batch per transaction until none is left, and
+    their messages once no delivery holds them (one naming a subject keeps its row, its body
+    emptied: an event of a subject is written once ever). Returns the deliveries deleted."""
+    if retention_days <= 0:
+        return 0
+    purged = 0
+    while True:
+        async with pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                _SQL["purge_settled_deliveries"],
+                {"older_than": retention_days * 86400.0, "limit": PURGE_BATCH},
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            deleted = int(row["deleted"])
+            if deleted:
+                await conn.execute(_SQL["purge_spent_messages"], {"ids": list(row["messages"])})
+        purged += deleted
+        if deleted < PURGE_BATCH:
+            break
+    if purged:
+        log.info("webhooks: purged %d settled deliveries past retention", purged)
+    return purged
 
 
 def _iso(value: datetime | None) -> str | None:
