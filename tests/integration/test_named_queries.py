@@ -195,6 +195,81 @@ async def test_claim_candidates_takes_queued_stubs_of_running_searches(pool: Asy
         assert (await status_of(conn, "search_candidates", of_stale))["status"] == "queued"
 
 
+async def _with_record(conn: psycopg.AsyncConnection, stub: int) -> None:
+    """The stub carries the whole record a search page paid for (no enrichment to buy)."""
+    await conn.execute(
+        "UPDATE search_candidates SET enriched_profile = '{}'::jsonb WHERE id = %s", (stub,)
+    )
+
+
+async def test_a_paid_enrichment_waits_while_a_page_of_records_is_out_or_due(
+    pool: AsyncPool,
+) -> None:
+    # records_first (PDL: a search page carries whole records, each already billed): a web hit
+    # is not enriched (bought) while a strict or broad page that may fill the target is out or
+    # due; a record is; a page deferred by a 429 holds nothing; without records_first nothing
+    # waits (the generic talent API's stubs need an enrichment too).
+    async with pool.connection() as conn:
+        search = await insert_search(conn)
+        strict = await insert_tier(conn, search, status="running")
+        web = await insert_stub(conn, search, "linkedin:web", tier="serp")
+        record = await insert_stub(conn, search, "linkedin:rec")
+        await _with_record(conn, record)
+        await conn.commit()
+
+    claimed = await repo.claim_candidates(pool, OTHER_WORKER, 10, 30.0, records_first=True)
+    assert [s.id for s in claimed] == [record]
+
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE search_tiers SET status = 'queued', locked_by = NULL WHERE id = %s", (strict,)
+        )
+        await conn.commit()
+    assert await repo.claim_candidates(pool, OTHER_WORKER, 10, 30.0, records_first=True) == []
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE search_tiers SET not_before = now() + interval '1 minute' WHERE id = %s",
+            (strict,),
+        )
+        await conn.commit()
+    claimed = await repo.claim_candidates(pool, OTHER_WORKER, 10, 30.0, records_first=True)
+    assert [s.id for s in claimed] == [web]
+
+    async with pool.connection() as conn:
+        other = await insert_search(conn)
+        await insert_tier(conn, other, "broad", status="running")
+        plain = await insert_stub(conn, other, "talent:plain", tier="serp")
+        await conn.commit()
+    claimed = await repo.claim_candidates(pool, OTHER_WORKER, 10, 30.0)
+    assert [s.id for s in claimed] == [plain]
+
+
+async def test_a_page_of_records_is_asked_for_before_queued_web_hits_are_bought(
+    pool: AsyncPool,
+) -> None:
+    # Web hits queued but not enriched (bought) yet do not cover the target for a strict or
+    # broad page of records (records_first): that tier is claimed and asks for the whole
+    # shortfall; the serp tier counts them as before, and so does everything without
+    # records_first.
+    async with pool.connection() as conn:
+        search = await insert_search(conn, target=5)
+        for n in range(4):
+            await insert_stub(conn, search, f"linkedin:web{n}", tier="serp")
+        record = await insert_stub(conn, search, "linkedin:rec")
+        await _with_record(conn, record)
+        strict = await insert_tier(conn, search)
+        await insert_tier(conn, search, "serp")
+        await conn.commit()
+        assert await repo.records_wanted(conn, search) == 0
+        assert await repo.records_wanted(conn, search, records_first=True) == 4
+        assert await repo.search_shortfall(conn, search) == 0
+        assert await repo.search_shortfall(conn, search, records_first=True) == 4
+
+    assert await repo.claim_tiers(pool, OTHER_WORKER, 10, 30.0) == []
+    claimed = await repo.claim_tiers(pool, OTHER_WORKER, 10, 30.0, records_first=True)
+    assert [t.id for t in claimed] == [strict]
+
+
 async def test_settling_a_candidate_proves_the_lease(pool: AsyncPool) -> None:
     leases = CandidateQueue.leases
     async with pool.connection() as conn:

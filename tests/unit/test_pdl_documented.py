@@ -20,12 +20,15 @@ from shortlist.talent.roles import PDL_LEVELS, pdl_title
 from shortlist.talent.vendors import ledger
 from shortlist.talent.vendors.base import (
     DiscoveryQuery,
+    ProviderError,
     ProviderNotFound,
     ProviderQuotaExhausted,
     ProviderRateLimited,
+    ProviderTimeout,
 )
 from shortlist.talent.vendors.pdl import (
     DATA_INCLUDE,
+    HAS_EMAIL,
     MAX_SIZE,
     PdlTalentAPI,
     enrich_params,
@@ -146,7 +149,7 @@ async def test_every_call_asks_for_titlecase_and_enrichment_for_real_matches_onl
     assert json.loads(search.content)["titlecase"] is True
     params = enrich.url.params
     assert params["titlecase"] == "true"
-    assert params["min_likelihood"] == "7" and params["required"] == "job_title"
+    assert params["min_likelihood"] == "7" and params["required"] == "job_title AND emails"
     assert params["profile"] == "linkedin.com/in/seanthorne"
     assert profile.full_name == "Sean Thorne"  # as sent: no casing of our own
     await api.aclose()
@@ -160,7 +163,7 @@ def test_min_likelihood_is_a_setting_within_pdls_bounds() -> None:
     assert params.pop("data_include") == DATA_INCLUDE
     assert params == {
         "min_likelihood": 3,
-        "required": "job_title",
+        "required": "job_title AND emails",
         "titlecase": "true",
         "pdl_id": "abc",
     }
@@ -289,12 +292,104 @@ async def test_an_empty_enrich_balance_stops_enrichment_but_not_search() -> None
     await api.aclose()
 
 
+# --- no automatic re-send of a billed search (issue 38 point 10) ---------------------------------
+
+
+async def test_a_timed_out_search_is_not_sent_again_but_a_5xx_is() -> None:
+    # "How credits work" (support/billing/how-credits-work): a search bills one credit per
+    # record returned, unsuccessful requests are not billed; "Errors & status codes"
+    # (/docs/errors): a 5xx is an internal issue of the API. A search that timed out may have
+    # been billed without our seeing it: one attempt, then ProviderTimeout for the tier.
+    sent: list[str] = []
+    outcome = {"next": "timeout"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        if request.url.path.endswith("/search"):
+            if outcome["next"] == "timeout":
+                raise httpx.ReadTimeout("no answer", request=request)
+            if outcome["next"] == "5xx":
+                outcome["next"] = "ok"
+                return httpx.Response(
+                    503, json={"status": 503, "error": {"type": "api_error", "message": "x"}}
+                )
+        return search_answer(record())(request)
+
+    api = _pdl(handler)
+    with pytest.raises(ProviderTimeout):
+        await api.discover(DiscoveryQuery(role="ceo"), 1, 5)
+    assert sent == ["/v5/person/search"]
+    sent.clear()
+    outcome["next"] = "5xx"
+    page = await api.discover(DiscoveryQuery(role="ceo"), 1, 5)
+    assert sent == ["/v5/person/search", "/v5/person/search"] and len(page.stubs) == 1
+    await api.aclose()
+
+
+@pytest.mark.parametrize(
+    ("failure", "attempts"),
+    [
+        (httpx.ConnectError("refused"), 2),  # never reached PDL: nothing billed, sent again
+        (httpx.ConnectTimeout("no connection"), 2),
+        (httpx.RemoteProtocolError("lost mid-answer"), 1),  # may have been answered and billed
+    ],
+)
+async def test_a_search_is_sent_again_only_when_it_never_reached_pdl(
+    failure: httpx.RequestError, attempts: int
+) -> None:
+    sent: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(1)
+        if len(sent) == 1:
+            failure.request = request
+            raise failure
+        return search_answer(record())(request)
+
+    api = _pdl(handler)
+    if attempts == 2:
+        assert len((await api.discover(DiscoveryQuery(role="ceo"), 1, 5)).stubs) == 1
+    else:
+        with pytest.raises(ProviderError):
+            await api.discover(DiscoveryQuery(role="ceo"), 1, 5)
+    assert len(sent) == attempts
+    await api.aclose()
+
+
 # --- the queries ------------------------------------------------------------------------------
 
 
 def _clauses(body: dict[str, Any]) -> list[dict[str, Any]]:
-    must: list[dict[str, Any]] = body["query"]["bool"]["must"]
+    """The brief's clauses of a search body (every body ends with HAS_EMAIL, checked here)."""
+    *must, has_email = body["query"]["bool"]["must"]
+    assert has_email == HAS_EMAIL
     return must
+
+
+async def test_only_people_with_an_email_are_bought_by_search_or_enrichment() -> None:
+    # candidates.py: nobody without an e-mail address is a result. Person Search bills every
+    # record returned ("How credits work"), so the query asks only for people with one
+    # (Person Schema `emails`; `exists`); Person Enrichment's `required` makes a match without
+    # one a 404, which is not billed (Person Enrichment reference: "We charge per match").
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path.endswith("/enrich"):
+            return httpx.Response(404, json={"status": 404, "error": {"type": "not_found"}})
+        return search_answer(record())(request)
+
+    api = _pdl(handler)
+    query = DiscoveryQuery(role="nurse", place=resolve("Munich"))
+    await api.discover(DiscoveryQuery(role="nurse", widen=True, exclude=query), 1, 5)
+    with ledger.collecting() as calls, pytest.raises(ProviderNotFound):
+        await api.enrich("linkedin:seanthorne")
+    [search] = [r for r in seen if r.url.path.endswith("/search")]
+    [enrich] = [r for r in seen if r.url.path.endswith("/enrich")]
+    assert json.loads(search.content)["query"]["bool"]["must"][-1] == HAS_EMAIL
+    assert enrich.url.params["required"] == "job_title AND emails"
+    assert [c.credits for c in calls] == [0]
+    await api.aclose()
 
 
 def test_page_size_is_what_is_asked_within_pdls_bounds() -> None:

@@ -130,6 +130,20 @@ async def test_rate_limits_are_per_endpoint_with_dict_headers() -> None:
     assert SimulatorConfig(pdl_plan="free").pdl_limit("enrich") == 100
 
 
+async def test_person_search_does_not_hang_where_the_generic_discovery_does() -> None:
+    # No PDL page (Person Search reference, Errors & Status Codes) describes a search that
+    # hangs on a first attempt and answers a second: that is the seed's talent API (SPEC §5),
+    # kept on /v1/people/search, not PDL's Person Search (issue 38 point 10).
+    config = replace(CALM, discovery_hang_rate=1.0)
+    async with client(config) as c:
+        answers = [await search(c, GEOPHYSICISTS, size=n) for n in (1, 2, 3)]
+        assert [r.status_code for r in answers] == [200, 200, 200]
+        generic = await c.get("/v1/people/search", params={"role": "geophysicist"})
+        assert generic.status_code == 200
+        calls = (await c.get("/v1/stats")).json()["calls"]
+        assert calls["search"]["hang"] == 1  # the generic search's, none of PDL's three
+
+
 async def test_credits_run_out_with_402() -> None:
     async with client(replace(CALM, pdl_credit_limit=3)) as c:
         first = await search(c, GEOPHYSICISTS, size=3)

@@ -116,6 +116,7 @@ async def test_pdl_search_request_shape_auth_and_paging_to_the_last_page() -> No
         {"term": {"location_country": "germany"}},
         {"range": {"inferred_years_experience": {"gte": 5}}},
         {"term": {"skills": "systemverilog"}},
+        {"exists": {"field": "emails"}},  # nobody without an e-mail address is bought
     ]
     assert json.loads(seen[1].content)["scroll_token"] == "1117$12.17"
     assert first.has_more and not second.has_more

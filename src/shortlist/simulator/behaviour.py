@@ -253,12 +253,15 @@ class SimulatorState:
 
     # --- decisions -----------------------------------------------------------------------
 
-    def decide_discovery(self, endpoint: Literal["search", "serp"], key: str) -> Decision:
+    def decide_discovery(
+        self, endpoint: Literal["search", "serp"], key: str, *, hangs: bool = True
+    ) -> Decision:
         """Outcome of one discovery/SERP request; ``key`` = ``"{endpoint}?{normalised params}"``.
 
         Discovery: the FIRST attempt of a key hangs with ``discovery_hang_rate`` (drawn from the
         key alone, so it is independent of attempt order and of the other draws), then answers
-        normally; later attempts never hang. SERP never hangs.
+        normally; later attempts never hang. SERP never hangs, nor does a dialect whose vendor
+        documents no such hang (``hangs=False``: PDL's Person Search); a forced hang still does.
         """
         cfg = self.config
         attempt = self._next_attempt(key)
@@ -268,7 +271,7 @@ class SimulatorState:
         latency = cfg.scaled(_jittered(rng, base, cfg.latency_jitter))
         if forced == "hang":
             return Decision("hang", math.inf, attempt)
-        first_search = forced is None and endpoint == "search" and attempt == 0
+        first_search = forced is None and endpoint == "search" and attempt == 0 and hangs
         if first_search and self._rng("hang", key).random() < cfg.discovery_hang_rate:
             return Decision("hang", cfg.scaled(cfg.hang_s), attempt)
         rate_limit = cfg.rate_limit_rate if endpoint == "search" else cfg.serp_rate_limit_rate

@@ -127,7 +127,9 @@ class CandidateQueue:
         self.privacy_key = privacy_key
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedStub]:
-        return await repo.claim_candidates(self.pool, worker_id, limit, lease)
+        return await repo.claim_candidates(
+            self.pool, worker_id, limit, lease, records_first=self.sources.records_from_search
+        )
 
     async def handle(self, batch: Batch[ClaimedStub]) -> None:
         await each(batch, self.process)

@@ -222,6 +222,9 @@ SELECT id FROM done
 -- name: claim_tiers
 -- Claimable: queued and due, only for running searches that still need people, i.e. whose
 -- results plus candidates in flight fall short of the target ("stop paging when enough").
+-- records_first (the talent API's search returns whole records: PDL): for a strict or broad
+-- tier, a queued web hit not yet enriched is not counted as in flight — a page of records
+-- is preferred to buying its enrichment, which then waits (claim_candidates).
 -- A running tier whose worker vanished is the reaper's (reap_lost_tiers).
 WITH claimable AS (
     SELECT t.id
@@ -230,7 +233,11 @@ WITH claimable AS (
      WHERE s.status = 'running'
        AND t.status = 'queued' AND t.not_before <= now()
        AND s.result_count + (SELECT count(*) FROM search_candidates c
-                              WHERE c.search_id = s.id AND c.status IN ('queued', 'running'))
+                              WHERE c.search_id = s.id
+                                AND (c.status = 'running'
+                                     OR (c.status = 'queued'
+                                         AND (c.enriched_profile IS NOT NULL
+                                              OR NOT (%(records_first)s AND t.tier <> 'serp')))))
            < s.target_count
        AND (s.credit_budget IS NULL OR s.credits_spent < s.credit_budget)
        -- The broad tier widens the strict one: it waits for the strict tier's first page (or
@@ -343,18 +350,28 @@ RETURNING id
 -- name: search_shortfall
 -- How many more people the search needs: target - results - candidates in flight. Read after
 -- lock_search, in the same transaction, so concurrent tier pages see each other's stubs.
+-- records_first: a page of whole records does not count queued web hits not yet enriched
+-- (they wait for it, claim_tiers).
 SELECT s.target_count - s.result_count
        - (SELECT count(*) FROM search_candidates c
-           WHERE c.search_id = s.id AND c.status IN ('queued', 'running')) AS shortfall
+           WHERE c.search_id = s.id
+             AND (c.status = 'running'
+                  OR (c.status = 'queued'
+                      AND (c.enriched_profile IS NOT NULL OR NOT %(records_first)s))))
+       AS shortfall
   FROM searches s
  WHERE s.id = %(search_id)s
 
 -- name: records_wanted
--- How many records a paid discovery page should ask for: the shortfall, and never more than
--- the search's credit budget has left (a page is billed per record returned).
+-- How many records a paid discovery page should ask for: the shortfall (records_first: web
+-- hits not yet enriched not counted, as in search_shortfall), and never more than the
+-- search's credit budget has left (a page is billed per record returned).
 SELECT least(s.target_count - s.result_count
              - (SELECT count(*) FROM search_candidates c
-                 WHERE c.search_id = s.id AND c.status IN ('queued', 'running')),
+                 WHERE c.search_id = s.id
+                   AND (c.status = 'running'
+                        OR (c.status = 'queued'
+                            AND (c.enriched_profile IS NOT NULL OR NOT %(records_first)s)))),
              coalesce(s.credit_budget - s.credits_spent, 2147483647)) AS wanted
   FROM searches s
  WHERE s.id = %(search_id)s
@@ -441,6 +458,15 @@ WITH claimable AS (
        -- A spent budget stops paid enrichment; a profile already in hand costs nothing.
        AND (c.enriched_profile IS NOT NULL OR s.credit_budget IS NULL
             OR s.credits_spent < s.credit_budget)
+       -- records_first (the talent API's search returns whole records: PDL): a paid
+       -- enrichment waits while a strict or broad page is out or due (not deferred by a
+       -- 429), which may fill the target with records already paid for; it is bought once
+       -- none is, if the search still falls short.
+       AND (c.enriched_profile IS NOT NULL OR c.requested OR NOT %(records_first)s
+            OR NOT EXISTS (SELECT 1 FROM search_tiers t
+                            WHERE t.search_id = c.search_id AND t.tier <> 'serp'
+                              AND (t.status = 'running'
+                                   OR (t.status = 'queued' AND t.not_before <= now()))))
      ORDER BY s.result_count + (SELECT count(*) FROM search_candidates r
                                  WHERE r.search_id = c.search_id AND r.status = 'running'),
               c.enriched_profile IS NULL, c.created_at, c.id

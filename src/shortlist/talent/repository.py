@@ -322,11 +322,19 @@ def _brief(row: Row) -> SearchBrief:
 
 
 async def claim_tiers(
-    pool: AsyncPool, worker_id: str, limit: int, lease: float
+    pool: AsyncPool, worker_id: str, limit: int, lease: float, *, records_first: bool = False
 ) -> list[ClaimedTier]:
+    """``records_first``: the talent API's search returns whole records (claim_tiers)."""
     async with single_statement(pool) as conn:
         rows = await _all(
-            conn, QUERIES["claim_tiers"], {"worker_id": worker_id, "limit": limit, "lease": lease}
+            conn,
+            QUERIES["claim_tiers"],
+            {
+                "worker_id": worker_id,
+                "limit": limit,
+                "lease": lease,
+                "records_first": records_first,
+            },
         )
     return [
         ClaimedTier(
@@ -425,14 +433,24 @@ async def insert_stubs(
     return len(rows)
 
 
-async def search_shortfall(conn: AsyncConn, search_id: uuid.UUID) -> int:
-    row = await _one(conn, QUERIES["search_shortfall"], {"search_id": search_id})
+async def search_shortfall(
+    conn: AsyncConn, search_id: uuid.UUID, *, records_first: bool = False
+) -> int:
+    row = await _one(
+        conn,
+        QUERIES["search_shortfall"],
+        {"search_id": search_id, "records_first": records_first},
+    )
     return 0 if row is None else int(row["shortfall"])
 
 
-async def records_wanted(conn: AsyncConn, search_id: uuid.UUID) -> int:
+async def records_wanted(
+    conn: AsyncConn, search_id: uuid.UUID, *, records_first: bool = False
+) -> int:
     """Records a paid discovery page should ask for (``records_wanted``)."""
-    row = await _one(conn, QUERIES["records_wanted"], {"search_id": search_id})
+    row = await _one(
+        conn, QUERIES["records_wanted"], {"search_id": search_id, "records_first": records_first}
+    )
     return 0 if row is None else int(row["wanted"])
 
 
@@ -487,13 +505,20 @@ async def enrichment_out_of_credit(conn: AsyncConn, search_id: uuid.UUID, error:
 
 
 async def claim_candidates(
-    pool: AsyncPool, worker_id: str, limit: int, lease: float
+    pool: AsyncPool, worker_id: str, limit: int, lease: float, *, records_first: bool = False
 ) -> list[ClaimedStub]:
+    """``records_first``: a paid enrichment waits for the search's record pages
+    (claim_candidates)."""
     async with single_statement(pool) as conn:
         rows = await _all(
             conn,
             QUERIES["claim_candidates"],
-            {"worker_id": worker_id, "limit": limit, "lease": lease},
+            {
+                "worker_id": worker_id,
+                "limit": limit,
+                "lease": lease,
+                "records_first": records_first,
+            },
         )
     return [
         ClaimedStub(

@@ -164,7 +164,9 @@ class TierQueue:
         self.sources = sources
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[ClaimedTier]:
-        return await repo.claim_tiers(self.pool, worker_id, limit, lease)
+        return await repo.claim_tiers(
+            self.pool, worker_id, limit, lease, records_first=self.sources.records_from_search
+        )
 
     async def handle(self, batch: Batch[ClaimedTier]) -> None:
         await each(batch, self.run_page)
@@ -182,7 +184,9 @@ class TierQueue:
                     return await sources.serp.search(serp_text(brief), page, place)
                 query = strict_query(brief) if claimed.tier is Tier.strict else broad_query(brief)
                 async with self.pool.connection() as conn:
-                    wanted = await repo.records_wanted(conn, brief.search_id)
+                    wanted = await repo.records_wanted(
+                        conn, brief.search_id, records_first=self.sources.records_from_search
+                    )
                 return await sources.talent.discover(query, page, page_size(wanted), claimed.cursor)
             finally:
                 await repo.record_provider_calls(
@@ -344,7 +348,12 @@ class TierQueue:
                     # (a paid, ~8 s call) beyond the target; the rest are held on the tier.
                     take = stubs
                     if claimed.next_page > 1 or not fetched:
-                        shortfall = await repo.search_shortfall(conn, search_id)
+                        shortfall = await repo.search_shortfall(
+                            conn,
+                            search_id,
+                            records_first=self.sources.records_from_search
+                            and claimed.tier is not Tier.serp,
+                        )
                         take = stubs[: max(shortfall, 0)]
                     found = await repo.insert_stubs(conn, search_id, claimed.tier, take)
                     status = await repo.tier_page_done(

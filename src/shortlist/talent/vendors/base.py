@@ -116,6 +116,9 @@ class ProviderError(ShortlistError):
     """Base of every error an external provider call raises."""
 
     provider: str = ""
+    sent_unanswered: bool = False
+    """The request may have reached the provider, and no answer came back (a read timeout, a
+    connection lost mid-answer): a billed call may have been billed."""
 
 
 class ProviderTimeout(ProviderError, TransientError):

@@ -29,6 +29,10 @@ class Sources:
 
     talent: TalentAPI
     serp: SerpAPI
+    records_from_search: bool = False
+    """The talent API's search answers with whole records, each billed (PDL's Person Search):
+    a page of them is preferred to a web hit's paid enrichment (``records_first`` of the
+    claims in talent/queries.sql)."""
 
     async def aclose(self) -> None:
         try:
@@ -76,7 +80,7 @@ def make_sources(settings: Settings, *, limiter: RateGate | None = None) -> Sour
         serp = SerpApiSearch(serp_url, settings, limiter=limiter)
     else:
         serp = HttpSerpAPI(serp_url, settings)
-    return Sources(talent=talent, serp=serp)
+    return Sources(talent=talent, serp=serp, records_from_search=settings.talent_api == "pdl")
 
 
 def check_half_configured(settings: Settings) -> None:

@@ -89,8 +89,16 @@ CLEAN_GATE = "pdl:clean"
 MIN_SIZE = 1
 MAX_SIZE = 100
 # Enrichment answers 200 only for a record that has these (Person Enrichment input parameters,
-# ``required``): a record without a title cannot be matched to the brief, so it is not bought.
-ENRICH_REQUIRED = "job_title"
+# ``required``; fields joined by AND as in peopledatalabs-python's README, "emails AND
+# profiles"): a record without a title cannot be matched to the brief, and one without any
+# e-mail address can never be a result (candidates.py: nobody without an e-mail is), so
+# neither is bought — PDL answers 404 and bills nothing.
+ENRICH_REQUIRED = "job_title AND emails"
+# The same for a search page, billed per record returned: only people with an e-mail address
+# (Person Schema ``emails``, every address PDL holds; on Free plans ``true`` — it exists, not
+# shown — which is still someone the product can show). ``exists`` is Elasticsearch's "has a
+# value" (the SDK's SQL form of it: "phone_numbers IS NOT NULL").
+HAS_EMAIL: dict[str, Any] = {"exists": {"field": "emails"}}
 # Person Search / Enrichment input parameters, ``data_include``: only the fields PdlPerson
 # reads travel (a record is billed whatever it carries; the rest is bandwidth).
 DATA_INCLUDE = ",".join((
@@ -385,10 +393,12 @@ def search_body(
     cleaned: Cleaned | None = None,
 ) -> dict[str, Any]:
     """The Person Search request: the brief as an Elasticsearch bool query on PDL's fields
-    (its places as ``cleaned`` reads them), ``size`` records (each billed) within PDL's
-    bounds, records title-cased."""
+    (its places as ``cleaned`` reads them) of people with an e-mail address (HAS_EMAIL),
+    ``size`` records (each billed) within PDL's bounds, records title-cased."""
+    bool_query = _bool_query(query, cleaned or {})
+    bool_query["must"] = [*bool_query["must"], HAS_EMAIL]
     body: dict[str, Any] = {
-        "query": {"bool": _bool_query(query, cleaned or {})},
+        "query": {"bool": bool_query},
         "size": max(MIN_SIZE, min(size, MAX_SIZE)),
         # Person Search input parameters: titlecase, else every string is lowercase.
         "titlecase": True,
@@ -718,6 +728,14 @@ class PdlTalentAPI:
                 headers=self._headers,
                 time_limit=self.discovery_timeout,
                 parse=self._parse_search,
+                # "How credits work" (docs.peopledatalabs.com/support/billing/how-credits-work):
+                # a search bills one credit per record returned, and "unsuccessful requests are
+                # not billed"; "Errors & status codes" (/docs/errors): a 5xx is "an internal
+                # issue with the API". So a 5xx is re-sent once (unbilled), but a search that
+                # timed out may have been answered and billed on PDL's side: it is not re-sent
+                # (the tier fails, visibly; a search retry asks again). No PDL page describes
+                # a search that hangs and answers on a second try.
+                resend_after_timeout=False,
             )
         except ProviderNotFound:
             # PDL answers a search that matches nobody with 404 (and bills nothing).

@@ -7,7 +7,9 @@ the mapping from HTTP outcomes to the error types of :mod:`shortlist.talent.vend
                 → one HTTP GET with a hard deadline → parse(JSON), or a typed ProviderError
 
 The retry rules: one retry, 5 s later, only on a timeout or a 5xx (the talent API's discovery
-hangs on ~41% of first attempts and answers on the second); never on a 429 — the provider is
+hangs on ~41% of first attempts and answers on the second) — but a call the vendor may have
+billed without our seeing its answer is not re-sent after a timeout (``resend_after_timeout``:
+PDL's Person Search); never on a 429 — the provider is
 paused for its ``Retry-After`` instead — and never on another 4xx or a malformed answer.
 
 While a provider is paused, calls fail at once with ``ProviderPaused`` (no request is sent)
@@ -32,7 +34,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
-    retry_if_exception_type,
+    retry_if_exception,
     stop_after_attempt,
     wait_fixed,
 )
@@ -285,18 +287,32 @@ class ProviderClient:
         headers: Mapping[str, str] | None = None,
         time_limit: float,
         parse: Callable[[Any], T],
+        resend_after_timeout: bool = True,
     ) -> T:
         """Send one request and return ``parse`` of its JSON body, retried once on a timeout
         or a 5xx.
+
+        ``resend_after_timeout=False`` for a call the vendor may have billed although we never
+        saw its answer (a timed-out search billed per record): it is retried after a 5xx (an
+        error answer, which the vendor says it does not bill) or a connection never made, but
+        never re-sent once it may have reached the vendor unanswered (``sent_unanswered``: a
+        read timeout, a connection lost mid-answer); the caller decides, visibly, whether to
+        pay again.
 
         ``parse`` raises ``ProviderRejected`` for a body of the wrong shape (never retried, and
         counted as ``rejected``). Raises the ``ProviderError`` of the last attempt.
         """
         request = _Request(method, url, params, json, headers)
+
+        def resend(exc: BaseException) -> bool:
+            if not isinstance(exc, ProviderTimeout | ProviderUnavailable):
+                return False
+            return resend_after_timeout or not exc.sent_unanswered
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(2),
             wait=wait_fixed(self.retry_delay),
-            retry=retry_if_exception_type((ProviderTimeout, ProviderUnavailable)),
+            retry=retry_if_exception(resend),
             before_sleep=self._log_retry,
             reraise=True,
         )
@@ -379,14 +395,19 @@ class ProviderClient:
                     timeout=httpx.Timeout(time_limit, connect=min(time_limit, _CONNECT_TIMEOUT)),
                 )
         except (httpx.TimeoutException, TimeoutError) as exc:
-            raise provider_error(
+            error = provider_error(
                 ProviderTimeout, name, f"no answer within {time_limit}s ({type(exc).__name__})"
-            ) from exc
+            )
+            # Only a connection never made is sure not to have reached the provider.
+            error.sent_unanswered = not isinstance(exc, httpx.ConnectTimeout)
+            raise error from exc
         except httpx.RequestError as exc:
             # Connection refused/reset, a broken response: the provider is not there right now.
-            raise provider_error(
+            failed = provider_error(
                 ProviderUnavailable, name, f"request failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            )
+            failed.sent_unanswered = not isinstance(exc, httpx.ConnectError)
+            raise failed from exc
 
     # --- what adapters refine for their vendor ------------------------------------------------
 
