@@ -1,8 +1,10 @@
 """The one way SQL is loaded and filled (shortlist.db.sql): each ``.sql`` file read once, a
-block's leading comments kept out of the statement, ``{name}`` filled only for the names given."""
+block's leading comments kept out of the statement, ``{name}`` filled only for the names given,
+and every named statement used by its name."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,27 @@ def test_compose_fills_only_the_names_given() -> None:
     assert statement.as_string(None) == (
         'SELECT "embedding" FROM "job_listings" WHERE tags && \'{a}\' AND "embedding" IS NOT NULL'
     )
+
+
+RUN_IN_TURN = {("shortlist.db", "indexes.sql")}
+"""Files whose statements are run one after the other, never by name (``migrate.PLAIN_INDEXES``:
+each block builds the index it is named after)."""
+
+
+def test_every_named_statement_is_used_by_its_name() -> None:
+    """A statement nothing runs is a second truth that drifts from the one that runs: each name
+    appears quoted in a module of ``src/`` (``QUERIES["name"]``), or as a ``{name}`` fragment of
+    another statement."""
+    python = "\n".join(p.read_text(encoding="utf-8") for p in _SRC.rglob("*.py"))
+    sql_text = "\n".join(
+        (_SRC.parent / package.replace(".", "/") / filename).read_text(encoding="utf-8")
+        for package, filename in _named_files()
+    )
+    unused = [
+        f"{package}/{filename}: {name}"
+        for package, filename in _named_files()
+        if (package, filename) not in RUN_IN_TURN
+        for name in load_queries(package, filename)
+        if not re.search(rf"[\"']{name}[\"']", python) and "{" + name + "}" not in sql_text
+    ]
+    assert unused == []

@@ -203,13 +203,6 @@ SELECT f.id AS session_id, f.csrf_token, f.method, u.id AS user_id, u.email::tex
   LEFT JOIN memberships AS m ON m.user_id = f.user_id AND m.org_id = f.org_id
   LEFT JOIN organisations AS o ON o.id = m.org_id
 
--- name: session_alive
-SELECT EXISTS (
-    SELECT 1 FROM sessions AS s JOIN users AS u ON u.id = s.user_id
-     WHERE s.id = %(session_id)s AND s.ended_at IS NULL AND u.disabled_at IS NULL
-       AND s.last_seen_at > now() - %(idle_minutes)s * interval '1 minute'
-       AND s.created_at > now() - %(absolute_hours)s * interval '1 hour') AS alive
-
 -- name: end_session
 UPDATE sessions SET ended_at = now() WHERE id = %(session_id)s AND ended_at IS NULL
 
@@ -225,10 +218,6 @@ SELECT id, method, created_at, last_seen_at, client_ip, user_agent
    AND last_seen_at > now() - %(idle_minutes)s * interval '1 minute'
    AND created_at > now() - %(absolute_hours)s * interval '1 hour'
  ORDER BY created_at DESC
-
--- name: switch_session_org
--- A switch of organisation is a change of role: the session ends and a new one is made.
-UPDATE sessions SET ended_at = now() WHERE id = %(session_id)s AND ended_at IS NULL
 
 -- ----------------------------------------------------------------------------------------
 -- Sign-in throttle

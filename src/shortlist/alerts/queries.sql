@@ -83,12 +83,6 @@ WITH s AS (
 )
 SELECT (SELECT count(*) FROM s) AS ended, (SELECT count(*) FROM m) AS cancelled
 
--- name: enable_search
--- disabled -> active (an operator's disable undone; a subscriber's unsubscribe is final).
-UPDATE saved_searches SET status = 'active', ended_at = NULL
- WHERE id = %(id)s AND status = 'disabled'
-RETURNING id
-
 -- name: searches_of_user
 -- A signed-in user's saved searches: those saved signed in, or to their address.
 SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,

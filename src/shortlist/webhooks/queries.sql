@@ -38,13 +38,6 @@ UPDATE webhook_endpoints
  WHERE id = %(id)s
 RETURNING id
 
--- name: subscribed_endpoints
--- Does any enabled endpoint of the organisation take this event type?
-SELECT EXISTS (
-    SELECT 1 FROM webhook_endpoints
-     WHERE org_id = %(org_id)s AND status = 'enabled' AND %(event_type)s = ANY (events)
-) AS subscribed
-
 -- name: enqueue
 -- One message (once per subject, when one is named) and a pending delivery of it to each
 -- enabled endpoint of the organisation subscribed to its type; nothing when none is.
