@@ -877,9 +877,11 @@ async def test_account_pages_render_and_need_a_session(
     for path in ("/account", "/org", "/invitation?token=x", "/signin/reset?token=x"):
         page = await client.get(path)
         assert page.status_code == 200, path
-        assert "account.js" in page.text
+        assert "/static/api.js?" in page.text and "/static/account.js?" in page.text
+        assert page.text.index("/static/api.js?") < page.text.index("/static/account.js?")
     employer = await client.get("/employer")
-    assert employer.status_code == 200 and "employer.js" in employer.text
+    assert employer.status_code == 200
+    assert employer.text.index("/static/api.js?") < employer.text.index("/static/employer.js?")
     # The console has no token field: it works on the session.
     console = await client.get("/recruit")
     assert 'type="password"' not in console.text and "Recruiter token" not in console.text

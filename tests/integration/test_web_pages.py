@@ -331,6 +331,7 @@ async def test_static_files_have_types_and_cache_headers(client: httpx.AsyncClie
     assert head.headers["content-type"] == "image/svg+xml"
     assert set(static_files()) == {
         "account.js",
+        "api.js",
         "alerts.js",
         "app.css",
         "employer.js",

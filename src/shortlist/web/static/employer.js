@@ -16,32 +16,8 @@
   let editing = null; // the id of the listing the form edits (null: a new one)
   let organisation = "";
 
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (method !== "GET") headers["X-CSRF-Token"] = csrf;
-    const res = await fetch(API + path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      cache: "no-store",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    let data = null;
-    if (res.status !== 204) {
-      try {
-        data = await res.json();
-      } catch (e) {
-        data = null;
-      }
-    }
-    return { ok: res.ok, status: res.status, data };
-  }
-
-  function errorText(answer) {
-    const err = answer.data && answer.data.error;
-    return err && err.message ? err.message : `The request failed (HTTP ${answer.status}).`;
-  }
+  const api = shortlistApi.client(API, () => csrf);
+  const errorText = shortlistApi.errorText;
 
   function message(text, kind) {
     const box = $("page-message");
