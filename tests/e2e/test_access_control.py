@@ -207,6 +207,7 @@ TABLE = [
     Row("DELETE", "/api/alerts/{alert}", {**public(404), "none": 401}),
     # A recruiter's saved people search: their team's search only.
     Row("POST", "/api/searches/{search}/alert", recruiter_owned(201)),
+    Row("GET", "/api/searches/{search}/alert", recruiter_owned(200)),
     # The web UI: pages are public; what /status withholds without an admin token is its
     # business (tests/integration/test_web_pages.py), not an error.
     Row("GET", "/", public()),

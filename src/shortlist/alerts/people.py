@@ -51,6 +51,47 @@ async def save(
             "created": bool(row["created"])}  # fmt: skip
 
 
+MATCHES_SHOWN = 200
+"""People of an alert the console lists at most (the newest)."""
+
+
+async def describe(conn: AsyncConn, search_id: uuid.UUID) -> dict[str, Any]:
+    """A search's alert and the people it reported, newest first (the recruiter console's), in
+    a transaction acting for the caller's organisation: ``{"alert": null, "matches": []}`` when
+    the search has none."""
+    cur = await conn.execute(SQL["people_alert_of_search"], {"search_id": search_id})
+    alert = await cur.fetchone()
+    if alert is None:
+        return {"alert": None, "matches": []}
+    cur = await conn.execute(
+        SQL["people_alert_matches_of"], {"alert_id": alert["id"], "limit": MATCHES_SHOWN}
+    )
+    return {
+        "alert": {
+            "id": int(alert["id"]),
+            "searchId": str(search_id),
+            "status": alert["status"],
+            "createdAt": alert["created_at"].isoformat(),
+            "checkedAt": alert["checked_at"].isoformat(),
+            "matchCount": int(alert["matches"]),
+        },
+        "matches": [
+            {
+                "candidate": {
+                    "id": str(r["candidate_id"]),
+                    "fullName": r["full_name"],
+                    "title": r["title"],
+                    "location": r["location"],
+                },
+                "score": round(float(r["score"]), 4),
+                "matchedAt": r["matched_at"].isoformat(),
+                "notified": r["notified_at"] is not None,
+            }
+            for r in await cur.fetchall()
+        ],
+    }
+
+
 async def check(pool: AsyncPool, spaces: Spaces, settings: Settings, relay: Relay | None) -> int:
     """One pass over the alerts with people embedded since they last looked; returns how many
     new people it reported."""

@@ -49,3 +49,20 @@ SELECT c.id, coalesce(nullif(c.role_title, ''), nullif(c.headline, ''), '(no tit
 -- name: mark_notified
 UPDATE people_alert_matches SET notified_at = now()
  WHERE alert_id = %(alert_id)s AND candidate_id = ANY (%(ids)s::uuid[])
+
+-- name: people_alert_of_search
+-- A search's alert (the console's; under the organisation's row-level security).
+SELECT a.id, a.status, a.created_at, a.checked_at,
+       (SELECT count(*) FROM people_alert_matches AS m WHERE m.alert_id = a.id) AS matches
+  FROM people_alerts AS a
+ WHERE a.search_id = %(search_id)s
+
+-- name: people_alert_matches_of
+-- The people an alert reported, newest first: who they are and where, never contact details.
+SELECT m.candidate_id, m.score, m.matched_at, m.notified_at, c.full_name,
+       coalesce(nullif(c.role_title, ''), nullif(c.headline, '')) AS title, c.location
+  FROM people_alert_matches AS m
+  JOIN candidates AS c ON c.id = m.candidate_id
+ WHERE m.alert_id = %(alert_id)s
+ ORDER BY m.matched_at DESC, m.score DESC, m.candidate_id
+ LIMIT %(limit)s

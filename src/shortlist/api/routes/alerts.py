@@ -238,3 +238,17 @@ async def alert_on_people_search(
         saved = await people.save(conn, record.id, record.org_id, principal.user_id)
     response.status_code = status.HTTP_201_CREATED if saved.pop("created") else status.HTTP_200_OK
     return saved
+
+
+@people_router.get("/{search_id}/alert")
+async def people_search_alert(
+    search_id: Annotated[str, Path()], principal: RecruiterDep, conn: ConnDep
+) -> dict[str, Any]:
+    """The search's alert and the people it reported since, newest first (at most 200; who
+    they are and where, no contact details): ``{"alert": null, "matches": []}`` when the search
+    has none. The recruiter console shows it beside the search's results."""
+    async with conn.transaction():
+        record = await talent_service.visible_search(
+            conn, principal, talent_service.parse_search_id(search_id)
+        )
+        return await people.describe(conn, record.id)

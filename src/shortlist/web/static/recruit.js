@@ -90,6 +90,11 @@
     hiddenList: $("hidden-list"),
     exportCsv: $("export-csv"),
     exportError: $("export-error"),
+    alertBox: $("alert-box"),
+    alertState: $("alert-state"),
+    alertSave: $("alert-save"),
+    alertError: $("alert-error"),
+    alertMatches: $("alert-matches"),
   };
   const MARK_LABEL = { "": "Not marked", shortlisted: "Shortlisted", contacted: "Contacted", rejected: "Rejected" };
 
@@ -456,6 +461,67 @@
     }
   }
 
+  // --- the search's alert: new people who fit, reported after it was saved -----------------
+
+  async function loadAlert(v) {
+    try {
+      const data = await api("GET", `/api/searches/${encodeURIComponent(v.id)}/alert`);
+      if (!v.closed && view === v) {
+        renderAlert(data);
+      }
+    } catch {
+      // errors of access are reported by the results themselves
+      ui.alertBox.hidden = true;
+    }
+  }
+
+  function renderAlert(data) {
+    const alert = data.alert;
+    const on = Boolean(alert) && alert.status === "active";
+    ui.alertBox.hidden = false;
+    ui.alertBox.dataset.alert = on ? "active" : alert ? alert.status : "none";
+    ui.alertError.textContent = "";
+    ui.alertSave.hidden = on;
+    if (!on) {
+      ui.alertState.textContent =
+        "People who join the corpus later and fit this search can be reported to you by e-mail, and to your organisation's webhooks.";
+    } else if (alert.matchCount) {
+      const since = new Date(alert.createdAt).toLocaleDateString();
+      ui.alertState.textContent = `${plural(alert.matchCount, "new person fits", "new people fit")} this search since the alert was saved (${since}).`;
+    } else {
+      ui.alertState.textContent = "Alert on: new people who fit this search will be listed here and e-mailed to you.";
+    }
+    ui.alertMatches.replaceChildren(
+      ...data.matches.map((m) =>
+        h(
+          "li",
+          { "data-candidate-id": m.candidate.id },
+          h("strong", {}, m.candidate.fullName),
+          m.candidate.title ? ` · ${m.candidate.title}` : "",
+          m.candidate.location ? ` · ${m.candidate.location}` : "",
+          ` · ${Math.round(m.score * 100)}% fit`,
+        ),
+      ),
+    );
+  }
+
+  async function saveAlert() {
+    const v = view;
+    if (!v) {
+      return;
+    }
+    ui.alertSave.disabled = true;
+    ui.alertError.textContent = "";
+    try {
+      await api("POST", `/api/searches/${encodeURIComponent(v.id)}/alert`);
+      await loadAlert(v);
+    } catch (err) {
+      ui.alertError.textContent = err instanceof ApiError ? err.message : "The alert was not saved; try again.";
+    } finally {
+      ui.alertSave.disabled = false;
+    }
+  }
+
   /** Append one row if it is the next rank; rows already shown are never touched. */
   function appendResult(v, r) {
     const rank = Number(r && r.rank);
@@ -667,6 +733,8 @@
     ui.hiddenList.hidden = true;
     ui.hiddenInfo.hidden = true;
     ui.showHidden.setAttribute("aria-expanded", "false");
+    ui.alertBox.hidden = true;
+    ui.alertMatches.replaceChildren();
     ui.statusCounts.replaceChildren();
     ui.empty.hidden = false;
     ui.empty.textContent = "Waiting for the first candidates…";
@@ -686,6 +754,7 @@
       ui.resultsTitle.focus();
     }
 
+    loadAlert(v);
     // The stream (or the first poll) brings every row so far, then what follows.
     follow(v, 0);
   }
@@ -1156,6 +1225,7 @@
   ui.retrySearch.addEventListener("click", retrySearch);
   ui.showHidden.addEventListener("click", showHidden);
   ui.exportCsv.addEventListener("click", exportCsv);
+  ui.alertSave.addEventListener("click", saveAlert);
   window.addEventListener("popstate", routeFromUrl);
 
   async function start() {
