@@ -57,6 +57,7 @@ from shortlist.talent.vendors.factory import (
 )
 from shortlist.talent.vendors.limits import PgRateGate
 from shortlist.webhooks import store as webhook_store
+from shortlist.webhooks.secrets import seal_secrets
 from shortlist.webhooks.sender import SendPolicy, WebhookQueue
 
 if TYPE_CHECKING:
@@ -483,19 +484,20 @@ def webhook_workers(services: Services) -> list[QueueWorker[Any]]:
 
 
 WEBHOOK_UPKEEP_INTERVAL = 3600.0
-"""Seconds between two purges of settled webhook deliveries past their retention."""
+"""Seconds between two rounds of the webhooks' upkeep (retention, secrets)."""
 
 
 def webhook_upkeep_job(services: Services) -> Periodic:
-    """Settled deliveries past ``SHORTLIST_WEBHOOK_RETENTION_DAYS`` purged (hourly; the first a
+    """Settled deliveries past ``SHORTLIST_WEBHOOK_RETENTION_DAYS`` purged, and secrets stored
+    in clear or under a key no longer first encrypted with the first (hourly; the first a
     minute after start)."""
-    retention = services.settings.webhook_retention_days
-    return Periodic(
-        "webhooks-retention",
-        WEBHOOK_UPKEEP_INTERVAL,
-        lambda: webhook_store.purge_settled_deliveries(services.work_pool, retention),
-        60.0,
-    )
+    s = services.settings
+
+    async def upkeep() -> None:
+        await seal_secrets(services.work_pool, s.webhook_secret_keys)
+        await webhook_store.purge_settled_deliveries(services.work_pool, s.webhook_retention_days)
+
+    return Periodic("webhooks-upkeep", WEBHOOK_UPKEEP_INTERVAL, upkeep, 60.0)
 
 
 # Alerts: a listing is matched within about a second of its vector (NOTIFY wakes the matcher);

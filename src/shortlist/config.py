@@ -315,6 +315,10 @@ class Settings(BaseSettings):
     an endpoint is added and before every attempt)."""
     webhook_concurrency: int = Field(8, ge=1, le=256)
     """Webhook deliveries sent at once per worker process."""
+    webhook_secret_keys: str = ""
+    """Keys that encrypt webhook secrets at rest, comma-separated, each at least 32 characters:
+    the first encrypts, every one decrypts (shortlist.webhooks.secrets). Unset: a key the
+    database generated."""
     webhook_retention_days: float = Field(30.0, ge=0)
     """Delivered, failed and cancelled webhook deliveries are purged this many days after they
     were made (0: kept forever)."""
@@ -363,6 +367,14 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return level
+
+    @field_validator("webhook_secret_keys")
+    @classmethod
+    def _long_keys(cls, value: str) -> str:
+        # The message never quotes a key.
+        if any(0 < len(k.strip()) < 32 for k in value.split(",")):
+            raise ValueError("each key needs at least 32 characters (openssl rand -hex 32)")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -208,7 +208,7 @@ async def test_settled_deliveries_past_retention_are_purged_by_the_periodic_job(
     assert (await state())[0] == 8
     services.settings = services.settings.model_copy(update={"webhook_retention_days": 30.0})
     job = webhook_upkeep_job(services)
-    assert job.name == "webhooks-retention" and job.every > 0
+    assert job.name == "webhooks-upkeep" and job.every > 0
     await job.run()
     n, messages = await state()
     assert n == 3  # the pending one and the two recent
@@ -217,3 +217,86 @@ async def test_settled_deliveries_past_retention_are_purged_by_the_periodic_job(
     async with pool.connection() as conn:
         assert await store.enqueue(conn, org, store.ALERT_MATCHED, {}, subject="job:1") == 0
     assert await store.purge_settled_deliveries(pool, 30.0) == 0
+
+
+# --- secrets at rest -----------------------------------------------------------------------------
+
+
+async def test_secrets_are_stored_encrypted_and_still_sign(
+    client: httpx.AsyncClient,
+    make_token: MakeToken,
+    pool: AsyncPool,
+    receiver: WebhookReceiver,
+) -> None:
+    acme = bearer(await make_token("acme", Role.company))
+    made = (
+        await client.post(
+            "/api/webhooks", json={"url": receiver.url, "events": ["alert.matched"]}, headers=acme
+        )
+    ).json()
+    stored = await row(pool, "SELECT secret FROM webhook_endpoints")
+    assert stored["secret"].startswith("fernet:")
+    assert made["secret"] not in stored["secret"]
+    assert made["secret"].removeprefix("whsec_") not in stored["secret"]
+    rotated = (await client.post(f"/api/webhooks/{made['id']}/rotate", headers=acme)).json()
+    stored = await row(pool, "SELECT secret, previous_secret FROM webhook_endpoints")
+    assert all(v.startswith("fernet:") for v in stored.values())
+    assert rotated["secret"] not in str(stored) and made["secret"] not in str(stored)
+    receiver.secrets = [rotated["secret"], made["secret"]]
+    assert await enqueue(pool, 1) == 1
+    assert await send_due(pool) == 1
+    # Both sign during the rotation, each decrypted for the attempt.
+    assert receiver.received[0].verified_by == receiver.secrets
+
+
+async def test_the_upkeep_encrypts_old_secrets_and_a_new_key_takes_over(
+    services: Services, pool: AsyncPool, receiver: WebhookReceiver
+) -> None:
+    from shortlist.bootstrap import webhook_upkeep_job
+    from shortlist.webhooks.secrets import seal_secrets
+
+    clear = "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3"
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO organisations (name, kind) VALUES ('Acme', 'both') RETURNING id"
+        )
+        org = (await cur.fetchone() or {})["id"]
+        # Stored before migration 0044: in clear.
+        await conn.execute(
+            "INSERT INTO webhook_endpoints (org_id, url, events, secret)"
+            " VALUES (%s, %s, '{alert.matched}', %s)",
+            (org, receiver.url, clear),
+        )
+    receiver.secrets = [clear]
+    assert await enqueue(pool, 1) == 1
+    assert await send_due(pool) == 1  # read as it is
+    await webhook_upkeep_job(services).run()
+    sealed = (await row(pool, "SELECT secret FROM webhook_endpoints"))["secret"]
+    assert sealed.startswith("fernet:") and clear not in sealed
+    assert await enqueue(pool, 2) == 1
+    assert await send_due(pool) == 1
+    assert [r.verified_by for r in receiver.received] == [[clear], [clear]]
+
+    # A key in the environment: the upkeep encrypts again with it; a sender without it cannot
+    # read the secret, and says so on the delivery instead of sending it unsigned.
+    key = "k" * 64
+    assert await seal_secrets(pool, key) == 1
+    assert await seal_secrets(pool, key) == 0
+    assert (await row(pool, "SELECT secret FROM webhook_endpoints"))["secret"] != sealed
+    assert await enqueue(pool, 3) == 1
+    keyed = WebhookQueue(pool, SendPolicy(allow_private=True, secret_keys=key), clock=Clock())
+    items = await keyed.claim("w", 50, 30.0)
+    await run_batch(keyed, "w", items)
+    assert receiver.received[-1].json()["data"] == {"n": 3}
+    assert receiver.received[-1].verified_by == [clear]
+    async with pool.connection() as conn:
+        await conn.execute("DELETE FROM webhook_secret_key")  # what the database alone holds
+        await conn.execute("INSERT INTO webhook_secret_key (key) VALUES (%s)", (b"x" * 32,))
+    from shortlist.webhooks import secrets
+
+    secrets._stored_keys.clear()
+    assert await enqueue(pool, 4) == 1
+    assert await send_due(pool) == 1
+    assert len(receiver.received) == 3
+    failed = await row(pool, "SELECT last_error FROM webhook_deliveries ORDER BY id DESC LIMIT 1")
+    assert "cannot be decrypted" in failed["last_error"]

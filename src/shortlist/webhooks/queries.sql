@@ -2,7 +2,8 @@
 -- the sender's clock runs ahead of the database's (0 but in tests, which drive it).
 
 -- name: insert_endpoint
--- A new endpoint of the organisation this transaction acts for.
+-- A new endpoint of the organisation this transaction acts for (its secret encrypted:
+-- shortlist.webhooks.secrets).
 INSERT INTO webhook_endpoints (org_id, url, events, secret, created_by)
 VALUES (%(org_id)s, %(url)s, %(events)s, %(secret)s, %(user_id)s)
 RETURNING id
@@ -230,3 +231,17 @@ WITH spent AS (
 UPDATE webhook_messages AS m SET body = ''
   FROM spent
  WHERE m.id = spent.id AND spent.keep AND m.body <> ''
+
+-- name: webhook_secret_key
+-- The key secrets are encrypted with when SHORTLIST_WEBHOOK_SECRET_KEYS is unset (0044).
+SELECT key FROM webhook_secret_key
+
+-- name: endpoint_secrets
+-- Every endpoint's stored secrets, for the upkeep that encrypts them with the first key.
+SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id
+
+-- name: seal_endpoint_secrets
+-- The endpoint's secrets encrypted again, unless a rotation changed them meanwhile.
+UPDATE webhook_endpoints
+   SET secret = %(secret)s, previous_secret = %(previous_secret)s
+ WHERE id = %(id)s AND secret = %(was)s

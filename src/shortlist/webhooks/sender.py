@@ -55,6 +55,7 @@ from shortlist.webhooks.schedule import (
     parse_retry_after,
     retry_delay,
 )
+from shortlist.webhooks.secrets import SecretBox, UnreadableSecret, secret_box
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +75,13 @@ class Claimed:
     body: str
     url: str
     secret: str
+    """As stored: encrypted (shortlist.webhooks.secrets)."""
     previous_secret: str | None
 
-    def secrets(self) -> list[str]:
+    def secrets(self, box: SecretBox) -> list[str]:
         """The secrets that sign it: the endpoint's, and during a rotation the one before."""
-        return [self.secret] + ([self.previous_secret] if self.previous_secret else [])
+        stored = [self.secret] + ([self.previous_secret] if self.previous_secret else [])
+        return [box.open(s) for s in stored]
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,16 @@ class SendPolicy:
     """Seconds one attempt may take in all (the spec recommends 15 to 30)."""
     allow_private: bool = False
     user_agent: str = f"shortlist/{__version__} (webhooks)"
+    secret_keys: str = ""
+    """``SHORTLIST_WEBHOOK_SECRET_KEYS``: what decrypts the endpoints' secrets."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SendPolicy:
-        return cls(timeout=settings.webhook_timeout, allow_private=settings.webhook_allow_private)
+        return cls(
+            timeout=settings.webhook_timeout,
+            allow_private=settings.webhook_allow_private,
+            secret_keys=settings.webhook_secret_keys,
+        )
 
 
 class WebhookQueue:
@@ -129,8 +138,12 @@ class WebhookQueue:
         self.name = "webhooks"
         self.channel: str | None = channels.WEBHOOKS
         self.leases = LeaseTable("webhook_deliveries")
+        self._box: SecretBox | None = None
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[Claimed]:
+        if self._box is None:
+            async with self.pool.connection() as conn:
+                self._box = await secret_box(conn, self.policy.secret_keys)
         async with single_statement(self.pool) as conn:
             cur = await conn.execute(
                 _SQL["claim_due_deliveries"],
@@ -179,10 +192,15 @@ class WebhookQueue:
             return Attempt(None, str(exc), refused=True)
         except TransientError as exc:
             return Attempt(None, str(exc))
+        assert self._box is not None, "claimed first"
+        try:
+            secrets = delivery.secrets(self._box)
+        except UnreadableSecret as exc:
+            return Attempt(None, str(exc))
         backend = PinnedBackend()
         backend.pin(delivery.url, address)
         timestamp = int(self.wall_clock())
-        headers = signing.headers(delivery.secrets(), delivery.msg_id, timestamp, delivery.body)
+        headers = signing.headers(secrets, delivery.msg_id, timestamp, delivery.body)
         client = pinned_client(
             backend, timeout=self.policy.timeout, user_agent=self.policy.user_agent
         )

@@ -16,6 +16,7 @@ from uuid import UUID
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.webhooks.schedule import ROTATION_OVERLAP
+from shortlist.webhooks.secrets import secret_box
 from shortlist.webhooks.signing import new_msg_id, new_secret
 
 log = logging.getLogger(__name__)
@@ -39,22 +40,30 @@ class NewEndpoint:
 
 
 async def create_endpoint(
-    conn: AsyncConn, org_id: int, user_id: int | None, url: str, events: Sequence[str]
+    conn: AsyncConn,
+    org_id: int,
+    user_id: int | None,
+    url: str,
+    events: Sequence[str],
+    *,
+    secret_keys: str = "",
 ) -> NewEndpoint | None:
-    """A new endpoint with a new secret; None when the organisation has its
+    """A new endpoint with a new secret, stored encrypted (``secret_keys``:
+    ``SHORTLIST_WEBHOOK_SECRET_KEYS``); None when the organisation has its
     :data:`MAX_ENDPOINTS` already."""
     cur = await conn.execute(_SQL["count_endpoints"], {"org_id": org_id})
     row = await cur.fetchone()
     if row is not None and int(row["n"]) >= MAX_ENDPOINTS:
         return None
     secret = new_secret()
+    box = await secret_box(conn, secret_keys)
     cur = await conn.execute(
         _SQL["insert_endpoint"],
         {
             "org_id": org_id,
             "url": url,
             "events": list(dict.fromkeys(events)),
-            "secret": secret,
+            "secret": box.seal(secret),
             "user_id": user_id,
         },
     )
@@ -113,12 +122,17 @@ async def disable_endpoint(conn: AsyncConn, endpoint_id: int, reason: str) -> in
     return len(await cur.fetchall())
 
 
-async def rotate_secret(conn: AsyncConn, endpoint_id: int) -> NewEndpoint | None:
-    """A new secret for the endpoint (None: no such endpoint here); the old one keeps signing
-    beside it for :data:`ROTATION_OVERLAP`, so a receiver can switch without losing a message."""
+async def rotate_secret(
+    conn: AsyncConn, endpoint_id: int, *, secret_keys: str = ""
+) -> NewEndpoint | None:
+    """A new secret for the endpoint, stored encrypted (None: no such endpoint here); the old
+    one keeps signing beside it for :data:`ROTATION_OVERLAP`, so a receiver can switch without
+    losing a message."""
     secret = new_secret()
+    box = await secret_box(conn, secret_keys)
     cur = await conn.execute(
-        _SQL["rotate_secret"], {"id": endpoint_id, "secret": secret, "overlap": ROTATION_OVERLAP}
+        _SQL["rotate_secret"],
+        {"id": endpoint_id, "secret": box.seal(secret), "overlap": ROTATION_OVERLAP},
     )
     return NewEndpoint(endpoint_id, secret) if await cur.fetchone() is not None else None
 

@@ -72,7 +72,14 @@ async def add_webhook(
         pass  # not resolvable now: checked again before every attempt
     async with services.pool.connection() as conn, conn.transaction():
         await act_for(conn, principal)
-        made = await store.create_endpoint(conn, org, principal.user_id, body.url, body.events)
+        made = await store.create_endpoint(
+            conn,
+            org,
+            principal.user_id,
+            body.url,
+            body.events,
+            secret_keys=services.settings.webhook_secret_keys,
+        )
     if made is None:
         raise Conflict(f"an organisation has at most {store.MAX_ENDPOINTS} webhook endpoints")
     response.headers["Location"] = f"/api/webhooks/{made.id}"
@@ -102,7 +109,9 @@ async def rotate_webhook_secret(
 ) -> WebhookSecret:
     async with services.pool.connection() as conn, conn.transaction():
         await act_for(conn, principal)
-        rotated = await store.rotate_secret(conn, webhook_id)
+        rotated = await store.rotate_secret(
+            conn, webhook_id, secret_keys=services.settings.webhook_secret_keys
+        )
     if rotated is None:
         raise NotFound("no such webhook endpoint")
     return WebhookSecret(id=rotated.id, secret=rotated.secret)
