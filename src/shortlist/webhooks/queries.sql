@@ -74,8 +74,8 @@ SELECT l.id, l.org_id, l.job_title, l.company_name, l.city_location, l.work_mode
 -- name: job_alert_matches
 -- Of the saved job searches that just got matches, those saved for an organisation's webhooks
 -- (saved_searches.webhook_org_id) whose organisation has an endpoint subscribed to
--- alert.matched: the matches of these listings written by this transaction (matched_at is its
--- now()), with what alert.matched says of each. A repost or near-duplicate wrote no match.
+-- alert.matched: their queued matches of these listings, with what alert.matched says of each
+-- (enqueue's subject makes each once ever). A repost or near-duplicate wrote no match.
 SELECT s.id AS search_id, s.webhook_org_id AS org_id, m.score, l.id, l.detail_page_slug,
        l.job_title, l.company_name, l.city_location, l.work_mode
   FROM saved_searches AS s
@@ -84,7 +84,6 @@ SELECT s.id AS search_id, s.webhook_org_id AS org_id, m.score, l.id, l.detail_pa
  WHERE s.id = ANY (%(searches)s::uuid[])
    AND s.webhook_org_id IS NOT NULL
    AND m.listing_id = ANY (%(listings)s::uuid[])
-   AND m.matched_at = now()
    AND EXISTS (SELECT 1 FROM webhook_endpoints AS e
                 WHERE e.org_id = s.webhook_org_id AND e.status = 'enabled'
                   AND 'alert.matched' = ANY (e.events))
