@@ -105,7 +105,7 @@ SELECT s.id
 -- Every saved search, for `shortlist alerts list` (the operator's: addresses shown).
 SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
        s.status, s.created_at, s.consent_at, s.due_at, s.last_digest_at, s.last_error,
-       sub.email, sub.status AS subscriber_status,
+       s.webhook_org_id, sub.email, sub.status AS subscriber_status,
        (SELECT count(*) FROM alert_matches AS m
          WHERE m.search_id = s.id AND m.status = 'queued') AS queued,
        (SELECT count(*) FROM alert_matches AS m
