@@ -19,7 +19,7 @@ from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.talent.vendors.base import DiscoveryQuery, ProviderPaused, ProviderQuotaExhausted
 from shortlist.talent.vendors.factory import rate_limits
-from shortlist.talent.vendors.limits import GateLimit, PgRateGate
+from shortlist.talent.vendors.limits import SHORT_WAIT, GateLimit, PgRateGate
 from shortlist.talent.vendors.pdl import ENRICH_GATE, SEARCH_GATE, PdlTalentAPI
 from tests.helpers import wait_for
 
@@ -91,13 +91,27 @@ async def test_a_spent_window_is_waited_out_not_failed(pool: AsyncPool) -> None:
     assert time.monotonic() - started >= 0.5
 
 
+async def test_a_search_gate_defers_its_caller_past_a_full_window(pool: AsyncPool) -> None:
+    # A search's caller is a tier page, which holds a claim and a worker slot: a window full for
+    # longer than SHORT_WAIT is a refusal naming the wait (the tier is deferred to the window's
+    # end), not a sleep through it. A short wait (a clock edge) is still waited out.
+    gate = PgRateGate(pool, {SEARCH_GATE: GateLimit(10, 60.0, defer=True)})
+    await gate.spent(SEARCH_GATE, 30.0)
+    with pytest.raises(ProviderPaused) as deferred:
+        await asyncio.wait_for(gate.acquire(SEARCH_GATE), 5)
+    assert deferred.value.retry_after is not None and 25.0 < deferred.value.retry_after <= 30.0
+    short = PgRateGate(pool, {ENRICH_GATE: GateLimit(10, 60.0, defer=True)})
+    await short.spent(ENRICH_GATE, SHORT_WAIT / 2)
+    await asyncio.wait_for(short.acquire(ENRICH_GATE), 5)
+
+
 async def test_the_vendor_limit_tightens_one_endpoint_and_balances_are_shared(
     pool: AsyncPool,
 ) -> None:
     limits = rate_limits(Settings())
-    assert limits[SEARCH_GATE] == GateLimit(10, 60.0)
+    assert limits[SEARCH_GATE] == GateLimit(10, 60.0, defer=True)
     assert limits[ENRICH_GATE] == GateLimit(100, 60.0)
-    assert limits["serpapi"] == GateLimit(1000, 3600.0)
+    assert limits["serpapi"] == GateLimit(1000, 3600.0, defer=True)
     one, two = PgRateGate(pool, limits), PgRateGate(pool, limits)
     await one.tighten(SEARCH_GATE, 5)
     await two.acquire(ENRICH_GATE)

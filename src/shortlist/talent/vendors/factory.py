@@ -107,10 +107,13 @@ def _require_key(value: str, env: str, vendor: str) -> None:
 
 def rate_limits(settings: Settings) -> dict[str, GateLimit]:
     """The configured limit of each vendor endpoint's gate, shared by every process (PDL:
-    per endpoint, fixed 60 s windows; SerpApi: searches per hour)."""
+    per endpoint, fixed 60 s windows; SerpApi: searches per hour). The search endpoints defer
+    their callers (tier pages) past a full window; enrichment waits for it."""
     pdl_window = settings.pdl_window_seconds
     return {
-        SEARCH_GATE: GateLimit(settings.pdl_search_rate_limit, pdl_window),
+        SEARCH_GATE: GateLimit(settings.pdl_search_rate_limit, pdl_window, defer=True),
         ENRICH_GATE: GateLimit(settings.pdl_enrich_rate_limit, pdl_window),
-        SERPAPI_GATE: GateLimit(settings.serpapi_rate_limit, settings.serpapi_window_seconds),
+        SERPAPI_GATE: GateLimit(
+            settings.serpapi_rate_limit, settings.serpapi_window_seconds, defer=True
+        ),
     }

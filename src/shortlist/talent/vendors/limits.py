@@ -9,9 +9,14 @@ of the clock, as the vendors count them (PDL "Usage Limits": per key, per endpoi
 60-second window; SerpApi "Account API": ``account_rate_limit_per_hour``). Their length is a
 setting, so a test runs a window in seconds instead of waiting for the clock.
 
-A full window is waited out (also when the vendor's headers said its window is spent); a 429
-pause is not: the call fails at once with ``ProviderPaused``, so no request reaches the vendor
-during a pause and the caller (a tier, a candidate) defers its work instead of holding it.
+A full window is waited out (also when the vendor's headers said its window is spent) by the
+callers of an enrichment gate, or when the wait is short; a search gate's caller is a tier page,
+which holds a claim and one of its worker's slots: it is refused instead (``ProviderPaused``, the
+wait as ``retry_after``) and the tier is deferred to the window's end, so the slot goes to other
+work (another provider's tier, a candidate) rather than sleeping through the window
+(``GateLimit.defer``). A 429 pause is never waited out: the call fails at once with
+``ProviderPaused``, so no request reaches the vendor during a pause and the caller (a tier, a
+candidate) defers its work instead of holding it.
 
 The last balance each vendor reported (PDL's ``x-totallimit-remaining``, SerpApi's
 ``total_searches_left``) is kept here too, so every process knows when an account is about to
@@ -40,6 +45,9 @@ within this long (the next call reads the new balance from the vendor's answer).
 # Never sleep less than this between two takes of a full window (the window math is exact to
 # the microsecond; this only stops a tight loop on a clock edge).
 _MIN_WAIT = 0.02
+SHORT_WAIT = 1.0
+"""Seconds a caller of a deferring gate still waits for a place (the end of a window, a clock
+edge) rather than handing its work back: a deferral costs a claim and a poll interval."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,10 @@ class GateLimit:
 
     per_window: int
     window_seconds: float
+    defer: bool = False
+    """A caller finding the window full for longer than ``SHORT_WAIT`` is refused
+    (``ProviderPaused``) instead of waiting: set for the search endpoints, whose callers (tier
+    pages) can be deferred to the window's end and free their worker slot meanwhile."""
 
 
 class RateGate(Protocol):
@@ -126,7 +138,15 @@ class PgRateGate:
                 exc.provider = gate
                 raise exc
             window_s = float(row["window_s"]) if row else _MIN_WAIT
-            if window_s > self.limits[gate].window_seconds:
+            limit = self.limits[gate]
+            if limit.defer and SHORT_WAIT < window_s <= limit.window_seconds:
+                exc = ProviderPaused(
+                    f"{gate}: the window is full for another {window_s:.2f}s (shared)",
+                    retry_after=window_s,
+                )
+                exc.provider = gate
+                raise exc
+            if window_s > limit.window_seconds:
                 # Longer than one of our windows: the vendor's day or month is spent (PDL Usage
                 # Limits). Nobody waits that out holding work: the caller defers it.
                 exc = ProviderPaused(
@@ -135,6 +155,7 @@ class PgRateGate:
                 )
                 exc.provider = gate
                 raise exc
+            log.debug("%s: window full, waiting %.2fs", gate, window_s)
             await asyncio.sleep(max(window_s, _MIN_WAIT))
 
     async def pause(self, gate: str, seconds: float) -> None:
