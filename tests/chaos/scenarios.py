@@ -139,6 +139,25 @@ def scaled_settings(time_scale: float) -> dict[str, object]:
     }
 
 
+# The vendors' rate-limit windows (PDL "Usage Limits": per key and endpoint, a fixed 60 s window;
+# SerpApi: searches per hour), as the simulator and the workers' gates count them.
+PDL_WINDOW_S = 60.0
+SERPAPI_WINDOW_S = 3600.0
+
+
+def scaled_windows(time_scale: float) -> tuple[dict[str, float], dict[str, object]]:
+    """The vendors' windows at the scenario's time scale: the simulator's (``rate_window_s``,
+    ``serpapi_window_s``) and the workers' settings. Left in real seconds, PDL's documented
+    10 Person Searches a minute would be 10 per 50 simulated minutes at 0.02: 16 searches need
+    at least 32 of them (strict and broad first pages), 3-4 real minutes of windows however the
+    work is scheduled, against a deadline 120 s after the last restart."""
+    pdl, serpapi = PDL_WINDOW_S * time_scale, SERPAPI_WINDOW_S * time_scale
+    return (
+        {"rate_window_s": pdl, "serpapi_window_s": serpapi},
+        {"pdl_window_seconds": pdl, "serpapi_window_seconds": serpapi},
+    )
+
+
 def briefs(n: int, rng: random.Random) -> list[dict[str, Any]]:
     """``n`` recruiter briefs over the simulator's role families (some with a location)."""
     families = sorted(ROLE_FAMILIES)
@@ -717,15 +736,17 @@ def database_restart(profile: Profile) -> dict[str, Any]:
     database returning, and nothing is half-written."""
     rng = random.Random(profile.seed + 1)
     outages: list[dict[str, float]] = []
+    # The deadline below is in scenario time: so are the vendors' windows.
+    sim_windows, gate_windows = scaled_windows(TIME_SCALE)
     with (
         workdir("restart") as wd,
         private_postgres(wd / "pg") as (server, db_url),
-        RecordingSimulator(SimulatorConfig(time_scale=TIME_SCALE)) as sim,
+        RecordingSimulator(SimulatorConfig(time_scale=TIME_SCALE, **sim_windows)) as sim,
         ChaosOpenAI(delay=0.05) as fake,
     ):
         checks.install_embed_audit(db_url)
         pg = PgRestarter(server.handle)
-        cluster = Cluster(db_url, wd, fake, overrides={"indexer_batch_size": 8})
+        cluster = Cluster(db_url, wd, fake, overrides={"indexer_batch_size": 8, **gate_windows})
         try:
             api = cluster.start_api(sim.url)
             workers = [cluster.worker(f"worker{i}", sim.url) for i in range(2)]
