@@ -211,16 +211,3 @@ def test_a_database_without_pgvector_is_refused_by_name(pg_server: Any) -> None:
     finally:
         with psycopg.connect(pg_server.url(), autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-
-
-def test_every_notified_channel_is_named_in_db_channels() -> None:
-    import re
-
-    from shortlist.db import channels
-
-    notified = {
-        name
-        for m in available_migrations()
-        for name in re.findall(r"pg_notify\('([a-z_]+)'", m.sql)
-    }
-    assert notified == set(channels.ALL)

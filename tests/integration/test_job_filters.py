@@ -16,9 +16,7 @@ from shortlist.listings.ingest import ListingFileReader, ingest_listings
 from shortlist.listings.mail.listing import to_listing
 from shortlist.listings.mail.parse import read_message
 from shortlist.listings.models import ListingCreate
-from shortlist.listings.money import format_salary
 from shortlist.listings.repository import copy_listings
-from shortlist.listings.why import highlighted, query_words, via
 
 EmbedPending = Callable[[], Awaitable[int]]
 
@@ -155,29 +153,6 @@ async def test_a_hit_found_only_by_meaning_says_so(
     body = (await client.get("/api/jobs/search", params={"q": "zebra", "size": 10})).json()
     assert body["hits"] and {h["why"]["via"] for h in body["hits"]} == {"meaning"}
     assert all(h["why"]["matched_terms"] == [] for h in body["hits"])
-
-
-def test_why_helpers() -> None:
-    assert query_words("Python, python & Rust!") == ["python", "rust"]
-    assert highlighted("<i>\ue000x\ue001</i>") == "&lt;i&gt;<mark>x</mark>&lt;/i&gt;"
-    assert (via(1, None), via(None, 2), via(3, 4)) == ("meaning", "words", "both")
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "currency", "text"),
-    [
-        (65, 85, "EUR", "€65K – €85K"),
-        (1100, 1500, "SEK", "SEK 1.1M – 1.5M"),
-        (120, None, "USD", "From $120K"),
-        (None, 150, "GBP", "Up to £150K"),
-        (1000, 2000, "NOK", "NOK 1M – 2M"),
-        (None, None, "USD", None),
-    ],
-)
-def test_salary_in_the_listings_own_currency_style(
-    low: int | None, high: int | None, currency: str, text: str | None
-) -> None:
-    assert format_salary(low, high, currency) == text
 
 
 async def test_files_and_e_mail_carry_work_mode(pool: AsyncPool, tmp_path: Path) -> None:

@@ -219,13 +219,6 @@ async def _async_true(value: bool) -> bool:
     return value
 
 
-def test_backoff_schedule_is_the_seeds() -> None:
-    assert [backoff_delay(a, 30, 120) for a in range(5)] == [30, 60, 120, 120, 120]
-    assert backoff_delay(1000, 30, 120) == 120
-    with pytest.raises(ValueError):
-        backoff_delay(-1, 30, 120)
-
-
 async def test_transient_error_releases_rows_and_backs_off(
     scratch: AsyncPool, running: Callable[[Sequence[QueueWorker[Any]]], Running]
 ) -> None:

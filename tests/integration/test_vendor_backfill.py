@@ -16,7 +16,6 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.simulator import SimulatorServer
-from shortlist.talent.brief import parse_brief
 from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
     BACKFILL,
@@ -85,27 +84,6 @@ async def detail(client: httpx.AsyncClient, token: str, search_id: str) -> dict[
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
-
-
-def test_the_simulator_refuses_requests_without_the_key(simulator: SimulatorServer) -> None:
-    url = simulator.base_url
-    # A timeout a loaded test machine does not reach (httpx's default is 5 s).
-    with httpx.Client(timeout=60) as http:
-        _refuses_without_the_key(http, url)
-
-
-def _refuses_without_the_key(http: httpx.Client, url: str) -> None:
-    pdl = http.post(f"{url}/v5/person/search", json={"query": {"bool": {"must": []}}})
-    assert pdl.status_code == 401
-    assert pdl.json()["status"] == 401 and set(pdl.json()["error"]) == {"type", "message"}
-    enrich = http.get(f"{url}/v5/person/enrich", params={"profile": "linkedin.com/in/x"})
-    assert enrich.status_code == 401
-    serp = http.get(f"{url}/search.json", params={"engine": "google", "q": "nurse"})
-    assert serp.status_code == 401 and "Invalid API key" in serp.json()["error"]
-    ok = http.get(
-        f"{url}/search.json", params={"engine": "google", "q": "python engineer", "api_key": KEY}
-    )
-    assert ok.status_code == 200 and ok.json()["organic_results"]
 
 
 async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the_target(
@@ -237,28 +215,3 @@ async def test_out_of_credit_ends_the_pdl_tiers_quota_exhausted_and_the_budget_s
         await wait_complete(client, recruiter, budgeted, within=60)
     summary = await detail(client, recruiter, budgeted)
     assert summary["budget"]["credits"] == 3 and summary["budget"]["reached"] is True
-
-
-def test_ten_free_text_briefs_are_understood() -> None:
-    vocab = ["Python", "Rust", "Kubernetes", "SystemVerilog", "React", "PyTorch", "SQL", "AWS"]
-    cases = {
-        "FPGA verification engineer": ("FPGA Verification Engineer", None, None, ()),
-        "Senior Rust backend engineer in Berlin with Kubernetes": (
-            "Backend Engineer",
-            "Berlin",
-            5,
-            ("Rust", "Kubernetes"),
-        ),
-        "React Developer, 3+ years, London": ("React Developer", "London", 3, ()),
-        "glass blower artisan": ("Glass Blower", None, None, ()),
-    }
-    for text, (role, location, years, skills) in cases.items():
-        brief = parse_brief(text, skill_vocabulary=vocab)
-        assert (brief.role, brief.location, brief.min_years_experience, brief.skills) == (
-            role,
-            location,
-            years,
-            skills,
-        ), text
-    given = parse_brief("anything", role="Nurse", location="Lagos", skills=["triage"])
-    assert (given.role, given.location, given.skills) == ("Nurse", "Lagos", ("triage",))
