@@ -374,6 +374,59 @@ def test_recruiter_search_streams_rows_in_rank_order_with_failures_and_retry(
     assert [r[0] for r in streamed] == list(range(1, count + 2))
 
 
+def test_the_console_saves_a_searchs_alert_and_lists_the_new_people_it_reported(
+    live_server: LiveServer, tabs: Callable[[], Tab]
+) -> None:
+    """Under a search's results: "Alert me to new people" saves its alert; a person who joins
+    the corpus later and fits it is listed there (the alerts' periodic check, run here)."""
+    from psycopg.types.json import Jsonb
+
+    from shortlist.alerts import people
+    from tests.fakes import hash_embed
+    from tests.integration.rows import insert_candidate
+
+    server = live_server
+    services = server.services
+    assert services is not None
+    server.token("Scouts", "recruiter")  # the team's key: its organisation is "Scouts"
+    [search] = server.sql(
+        "INSERT INTO searches (owner_token_id, org_id, query, role, location, query_embedding,"
+        " target_count, status, brief)"
+        " SELECT t.id, t.org_id, 'rust firmware engineer', 'Firmware Engineer', 'Berlin', %s,"
+        " 15, 'stale', %s FROM api_tokens AS t WHERE t.name = 'Scouts' RETURNING id",
+        (
+            str(hash_embed("rust firmware engineer")),
+            Jsonb({"role": "Firmware Engineer", "location": "Berlin"}),
+        ),
+    )
+    tab = tabs()
+    page = tab.goto(f"/recruit?search={search['id']}&poll={POLL_MS}&transport=poll")
+    sign_in(page, server, "rita@scouts.example")
+    box = page.locator("#alert-box")
+    expect(box).to_be_visible()
+    expect(box).to_have_attribute("data-alert", "none")
+    page.get_by_role("button", name="Alert me to new people").click()
+    expect(box).to_have_attribute("data-alert", "active")
+    expect(page.get_by_role("button", name="Alert me to new people")).to_be_hidden()
+
+    async def newcomer() -> int:
+        async with services.pool.connection() as conn:
+            await insert_candidate(
+                conn,
+                "Nova Hand",
+                role_title="Rust Firmware Engineer",
+                text="rust firmware engineer",
+            )
+        return await people.check(services.pool, services.spaces, services.settings, None)
+
+    assert server.call(newcomer) == 1
+    page.reload()
+    expect(page.locator("#alert-matches > li")).to_have_count(1)
+    expect(page.locator("#alert-matches > li").first).to_contain_text("Nova Hand")
+    expect(page.locator("#alert-state")).to_contain_text("1 new person fits")
+    tab.screenshot("recruiter-alert.png")
+
+
 # A discovery call that hangs is waited for (until teardown releases it), not timed out: the
 # search stays running throughout.
 @pytest.mark.parametrize("live_server", [{"discovery_timeout": 120.0}], indirect=True)
