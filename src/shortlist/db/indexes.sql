@@ -26,3 +26,10 @@ CREATE INDEX CONCURRENTLY job_listings_duplicate_of_idx ON job_listings (duplica
 -- (privacy.sql, expired_mail).
 CREATE INDEX CONCURRENTLY inbound_mail_unerased_idx ON inbound_mail (received_at)
     WHERE erased_at IS NULL AND status IN ('posted', 'rejected', 'failed')
+
+-- name: saved_searches_webhook_idx
+-- The saved job searches sent to an organisation's webhooks, few among many: the matcher's look
+-- for them among a batch's matched searches (webhooks/queries.sql, job_alert_matches) reads
+-- this small index, not the primary key once per matched search.
+CREATE INDEX CONCURRENTLY saved_searches_webhook_idx ON saved_searches (id)
+    WHERE webhook_org_id IS NOT NULL
