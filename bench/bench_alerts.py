@@ -287,7 +287,7 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
     the matcher by the product's trigger). Returns the listings' ids."""
     import psycopg
 
-    from shortlist.alerts import reverse
+    from shortlist.alerts import reverse, store
     from shortlist.relevance import normalise_query, text_terms
 
     rng = random.Random(42)
@@ -297,7 +297,7 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
         await conn.execute("SET maintenance_work_mem = '512MB'")
         # The indexes are built after the load, as a bulk load would.
         await conn.execute("DROP INDEX alert_queries_embedding_idx")
-        await conn.execute("DROP INDEX alert_query_words_anchors_idx")
+        await conn.execute("DROP INDEX alert_query_words_keys_idx")
         started = time.perf_counter()
         async with conn.cursor().copy(
             "COPY alert_queries (normalised, embedding) FROM STDIN"
@@ -305,30 +305,33 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
             for q in texts:
                 normalised = normalise_query(q)
                 await copy.write_row((normalised, _vector_text(embed(normalised))))
-        # Title words and anchors as the product computes them (store.title_trigrams from the
-        # query's terms, reverse.anchors), the trigrams read back in bulk.
+        # Title words and anchor keys as the product computes them (store.query_id: the
+        # title_trigrams statement on the query's terms, reverse.anchor_order, then
+        # alert_anchor_keys), in bulk.
         cur = await conn.execute("SELECT id, normalised FROM alert_queries")
         terms = [(r[0], text_terms(r[1])) for r in await cur.fetchall()]
-        await conn.execute("CREATE TEMP TABLE t (id bigint, terms text)")
-        async with conn.cursor().copy("COPY t (id, terms) FROM STDIN") as copy:
+        await conn.execute("CREATE TEMP TABLE qt (id bigint, terms text)")
+        async with conn.cursor().copy("COPY qt (id, terms) FROM STDIN") as copy:
             for row in terms:
                 await copy.write_row(row)
+        title_words = store.SQL["title_trigrams"].replace("%(terms)s", "qt.terms")
         cur = await conn.execute(
-            "SELECT t.id, w.title_words, show_trgm(w.title_words) AS trigrams FROM t,"
-            " LATERAL (SELECT coalesce((SELECT string_agg(x, ' ')"
-            "  FROM regexp_split_to_table(t.terms, '\\s+') AS x"
-            "  WHERE to_tsvector('english', x) <> ''), '') AS title_words) AS w"
+            f"SELECT qt.id, w.title_words, w.words FROM qt, LATERAL ({title_words}) AS w"
         )
         rows = await cur.fetchall()
-        async with conn.cursor().copy(
-            "COPY alert_query_words (query_id, title_words, anchors) FROM STDIN"
-        ) as copy:
-            for qid, words, trigrams in rows:
-                await copy.write_row((qid, words, reverse.anchors(trigrams or [])))
+        await conn.execute("CREATE TEMP TABLE o (id bigint, words text, trigrams text[])")
+        async with conn.cursor().copy("COPY o (id, words, trigrams) FROM STDIN") as copy:
+            for qid, words, per_word in rows:
+                await copy.write_row((qid, words, reverse.anchor_order(per_word)))
+        await conn.execute(
+            "INSERT INTO alert_query_words (query_id, title_words, anchor_keys)"
+            " SELECT id, words, alert_anchor_keys(trigrams, %s) FROM o",
+            (reverse.KEYWORD_SIMILARITY,),
+        )
         ctx.log(f"alerts: {queries:,} queries loaded in {time.perf_counter() - started:.0f}s")
         started = time.perf_counter()
         await conn.execute(
-            "CREATE INDEX alert_query_words_anchors_idx ON alert_query_words USING gin (anchors)"
+            "CREATE INDEX alert_query_words_keys_idx ON alert_query_words USING gin (anchor_keys)"
         )
         await conn.execute(
             "CREATE INDEX alert_queries_embedding_idx ON alert_queries"
@@ -432,7 +435,7 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
             cur = await conn.execute(
                 "SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_class c"
                 " WHERE c.relname IN ('alert_queries', 'saved_searches', 'alert_subscribers',"
-                " 'alert_queries_embedding_idx', 'alert_query_words_anchors_idx',"
+                " 'alert_queries_embedding_idx', 'alert_query_words_keys_idx',"
                 " 'alert_query_words',"
                 " 'saved_searches_query_idx', 'alert_matches')"
             )

@@ -86,11 +86,13 @@ async def save_searches(pool: AsyncPool) -> None:
         row = await cur.fetchone()
         assert row is not None
         await conn.execute(
-            "INSERT INTO alert_query_words (query_id, title_words, anchors) VALUES (%s, %s, %s)",
+            "INSERT INTO alert_query_words (query_id, title_words, anchor_keys)"
+            " VALUES (%s, %s, alert_anchor_keys(%s, %s))",
             (
                 row["id"],
                 normalised,
-                reverse.anchors(sorted(reverse.title_trigrams(normalised))),
+                sorted(reverse.title_trigrams(normalised)),
+                reverse.KEYWORD_SIMILARITY,
             ),
         )
         for n in range(SUBSCRIBERS):

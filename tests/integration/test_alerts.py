@@ -532,12 +532,92 @@ async def test_the_presearch_finds_what_an_exhaustive_check_finds(
     assert total >= 6
 
 
-def test_anchors_cover_every_title_similar_enough() -> None:
-    trigrams = ["  p", " py", "pyt", "yth", "tho", "hon", "on "]
-    anchors = reverse.anchors(trigrams)
-    # sim > 0.7 needs 5 of 7 shared: any 5 of them hold one of the 3 anchors.
-    assert len(anchors) == 3
-    assert reverse.anchors([]) == []
+ANCHOR_QUERIES = [
+    "python",
+    "python developer",
+    "senior python engineer",
+    "registered nurse",
+    "sre",
+    "frontend react developer",
+    "pastry chef",
+    "data engineer",
+    "machine learning engineer",
+    "ux",
+    "a",
+    "c",
+    "the python",
+    "",
+]
+ANCHOR_TITLES = [
+    "Python Developer",
+    "Senior Python Developer (Django)",
+    "Pythonista",
+    "Developer",
+    "Data Engineer",
+    "Data Engineering Lead",
+    "Registered Nurse - ICU",
+    "Nurse",
+    "SRE",
+    "Site Reliability Engineer",
+    "Frontend Developer (React)",
+    "React Native Developer",
+    "Pastry Chef",
+    "Chef de Partie",
+    "Machine Learning Engineer",
+    "ML Engineer",
+    "UX Designer",
+    "A",
+    "Developer Advocate, Python",
+    "C Programmer",
+    "Python",
+]
+
+
+async def test_anchor_keys_cover_every_title_similar_enough(services: Services) -> None:
+    """The keyword path's presearch is exact: every title whose similarity to a query is above
+    KEYWORD_SIMILARITY holds one of the query's anchor keys (for the product's order of the
+    trigrams and for another), and the keys are few (pairs, not every trigram)."""
+    async with services.pool.connection() as conn:
+        for query in ANCHOR_QUERIES:
+            cur = await conn.execute(store.SQL["title_trigrams"], {"terms": query})
+            row = await cur.fetchone()
+            assert row is not None
+            order = reverse.anchor_order(row["words"])
+            for trigrams in (order, sorted(order), order[::-1]):
+                cur = await conn.execute(
+                    "SELECT alert_anchor_keys(%(t)s::text[], %(s)s) AS keys",
+                    {"t": trigrams, "s": reverse.KEYWORD_SIMILARITY},
+                )
+                keys = (await cur.fetchone() or {})["keys"]
+                assert len(keys) <= max(1, len(trigrams)), (query, keys)
+                cur = await conn.execute(
+                    "SELECT t.title,"
+                    " word_similarity(nullif(%(q)s, ''), t.title) > %(s)s AS similar,"
+                    " %(keys)s::text[] && alert_title_keys(t.title) AS found"
+                    " FROM unnest(%(titles)s::text[]) AS t (title)",
+                    {
+                        "q": row["title_words"],
+                        "s": reverse.KEYWORD_SIMILARITY,
+                        "keys": keys,
+                        "titles": ANCHOR_TITLES,
+                    },
+                )
+                for r in await cur.fetchall():
+                    assert r["found"] or not r["similar"], (query, r["title"], keys)
+        # Pairs: "python developer" (17 trigrams, 12 to share) has 6 keys of two trigrams each,
+        # one of "python" and one of "developer" (a title with only "Developer" holds none).
+        cur = await conn.execute(store.SQL["title_trigrams"], {"terms": "python developer"})
+        row = await cur.fetchone()
+        assert row is not None
+        cur = await conn.execute(
+            "SELECT alert_anchor_keys(%s::text[], %s) AS keys,"
+            " alert_anchor_keys(%s::text[], %s) && alert_title_keys('Senior Developer') AS hit",
+            [reverse.anchor_order(row["words"]), reverse.KEYWORD_SIMILARITY] * 2,
+        )
+        got = await cur.fetchone()
+        assert got is not None
+        assert len(got["keys"]) == 6 and all("|" in k for k in got["keys"])
+        assert not got["hit"]
 
 
 async def test_the_search_page_offers_an_alert_on_hits_and_on_an_empty_result(

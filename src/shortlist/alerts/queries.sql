@@ -14,23 +14,27 @@ SELECT id FROM alert_queries WHERE normalised = %(normalised)s
 
 -- name: title_trigrams
 -- A query's title words, as job search compares them with titles (search.sql, candidate_ctes:
--- the words but stop words), and their trigrams as pg_trgm reads them.
-SELECT t.title_words, show_trgm(t.title_words) AS trigrams
+-- the words but stop words), and each word's trigrams as pg_trgm reads them.
+SELECT t.title_words,
+       coalesce((SELECT jsonb_agg(show_trgm(w) ORDER BY o)
+                   FROM regexp_split_to_table(t.title_words, '\s+') WITH ORDINALITY AS x (w, o)),
+                '[]') AS words
   FROM (SELECT coalesce((SELECT string_agg(w, ' ')
                            FROM regexp_split_to_table(%(terms)s, '\s+') AS w
                           WHERE to_tsvector('english', w) <> ''), '') AS title_words) AS t
 
 -- name: insert_query
 -- A distinct query, stored once (a concurrent save of the same text inserts nothing), with its
--- title words and anchors (the keyword path's row).
+-- title words and anchor keys (the keyword path's row; alert_anchor_keys pairs the trigrams in
+-- the order given).
 WITH q AS (
     INSERT INTO alert_queries (normalised, embedding)
     VALUES (%(normalised)s, %(embedding)s)
     ON CONFLICT (normalised) DO NOTHING
     RETURNING id
 ), w AS (
-    INSERT INTO alert_query_words (query_id, title_words, anchors)
-    SELECT id, %(title_words)s, %(anchors)s FROM q
+    INSERT INTO alert_query_words (query_id, title_words, anchor_keys)
+    SELECT id, %(title_words)s, alert_anchor_keys(%(trigrams)s::text[], %(similarity)s) FROM q
 )
 SELECT id FROM q
 

@@ -9,14 +9,18 @@ so that each saved query is found through an index by a condition every match of
 (a presearch, as Luwak does for stored Lucene queries), and the few found are checked exactly:
 
 * **keywords** (``sim > KEYWORD_SIMILARITY``): the title then holds more than that share of
-  the query's ``n`` trigrams, so it holds at least one of any ``n - ⌊s·n⌋`` of them. Those are
-  the query's *anchors*, in a GIN index; a listing finds the queries whose anchors its title's
-  trigrams hold. Exact: an index lookup, no approximation.
-* **meaning** (``sim ≤ KEYWORD_SIMILARITY``): the score then needs
-  ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`), a range around the
-  listing's vector; the queries' vectors are in an HNSW index (identical queries are one row),
-  read nearest first until past the radius. Approximate as HNSW is: the bench measures recall.
-* queries **without anchors** (no title words: their ``sim`` is 0) are always checked.
+  the query's ``n`` trigrams, so at least ``g + 1`` of them, ``g = ⌊s·n⌋``. Dealt into ``g``
+  groups, two of those fall in one group: each pair of trigrams within a group is an *anchor
+  key*, and a listing finds the queries one of whose keys its title holds (both trigrams),
+  through a GIN index (``alert_anchor_keys``, migration 0041). Exact: an index lookup, no
+  approximation. Pairs of two words' rare trigrams are seldom in a title that is not a match
+  (single trigrams were: any word sharing one, ~6 % of a million queries per listing).
+* **meaning** (``sim ≤ KEYWORD_SIMILARITY``, queries without title words too: their ``sim`` is
+  0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`),
+  a range around the listing's vector; the queries' vectors are in an HNSW index (identical
+  queries are one row), read once, nearest first, until past the radius
+  (``alert_queries_within``). Approximate as HNSW is: the bench measures recall
+  (:data:`EF_SEARCH`).
 
 Whatever either path finds is scored exactly as job search scores it, then each saved search of
 the query is held to its own threshold and filters (indexed columns of ``saved_searches``), and
@@ -26,6 +30,7 @@ the matches are inserted ``ON CONFLICT DO NOTHING`` (match.sql).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -50,11 +55,9 @@ vector: higher makes fewer anchors (a more selective keyword path) and a wider v
 ``python -m bench --only alerts --alert-keyword-similarity S`` at 100,000 saved searches
 (10,000 queries), p50 per listing on the loaded 2-core machine: 0.5 → 94 ms, 0.7 → 66 ms,
 0.9 → 154 ms (the vector radius then admits too many)."""
-FIRST_K = 64
-"""Nearest queries read first; widened four times over while all are within the radius."""
-EF_MIN = 100
-"""The least HNSW candidate list of the meaning path's scan (its recall; bench_alerts)."""
-MAX_K = 65_536
+EF_SEARCH = 400
+"""The HNSW candidate list of the meaning path's scan (its recall of the range: bench_alerts,
+``--alert-ef-search``); the scan goes on past it, in distance order, until the radius."""
 
 if JOB_SCORE.title_match != 0.0:  # pragma: no cover - a refit that weighs it needs match.sql too
     raise RuntimeError("match.sql scores without the title-match share: JOB_SCORE weighs it now")
@@ -109,17 +112,22 @@ def trigram_commonness() -> Counter[str]:
     return counts
 
 
-def anchors(trigrams: Sequence[str]) -> list[str]:
-    """Trigrams of a query of which a title must hold one for its similarity to exceed
-    :data:`KEYWORD_SIMILARITY`: any ``n - ⌊s·n⌋`` of its ``n`` will do (the bound holds for
-    every choice); the rarest in job titles are taken, so that few titles hold one."""
+def anchor_order(words: Sequence[Sequence[str]]) -> list[str]:
+    """A query's trigrams (pg_trgm's, word by word) in the order ``alert_anchor_keys`` pairs
+    them: each trigram once (with the first word holding it), each word's rarest in job titles
+    first, the words interleaved, so that a pair joins two words' rare trigrams (a title holding
+    both is most likely a match). Any order is exact; this one makes the keyword path read few
+    queries that do not match."""
     common = trigram_commonness()
-    unique = sorted(set(trigrams), key=lambda t: (common[t], t.count(" "), t))
-    n = len(unique)
-    if n == 0:
-        return []
-    need = math.floor(KEYWORD_SIMILARITY * n) + 1  # shared trigrams for sim > s
-    return unique[: n - need + 1]
+    seen: set[str] = set()
+    ranked: list[list[str]] = []
+    for word in words:
+        mine = sorted(
+            {t for t in word if t not in seen}, key=lambda t: (common[t], t.count(" "), t)
+        )
+        seen.update(mine)
+        ranked.append(mine)
+    return [t for tier in itertools.zip_longest(*ranked) for t in tier if t is not None]
 
 
 def score_params(floor: float) -> dict[str, float]:
@@ -150,11 +158,12 @@ class Statements:
         )
 
 
-async def prepare_scan(conn: AsyncConn, k: int = FIRST_K) -> None:
-    """The HNSW candidate list for the rest of the caller's transaction: as long as the
-    nearest queries read (at least :data:`EF_MIN`), not the session's, which is sized for job
-    search's pages."""
-    await conn.execute(QUERIES["widen_scan"], {"ef_search": str(min(1000, max(EF_MIN, k)))})
+async def prepare_scan(conn: AsyncConn, ef_search: int | None = None) -> None:
+    """The meaning path's HNSW scan for the rest of the caller's transaction (match.sql,
+    widen_scan), not the session's, which is sized for job search's pages."""
+    await conn.execute(
+        QUERIES["widen_scan"], {"ef_search": str(EF_SEARCH if ef_search is None else ef_search)}
+    )
 
 
 async def match_listing(
@@ -162,26 +171,14 @@ async def match_listing(
 ) -> list[uuid.UUID]:
     """Write the matches of one listing in the caller's transaction, which has run
     :func:`prepare_scan`; returns the saved searches that got one (none for a listing not to be
-    matched: closed, a duplicate, no vector). One statement, unless every one of the nearest
-    queries read was within the radius: then more are read (the same statement, a larger k)."""
-    k = FIRST_K
-    radius = meaning_radius(floor)
-    searches: set[uuid.UUID] = set()
-    while True:
-        cur = await conn.execute(
-            statements.insert,
-            {"id": listing_id, "k": k, "radius": radius, **score_params(floor)},
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        searches.update(row["searches"])
-        if not row["saturated"] or k >= MAX_K:
-            break
-        k *= 4
-        await prepare_scan(conn, k)
-    if k > FIRST_K:
-        await prepare_scan(conn)
-    return sorted(searches)
+    matched: closed, a duplicate, no vector). One statement."""
+    cur = await conn.execute(
+        statements.insert,
+        {"id": listing_id, "radius": meaning_radius(floor), **score_params(floor)},
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return sorted(row["searches"])
 
 
 async def schedule(conn: AsyncConn, searches: Sequence[uuid.UUID]) -> None:

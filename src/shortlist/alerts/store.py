@@ -109,7 +109,7 @@ class Saved:
 
 async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
     """The ``alert_queries`` row of a query (normalised as job search reads it), made once:
-    identical queries share their vector and anchors."""
+    identical queries share their vector and anchor keys."""
     normalised = normalise_query(text)
     cur = await conn.execute(SQL["find_query"], {"normalised": normalised})
     row = await cur.fetchone()
@@ -124,7 +124,8 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
         {
             "normalised": normalised,
             "title_words": words["title_words"],
-            "anchors": reverse.anchors(words["trigrams"] or []),
+            "trigrams": reverse.anchor_order(words["words"]),
+            "similarity": reverse.KEYWORD_SIMILARITY,
             "embedding": vector,
         },
     )
