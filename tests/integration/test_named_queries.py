@@ -232,6 +232,10 @@ async def test_a_paid_enrichment_waits_while_a_page_of_records_is_out_or_due(
             (strict,),
         )
         await conn.commit()
+    # ... and so is a due broad page that waits behind strict's deferred first page.
+    async with pool.connection() as conn:
+        await insert_tier(conn, search, "broad")
+        await conn.commit()
     claimed = await repo.claim_candidates(pool, OTHER_WORKER, 10, 30.0, records_first=True)
     assert [s.id for s in claimed] == [web]
 

@@ -459,14 +459,21 @@ WITH claimable AS (
        AND (c.enriched_profile IS NOT NULL OR s.credit_budget IS NULL
             OR s.credits_spent < s.credit_budget)
        -- records_first (the talent API's search returns whole records: PDL): a paid
-       -- enrichment waits while a strict or broad page is out or due (not deferred by a
-       -- 429), which may fill the target with records already paid for; it is bought once
-       -- none is, if the search still falls short.
+       -- enrichment waits while a strict or broad page is out or due, which may fill the
+       -- target with records already paid for; it is bought once none is, if the search
+       -- still falls short. A page deferred (a 429, a full rate window) holds nothing, nor
+       -- does a broad page waiting behind strict's deferred first one (claim_tiers).
        AND (c.enriched_profile IS NOT NULL OR c.requested OR NOT %(records_first)s
-            OR NOT EXISTS (SELECT 1 FROM search_tiers t
-                            WHERE t.search_id = c.search_id AND t.tier <> 'serp'
-                              AND (t.status = 'running'
-                                   OR (t.status = 'queued' AND t.not_before <= now()))))
+            OR NOT EXISTS (
+                SELECT 1 FROM search_tiers t
+                 WHERE t.search_id = c.search_id AND t.tier <> 'serp'
+                   AND (t.status = 'running'
+                        OR (t.status = 'queued' AND t.not_before <= now()
+                            AND (t.tier <> 'broad' OR NOT EXISTS (
+                                  SELECT 1 FROM search_tiers st
+                                   WHERE st.search_id = t.search_id AND st.tier = 'strict'
+                                     AND st.next_page = 1
+                                     AND st.status IN ('queued', 'running')))))))
      ORDER BY s.result_count + (SELECT count(*) FROM search_candidates r
                                  WHERE r.search_id = c.search_id AND r.status = 'running'),
               c.enriched_profile IS NULL, c.created_at, c.id
