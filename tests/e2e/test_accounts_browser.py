@@ -31,6 +31,7 @@ from tests.e2e.test_browser import (  # noqa: F401 (the browser fixture)
     browser,
     sign_in,
 )
+from tests.helpers import wait_for_sync
 from tests.integration.test_mail_intake import Relay
 from tests.live_server import PASSWORD, LiveServer
 
@@ -61,15 +62,16 @@ class SmtpSink:
 
     def wait_for_mail(self, to: str, timeout: float = 30.0) -> str:
         """The text (subject and plain body) of the first message to ``to``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def mail() -> str | None:
             for (rcpt, _raw), text in zip(
                 list(self.relay.received), self.relay.bodies(), strict=False
             ):
                 if to in rcpt:
                     return text
-            time.sleep(0.05)
-        raise AssertionError(f"no mail to {to} within {timeout} s")
+            return None
+
+        return wait_for_sync(mail, timeout=timeout, message=f"a mail to {to}")
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.server.close)

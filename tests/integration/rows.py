@@ -211,11 +211,17 @@ async def insert_result(
     return int(row["rank"])
 
 
+PLAIN_STATUS = {"saved_searches", "alert_digests", "alert_matches", "webhook_deliveries"}
+"""Tables whose machine tests read the status alone."""
+
+
 async def status_of(conn: AsyncConn, table: str, key: Any) -> Row:
     """status, locked_by and last_error of a queue row (searches: status and finished_at;
     inbound_mail: reason for last_error)."""
     columns = "status::text AS status, finished_at, last_progress_at"
-    if table == "inbound_mail":
+    if table in PLAIN_STATUS:
+        columns = "status::text AS status"
+    elif table == "inbound_mail":
         columns = "status::text AS status, locked_by, locked_until, reason, attempts"
     elif table != "searches":
         columns = "status::text AS status, locked_by, locked_until, last_error, attempts"

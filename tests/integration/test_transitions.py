@@ -1,6 +1,7 @@
-"""The status machines the database enforces (migrations 0001, 0002, 0005, 0027): every edge of
-searches, search_tiers, search_candidates and inbound_mail, allowed and forbidden (job_sources:
-the crawl outcomes that take its two states both ways), and the CHECK constraints
+"""The status machines the database enforces (migrations 0001, 0002, 0005, 0027, 0034, 0035,
+0046): every edge of searches, search_tiers, search_candidates, inbound_mail, saved_searches,
+alert_digests, alert_matches and webhook_deliveries, allowed and forbidden (job_sources: the
+crawl outcomes that take its two states both ways), and the CHECK constraints
 that go with the states (a running row has a lease, a failed one an error, a complete search a
 finish time, an embedded corpus row a vector)."""
 
@@ -349,3 +350,120 @@ async def test_job_source_edges_are_the_crawls_outcomes(pool: AsyncPool) -> None
         assert (await status_of(conn, "job_sources", source))["status"] == "active"
         with pytest.raises(psycopg.errors.CheckViolation):
             await move(conn, "job_sources", source, "paused", "last_error = 'x'")
+
+
+# --- alerts and webhooks ------------------------------------------------------------------------
+
+SAVED_SEARCH_STATES = ("pending", "active", "unsubscribed", "disabled")
+SAVED_SEARCH_EDGES = {
+    ("pending", "active"),  # consent: the confirmation link, or a signed-in save
+    ("pending", "unsubscribed"),
+    ("pending", "disabled"),
+    ("active", "unsubscribed"),
+    ("active", "disabled"),
+    ("disabled", "active"),  # an operator's disable undone; an unsubscribe is final
+}
+DIGEST_STATES = ("pending", "sent", "cancelled", "failed")
+DIGEST_EDGES = {("pending", "sent"), ("pending", "cancelled"), ("pending", "failed")}
+MATCH_STATES = ("queued", "sent", "dropped", "cancelled")
+MATCH_EDGES = {("queued", "sent"), ("queued", "dropped"), ("queued", "cancelled")}
+DELIVERY_STATES = ("pending", "delivered", "failed", "cancelled")
+DELIVERY_EDGES = {("pending", "delivered"), ("pending", "failed"), ("pending", "cancelled")}
+
+
+async def insert_saved_search(conn: AsyncConn, status: str = "active") -> tuple[uuid.UUID, int]:
+    """A consented saved search in ``status`` and its subscriber's id."""
+    subscriber = await one(
+        conn,
+        "INSERT INTO alert_subscribers (email) VALUES (%s) RETURNING id",
+        (f"{uuid.uuid4().hex[:12]}@example.test",),
+    )
+    query = await one(
+        conn,
+        "INSERT INTO alert_queries (normalised, embedding) VALUES (%s, %s) RETURNING id",
+        (f"python {uuid.uuid4().hex[:8]}", vector()),
+    )
+    row = await one(
+        conn,
+        "INSERT INTO saved_searches (subscriber_id, query_id, query, min_score, frequency,"
+        " status, consent_at) VALUES (%s, %s, 'python', 0.5, 'daily', %s, now()) RETURNING id",
+        (subscriber["id"], query["id"], status),
+    )
+    return row["id"], int(subscriber["id"])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "allowed"), edges(SAVED_SEARCH_STATES, SAVED_SEARCH_EDGES)
+)
+async def test_saved_search_edge(pool: AsyncPool, before: str, after: str, allowed: bool) -> None:
+    async with single_statement(pool) as conn:
+        search, _ = await insert_saved_search(conn, before)
+        await check_edge(conn, "saved_searches", search, before, after, allowed, "ended_at = now()")
+
+
+@pytest.mark.parametrize(("before", "after", "allowed"), edges(DIGEST_STATES, DIGEST_EDGES))
+async def test_alert_digest_edge(pool: AsyncPool, before: str, after: str, allowed: bool) -> None:
+    async with single_statement(pool) as conn:
+        search, _ = await insert_saved_search(conn)
+        digest = await one(
+            conn,
+            "INSERT INTO alert_digests (search_id, message_id, status) VALUES (%s, %s, %s)"
+            " RETURNING id",
+            (search, f"<{uuid.uuid4().hex}@example.test>", before),
+        )
+        await check_edge(
+            conn, "alert_digests", digest["id"], before, after, allowed, "attempts = 1"
+        )
+
+
+@pytest.mark.parametrize(("before", "after", "allowed"), edges(MATCH_STATES, MATCH_EDGES))
+async def test_alert_match_edge(pool: AsyncPool, before: str, after: str, allowed: bool) -> None:
+    async with single_statement(pool) as conn:
+        search, subscriber = await insert_saved_search(conn)
+        listing = await one(
+            conn,
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug) VALUES ('Acme', 'Python Engineer', 'Berlin', 'Writes Python.',"
+            " %s) RETURNING id",
+            (f"acme-python-{uuid.uuid4().hex[:8]}",),
+        )
+        match = await one(
+            conn,
+            "INSERT INTO alert_matches (search_id, subscriber_id, listing_id, job_key,"
+            " company_key, score, status) VALUES (%s, %s, %s, 'job', 'acme', 0.9, %s)"
+            " RETURNING id",
+            (search, subscriber, listing["id"], before),
+        )
+        await check_edge(conn, "alert_matches", match["id"], before, after, allowed, "score = 0.8")
+
+
+@pytest.mark.parametrize(("before", "after", "allowed"), edges(DELIVERY_STATES, DELIVERY_EDGES))
+async def test_webhook_delivery_edge(
+    pool: AsyncPool, before: str, after: str, allowed: bool
+) -> None:
+    async with single_statement(pool) as conn:
+        org = await one(
+            conn, "INSERT INTO organisations (name, kind) VALUES ('Acme', 'both') RETURNING id"
+        )
+        endpoint = await one(
+            conn,
+            "INSERT INTO webhook_endpoints (org_id, url, events, secret)"
+            " VALUES (%s, 'https://hooks.example.test/in', ARRAY['alert.matched'], 'whsec_x')"
+            " RETURNING id",
+            (org["id"],),
+        )
+        message = await one(
+            conn,
+            "INSERT INTO webhook_messages (msg_id, org_id, event_type, body)"
+            " VALUES (%s, %s, 'alert.matched', '{}') RETURNING id",
+            (f"msg_{uuid.uuid4().hex}", org["id"]),
+        )
+        delivery = await one(
+            conn,
+            "INSERT INTO webhook_deliveries (message_id, endpoint_id, org_id, status)"
+            " VALUES (%s, %s, %s, %s::webhook_delivery_status) RETURNING id",
+            (message["id"], endpoint["id"], org["id"], before),
+        )
+        await check_edge(
+            conn, "webhook_deliveries", delivery["id"], before, after, allowed, "attempts = 1"
+        )

@@ -35,6 +35,7 @@ from shortlist.db.vector_index import (
     vector_rows,
 )
 from shortlist.indexer.retune import keep_indexes_fitting
+from tests.helpers import wait_for
 
 
 def test_the_migrations_leave_only_the_half_precision_indexes(db_url: str) -> None:
@@ -266,14 +267,14 @@ async def test_an_indexer_rebuilds_a_misfit_in_the_background_one_process_at_a_t
         assert retune_indexes(db_url, IVFFLAT_4) is None
     stop = asyncio.Event()
     keeper = asyncio.create_task(keep_indexes_fitting(db_url, IVFFLAT_4, 0.05, stop))
+
+    async def retuned() -> bool:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            methods = [p.method for p in physical_indexes(conn, LISTINGS).values()]
+        return methods == [IVFFLAT]
+
     try:
-        async with asyncio.timeout(30):
-            while True:
-                with psycopg.connect(db_url, autocommit=True) as conn:
-                    methods = [p.method for p in physical_indexes(conn, LISTINGS).values()]
-                if methods == [IVFFLAT]:
-                    break
-                await asyncio.sleep(0.05)
+        await wait_for(retuned, timeout=30, message="the index retuned to IVFFlat")
     finally:
         stop.set()
         await keeper
