@@ -95,3 +95,11 @@ CREATE INDEX alert_query_words_keys_idx ON alert_query_words USING gin (anchor_k
 DROP INDEX alert_query_words_anchors_idx;
 DROP INDEX alert_query_words_unanchored_idx;
 ALTER TABLE alert_query_words DROP COLUMN anchors;
+
+-- A matching query's saved searches read from the index alone (an index-only scan): the filters
+-- and threshold as columns of it, so a query's ten searches are not ten heap pages. Replaces
+-- the index on (query_id, work_mode, salary_min).
+CREATE INDEX saved_searches_match_idx ON saved_searches (query_id)
+    INCLUDE (min_score, work_mode, salary_min, location, subscriber_id, id)
+    WHERE status = 'active';
+DROP INDEX saved_searches_query_idx;
