@@ -31,8 +31,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
 
 from shortlist import derived
+from shortlist.accounts import passwords
 from shortlist.config import Settings, get_settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
@@ -102,6 +105,19 @@ def _choose_cache() -> tuple[bool, Path | None]:
     os.environ[derived.ENV] = str(own)
     return True, own
 
+
+def _cheap_password_hashes() -> None:
+    """This process's password hashes at Argon2id's least cost. The product's (shortlist.accounts.
+    passwords: ~50 ms of CPU and 64 MB a hash, ~0.2 s on the loaded test machine) is what one
+    sign-in should cost an attacker; the tests hash and verify passwords thousands of times, and
+    what they check is that a password is hashed and verified, never the cost. The processes
+    tests start (``shortlist serve``, workers) keep the product's."""
+    hasher = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=8, parallelism=1),))
+    passwords._HASHER = hasher
+    passwords._DUMMY_HASH = hasher.hash("shortlist: no such account")
+
+
+_cheap_password_hashes()
 
 _CHOSE_CACHE, _OWN_CACHE = _choose_cache()
 """Whether this process chose the run's cache (it then warms it), and the folder of this run's
