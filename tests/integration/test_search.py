@@ -311,6 +311,36 @@ async def test_paging_is_consistent(
     ]
 
 
+async def test_a_first_page_in_one_statement_is_the_fused_page(
+    pool: AsyncPool,
+    embedder: FakeEmbedder,
+    embed_pending: EmbedPending,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """search.sql's first_page scores and orders in SQL what fuse does in Python: the same
+    hits, scores, why and facets as the two statements (which search_jobs runs when the debug
+    log is on), with and without filters, past the last hit, and with a listing pending."""
+    await insert(pool, list(iter_sample_listings(200)))
+    await embed_pending()
+    await insert(pool, [CORPUS[0]])  # pending its embedding: scored on its words
+    asks: list[tuple[str, dict[str, Any]]] = [
+        ("senior engineer python", {}),
+        ("nurse", {"size": 7, "offset": 5}),
+        ("backend engineer", {"work_mode": "remote", "salary_min": 50}),
+        ("data scientist in berlin", {"location": "a", "posted_within_days": 30}),
+        ("designer", {"offset": 39, "size": 1}),
+        ("zzzz qqqq", {"offset": 20}),
+        ("nurse", {"location": "Nowhere at all"}),
+        ("engineer", {"currency": "EUR", "salary_min": 40, "remote_country": "DE"}),
+    ]
+    for q, kw in asks:
+        one = await search_jobs(pool, embedder, q, **kw)
+        with caplog.at_level(logging.DEBUG, logger="shortlist.listings.search"):
+            two = await search_jobs(pool, embedder, q, **kw)
+        assert one.model_dump(exclude={"took_ms"}) == two.model_dump(exclude={"took_ms"}), q
+    assert (await search_jobs(pool, embedder, "engineer", with_facets=False)).hits
+
+
 async def test_search_degrades_to_full_text_when_the_embedder_fails(
     pool: AsyncPool, embed_pending: EmbedPending
 ) -> None:

@@ -15,11 +15,15 @@
    in more than :data:`BROAD_SHARE` of a smaller table's) has only its :data:`BROAD_WINDOW`
    newest matches ranked, so a word every listing has does not make a search read every
    listing (at a million, "engineer" took seconds).
-   Both lists come from one statement, and the page's listings from a second; before them,
-   a small one tells the query's narrow words from its broad ones, only for words not seen in
-   the last :data:`WORDS_TTL` seconds: two round trips per search, rarely three. The candidates
-   statement also counts the facets (``shortlist.listings.facets``) on the full-text matches
-   it reads anyway; the page's carries each hit's ``why`` (``shortlist.listings.why``).
+   A page within the first fusion window (every first page) is one statement (search.sql,
+   ``first_page``): both lists, their fusion by the calibrated score, the page's listings with
+   each hit's ``why`` (``shortlist.listings.why``: the snippet made for the hits shown only)
+   and the facet counts (``shortlist.listings.facets``, on the full-text matches it reads
+   anyway). A deeper page takes two: both lists (``candidates``), fused in Python
+   (:func:`fuse`), then the page's listings. Before them, a small statement tells the query's
+   narrow words from its broad ones, only for words not seen in the last :data:`WORDS_TTL`
+   seconds: one round trip per search, rarely two (what one statement saved: bench/README.md,
+   search-http).
 3. **Rerank** — every listing either list found is scored on its own evidence (cosine
    similarity, title words, title trigram similarity; see ``shortlist.relevance``): the
    estimated probability that it is relevant, fitted and checked on labelled postings
@@ -68,12 +72,18 @@ from pydantic import BaseModel, PrivateAttr
 
 from shortlist import metrics, places
 from shortlist.db.pool import HNSW_EF_SEARCH, single_statement
-from shortlist.db.sql import like_pattern, load_queries
+from shortlist.db.sql import (
+    Positional,
+    compose_named,
+    execute_positional,
+    like_pattern,
+    load_queries,
+    positional,
+)
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.base import Embedder, EmbeddingError
 from shortlist.embedding.model_space import ModelSpace, first_space
 from shortlist.embedding.query_cache import QueryCache
-from shortlist.embedding.spaces import SpaceStatements
 from shortlist.errors import BadInput
 from shortlist.listings import facets as facet_counts
 from shortlist.listings import why as explain
@@ -83,7 +93,7 @@ from shortlist.listings.money import salary_step
 from shortlist.listings.rates import Rates
 from shortlist.listings.rates import load as load_rates
 from shortlist.listings.why import Why
-from shortlist.relevance import JOB_SCORE, normalise_query, text_terms
+from shortlist.relevance import JOB_SCORE, PENDING_COSINE, normalise_query, text_terms
 from shortlist.validation import is_storable_text
 
 log = logging.getLogger(__name__)
@@ -103,60 +113,89 @@ def _compact(statement: LiteralString) -> LiteralString:
     return text.replace(", ", ",")
 
 
-# The candidates statement, with or without the facet counts (see search.sql).
-_ORDER = "\nORDER BY list DESC, rank"
-CANDIDATES = _compact(QUERIES["candidate_ctes"] + "\n" + QUERIES["candidate_lists"] + _ORDER)
-CANDIDATES_WITH_FACETS = _compact(
-    QUERIES["candidate_ctes"]
-    + ",\n"
-    + QUERIES["facet_ctes"]
-    + "\n"
-    + QUERIES["candidate_lists"]
-    + "\nUNION ALL\n"
-    + QUERIES["facets_row"]
-    + _ORDER
-)
+_BLOCKS = {name: _compact(text) for name, text in QUERIES.items()}
+"""search.sql's blocks as they are sent (see :func:`_compact`)."""
 
-_FILTER_CONDITIONS: dict[str, LiteralString] = {
-    "location": QUERIES["filter_location"],
-    "salary_min": QUERIES["filter_salary_min"],
-    "salary_converted": QUERIES["filter_salary_converted"],
-    "work_mode": QUERIES["filter_work_mode"],
-    "remote_country": QUERIES["filter_remote_country"],
-    "visa": QUERIES["filter_visa"],
-    "posted_within_days": QUERIES["filter_posted_within_days"],
+_FILTER_CONDITIONS: dict[str, str] = {
+    "location": "filter_location",
+    "salary_min": "filter_salary_min",
+    "salary_converted": "filter_salary_converted",
+    "work_mode": "filter_work_mode",
+    "remote_country": "filter_remote_country",
+    "visa": "filter_visa",
+    "posted_within_days": "filter_posted_within_days",
 }
 FILTERS = tuple(_FILTER_CONDITIONS)
 """The search filters, in the order their conditions (search.sql) are added to
 ``listing_filters`` when a request sets them."""
 
-# ... composed for each embedding model space and each set of filters a request sets.
-_IN_SPACE: dict[frozenset[str], SpaceStatements] = {}
+_STATEMENTS: dict[tuple[object, ...], sql.Composed] = {}
+"""Composed for each statement, model space, set of filters and facets or not."""
 
 
-def _filtered(filters: frozenset[str]) -> SpaceStatements:
-    statements = _IN_SPACE.get(filters)
-    if statements is None:
-        conditions = [QUERIES["listing_filters"]] + [
-            condition for name, condition in _FILTER_CONDITIONS.items() if name in filters
+def _statement(
+    name: str, space: ModelSpace, *, with_facets: bool, filters: Iterable[str]
+) -> sql.Composed:
+    """search.sql's statement ``name`` in ``space`` with the conditions of ``filters`` (names
+    of :data:`FILTERS`: those the request sets), counting the facets or not."""
+    wanted = frozenset(filters)
+    if not wanted <= set(FILTERS):
+        raise ValueError(f"unknown filters: {sorted(wanted - set(FILTERS))}")
+    key = (name, wanted, with_facets, space.id, space.vector_column, space.hash_column, space.dim)
+    statement = _STATEMENTS.get(key)
+    if statement is None:
+        conditions = ["listing_filters"] + [
+            block for f, block in _FILTER_CONDITIONS.items() if f in wanted
         ]
-        statements = _IN_SPACE[filters] = SpaceStatements(
-            {"candidates": CANDIDATES, "candidates_with_facets": CANDIDATES_WITH_FACETS},
-            listing_filters=sql.SQL(_compact("\nAND ".join(conditions))),
+        # counts: the CTE; facets: the value the statement returns
+        facets = {
+            "counts": compose_named(_BLOCKS, "counts" if with_facets else "no_counts"),
+            "facets": compose_named(_BLOCKS, "facets_value" if with_facets else "no_facets"),
+        }
+        statement = _STATEMENTS[key] = compose_named(
+            _BLOCKS,
+            name,
+            listing_filters=sql.SQL(" AND ").join(sql.SQL(_BLOCKS[c]) for c in conditions),
+            why_columns=explain.WHY_COLUMNS,
+            **facets,
+            **space.parts(),
         )
-    return statements
+    return statement
+
+
+_POSITIONAL: dict[tuple[object, ...], Positional] = {}
+
+
+def _positional(
+    name: str, space: ModelSpace, *, with_facets: bool, filters: Sequence[str]
+) -> Positional:
+    """:func:`_statement` as :func:`search_jobs` sends it (converted once: the statements are
+    longer than psycopg's cache takes)."""
+    key = (name, frozenset(filters), with_facets, space.id, space.vector_column, space.dim)
+    statement = _POSITIONAL.get(key)
+    if statement is None:
+        statement = _POSITIONAL[key] = positional(
+            _statement(name, space, with_facets=with_facets, filters=filters)
+        )
+    return statement
 
 
 def candidates_statement(
     space: ModelSpace, *, with_facets: bool = False, filters: Iterable[str] = ()
 ) -> sql.Composed:
-    """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it, with
-    the conditions of ``filters`` (names of :data:`FILTERS`: those the request sets)."""
-    wanted = frozenset(filters)
-    if not wanted <= set(FILTERS):
-        raise ValueError(f"unknown filters: {sorted(wanted - set(FILTERS))}")
+    """The candidates statement of ``space`` (search.sql), as :func:`search_jobs` runs it for a
+    deep page, with the conditions of ``filters`` (names of :data:`FILTERS`: those the request
+    sets)."""
     name = "candidates_with_facets" if with_facets else "candidates"
-    return _filtered(wanted).get(name, space)
+    return _statement(name, space, with_facets=with_facets, filters=filters)
+
+
+def first_page_statement(
+    space: ModelSpace, *, with_facets: bool = False, filters: Iterable[str] = ()
+) -> sql.Composed:
+    """The statement of a page within the first fusion window (search.sql ``first_page``), as
+    :func:`search_jobs` runs it, with the conditions of ``filters``."""
+    return _statement("first_page", space, with_facets=with_facets, filters=filters)
 
 
 WORDS_TTL = 60.0
@@ -482,9 +521,10 @@ async def _embed_query(
 
 @asynccontextmanager
 async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[AsyncConn]:
-    """Up to three round trips per search: the query's words, the candidate lists, then the
-    page's listings, each one autocommit statement on the session's vector search settings. A window
-    longer than their candidate list (deep pages) widens it in a transaction of its own."""
+    """The connection of a search's statements (the query's words, then the page, or for a deep
+    page the candidate lists and the page's listings), each one autocommit statement on the
+    session's vector search settings. A window longer than their candidate list (deep pages)
+    widens it in a transaction of its own."""
     if not widen:
         async with single_statement(pool) as conn:
             yield conn
@@ -493,6 +533,78 @@ async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[
         # pgvector caps ef_search at 1000; past that the iterative scan carries on.
         await conn.execute(QUERIES["widen_vector_scan"], {"ef_search": str(min(1000, k))})
         yield conn
+
+
+SCORE_PARAMS: dict[str, float] = {
+    "w_intercept": JOB_SCORE.intercept,
+    "w_cosine": JOB_SCORE.cosine,
+    "w_title_match": JOB_SCORE.title_match,
+    "w_title_similarity": JOB_SCORE.title_similarity,
+    "pending_cosine": PENDING_COSINE,
+}
+"""The calibrated score's weights, for the first page's statement, which scores in SQL."""
+
+
+def _hit(
+    row: dict[str, Any],
+    score: float,
+    vector_rank: int | None,
+    text_rank: int | None,
+    title_match: float,
+) -> SearchHit:
+    """A hit from its row of why.sql's ``why_columns`` and its evidence."""
+    listing = ListingOut.from_row(row)
+    terms = list(row["matched_terms"])
+    via = explain.via(vector_rank, text_rank)
+    return SearchHit(
+        listing=listing,
+        score=score,
+        why=Why(
+            matched_terms=terms,
+            snippet=explain.highlighted(row["snippet"] or ""),
+            via=via,
+            labels=explain.match_labels(title_match, listing.job_title, terms, via),
+        ),
+    )
+
+
+async def _fused_page(
+    conn: AsyncConn,
+    space: ModelSpace,
+    with_facets: bool,
+    filters: Sequence[str],
+    params: dict[str, Any],
+    windows: Sequence[int],
+    q: str,
+    size: int,
+    offset: int,
+) -> tuple[list[SearchHit], dict[str, Any]]:
+    """A page past the first fusion window (or any, with the debug log on): both lists, fused
+    in Python (:func:`fuse`), then the page's listings with their why: two statements."""
+    name = "candidates_with_facets" if with_facets else "candidates"
+    statement = _positional(name, space, with_facets=with_facets, filters=filters)
+    rows = await execute_positional(conn, statement, params)
+    vector_rows = [r for r in rows if r["list"] == "vector"]
+    text_rows = [r for r in rows if r["list"] == "text"]
+    facet_counts_row: dict[str, Any] = next(
+        (r["facets"] for r in rows if r["list"] == "facets"), {}
+    )
+    ranked = fuse(vector_rows, text_rows, windows)
+    page = ranked[offset : offset + size]
+    cur = await conn.execute(explain.PAGE_WITH_WHY, {**params, "ids": [c.id for c in page]})
+    listings = {r["id"]: r for r in await cur.fetchall()}
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
+        )
+        log.debug("job search %r final order: %s", q, format_final_for_log(ranked, LOG_TOP_N))
+    # A listing deleted between the two statements is simply left out.
+    hits = [
+        _hit(listings[c.id], c.score, c.vector_rank, c.text_rank, c.title_match)
+        for c in page
+        if c.id in listings
+    ]
+    return hits, facet_counts_row
 
 
 async def search_jobs(
@@ -559,6 +671,7 @@ async def search_jobs(
         **facet_counts.FACET_PARAMS,
         **money,
     }
+    filters = [name for name in FILTERS if params[name] is not None]
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
         # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
         # settle on a generic plan, made without the filter values: it could no longer pick
@@ -569,49 +682,24 @@ async def search_jobs(
             # Without the place only broad words are left ("jobs in Berlin"): the place is
             # what the query asks for, so its listings are matched after all.
             words = await query_words(conn, params["terms"])
-        params.update(words)
-        statement = candidates_statement(
-            space,
-            with_facets=with_facets,
-            filters=[name for name in FILTERS if params[name] is not None],
-        )
-        cur = await conn.execute(statement, params, prepare=False)
-        rows = await cur.fetchall()
-        vector_rows = [r for r in rows if r["list"] == "vector"]
-        text_rows = [r for r in rows if r["list"] == "text"]
-        facet_counts_row: dict[str, Any] = next(
-            (r["facets"] for r in rows if r["list"] == "facets"), {}
-        )
-        ranked = fuse(vector_rows, text_rows, windows)
-        page = ranked[offset : offset + size]
-        page_ids = [c.id for c in page]
-        # The page's listings with their "why", in one statement.
-        cur = await conn.execute(explain.QUERIES["page_with_why"], explain.why_params(q, page_ids))
-        page_rows = await cur.fetchall()
-        listings = {r["id"]: ListingOut.from_row(r) for r in page_rows}
-        whys = explain.why_by_id(page_rows)
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug(
-            "job search %r vector top: %s", q, format_vector_top_for_log(vector_rows, LOG_TOP_N)
-        )
-        log.debug("job search %r final order: %s", q, format_final_for_log(ranked, LOG_TOP_N))
-    # A listing deleted between the candidate queries and the fetch is simply left out.
-    hits = [
-        SearchHit(
-            listing=listings[c.id],
-            score=c.score,
-            why=Why(
-                matched_terms=whys[c.id][0],
-                snippet=whys[c.id][1],
-                via=(via := explain.via(c.vector_rank, c.text_rank)),
-                labels=explain.match_labels(
-                    c.title_match, listings[c.id].job_title, whys[c.id][0], via
-                ),
-            ),
-        )
-        for c in page
-        if c.id in listings and c.id in whys
-    ]
+        params.update(words, **explain.why_params(q))
+        if len(windows) == 1 and not log.isEnabledFor(logging.DEBUG):
+            # Every first page: fused and read in one statement (search.sql, first_page). The
+            # debug log wants both lists in full, which only the candidates statement returns.
+            statement = _positional("first_page", space, with_facets=with_facets, filters=filters)
+            rows = await execute_positional(
+                conn, statement, {**params, **SCORE_PARAMS, "size": size, "offset": offset}
+            )
+            facet_counts_row: dict[str, Any] = (rows[0]["facets"] if rows else None) or {}
+            hits = [
+                _hit(r, r["score"], r["vector_rank"], r["text_rank"], r["title_match"])
+                for r in rows
+                if r["id"] is not None
+            ]
+        else:
+            hits, facet_counts_row = await _fused_page(
+                conn, space, with_facets, filters, params, windows, q, size, offset
+            )
     if currency is not None and rates is not None:
         for hit in hits:
             item = hit.listing

@@ -110,9 +110,9 @@ l.created_at>=now()-make_interval(days=>%(posted_within_days)s::int)
 --           broad word, its newest %(broad_window)s) plus the k nearest. They reuse the text
 --           list's rows: all_matching is then read twice, so PostgreSQL materialises it; read
 --           once (no facets), it is inlined into a top-k sort.
--- shortlist.listings.search puts the statement together from the four blocks below:
---   candidate_ctes [, facet_ctes] candidate_lists [UNION ALL facets_row] ORDER BY list DESC, rank
-WITH query AS MATERIALIZED (
+-- The statements that use it (first_page, candidates and their _with_facets forms) say where
+-- ({candidate_ctes}); shortlist.listings.search fills each placeholder with its named block.
+query AS MATERIALIZED (
     SELECT replace(plainto_tsquery('english', %(terms)s)::text, '&', '|')::tsquery AS any_word,
            array(SELECT lexeme FROM unnest(to_tsvector('english', %(terms)s))) AS lexemes,
            -- The words the title is compared with: the query's words but stop words ("and",
@@ -163,55 +163,134 @@ matching AS (
      LIMIT %(k)s
 )
 
--- name: facet_ctes
--- Appended to candidate_ctes when facets are counted: small groups of the query's matches (every
--- full-text match, and the nearest that are not one), counted in one pass (two grouping sets)
+-- name: counts
+-- The counts CTE when facets are counted (else no_counts): small groups of the query's matches
+-- (every full-text match, and the nearest that are not one), counted in one pass (two grouping sets)
 -- and summed up in Python: by city, and by work mode, currency, units (the top figure in steps
 -- of %(band_unit)s thousand, scaled per currency into bands in Python) and fresh (1, 7 or 30
 -- days, or NULL). A search in a chosen currency counts in finer steps (band_unit 10), which
 -- shortlist.listings.facets converts (by the reference rates) into that currency's bands.
-counts AS (
-    SELECT city_location, work_mode, currency_code, units, fresh,
-           GROUPING(city_location) AS by_mode, count(*) AS n
-      FROM (SELECT city_location, work_mode, currency_code, top_ks / %(band_unit)s AS units,
-                   CASE WHEN created_at >= now() - interval '1 day' THEN 1
-                        WHEN created_at >= now() - interval '7 days' THEN 7
-                        WHEN created_at >= now() - interval '30 days' THEN 30 END AS fresh
-              FROM (SELECT work_mode, city_location, currency_code, top_ks, created_at
-                      FROM all_matching
-                    UNION ALL
-                    SELECT work_mode, city_location, currency_code, top_ks, created_at
-                      FROM nearest
-                     WHERE id NOT IN (SELECT id FROM all_matching)) AS m) AS f
-     GROUP BY GROUPING SETS ((city_location), (work_mode, currency_code, units, fresh))
-)
+SELECT city_location, work_mode, currency_code, units, fresh,
+       GROUPING(city_location) AS by_mode, count(*) AS n
+  FROM (SELECT city_location, work_mode, currency_code, top_ks / %(band_unit)s AS units,
+               CASE WHEN created_at >= now() - interval '1 day' THEN 1
+                    WHEN created_at >= now() - interval '7 days' THEN 7
+                    WHEN created_at >= now() - interval '30 days' THEN 30 END AS fresh
+          FROM (SELECT work_mode, city_location, currency_code, top_ks, created_at
+                  FROM all_matching
+                UNION ALL
+                SELECT work_mode, city_location, currency_code, top_ks, created_at
+                  FROM nearest
+                 WHERE id NOT IN (SELECT id FROM all_matching)) AS m) AS f
+ GROUP BY GROUPING SETS ((city_location), (work_mode, currency_code, units, fresh))
+
+-- name: no_counts
+-- The counts CTE when facets are not counted: read by nothing, so never run, and all_matching
+-- is read once (inlined into the text list's top-k sort).
+SELECT WHERE false
 
 -- name: candidate_lists
--- The two lists with each listing's evidence: distance (cosine, NULL without a vector on either
--- side), title_match (share of the query's lexemes in the title, weight A), title_similarity
--- (pg_trgm word_similarity of the query's words but stop words and the title: typos).
-SELECT p.list, p.rank, l.id, l.company_name, l.job_title,
-       l.{embedding} <=> %(vector)s::vector AS distance,
-       coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
-                    AS t (lexeme)
-                  WHERE t.lexeme = ANY (query.lexemes))::float8
-                / nullif(cardinality(query.lexemes), 0), 0) AS title_match,
-       coalesce(word_similarity(query.title_words, l.job_title), 0)::float8 AS title_similarity,
-       NULL::jsonb AS facets
+-- The two lists with each listing's evidence ({evidence}).
+SELECT p.list, p.rank, l.id, l.company_name, l.job_title, e.distance, e.title_match,
+       e.title_similarity, NULL::jsonb AS facets
   FROM (SELECT 'vector' AS list, row_number() OVER (ORDER BY distance, id) AS rank, id
           FROM nearest
         UNION ALL
         SELECT 'text', row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id), id
           FROM matching) AS p
-  JOIN job_listings AS l ON l.id = p.id, query
+  JOIN job_listings AS l ON l.id = p.id
+ CROSS JOIN query
+ CROSS JOIN LATERAL ({evidence}) AS e
+
+-- name: evidence
+-- What listing l's score is computed from (shortlist.relevance): distance (cosine, NULL without
+-- a vector on either side), title_match (share of the query's lexemes in the title, weight A),
+-- title_similarity (pg_trgm word_similarity of the query's words but stop words and the title:
+-- typos).
+SELECT l.{embedding} <=> %(vector)s::vector AS distance,
+       coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
+                    AS t (lexeme)
+                  WHERE t.lexeme = ANY (query.lexemes))::float8
+                / nullif(cardinality(query.lexemes), 0), 0) AS title_match,
+       coalesce(word_similarity(query.title_words, l.job_title), 0)::float8 AS title_similarity
 
 -- name: facets_row
-SELECT 'facets', 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       jsonb_build_object(
-           'groups', (SELECT jsonb_agg(g) FROM counts g WHERE by_mode = 1),
-           'cities', (SELECT jsonb_agg(c)
-                        FROM (SELECT city_location, n
-                                FROM counts
-                               WHERE by_mode = 0
-                               ORDER BY n DESC, city_location
-                               LIMIT %(top_cities)s) AS c))
+SELECT 'facets', 0, NULL, NULL, NULL, NULL, NULL, NULL, {facets_value}
+
+-- name: facets_value
+-- The facet counts as one jsonb value: the groups by work mode, currency, units and freshness,
+-- and the %(top_cities)s commonest cities.
+jsonb_build_object(
+    'groups', (SELECT jsonb_agg(g) FROM counts g WHERE by_mode = 1),
+    'cities', (SELECT jsonb_agg(c)
+                 FROM (SELECT city_location, n
+                         FROM counts
+                        WHERE by_mode = 0
+                        ORDER BY n DESC, city_location
+                        LIMIT %(top_cities)s) AS c))
+
+-- name: no_facets
+NULL::jsonb
+
+-- name: candidates
+-- Both candidate lists with their evidence, each in its order: a deep page's (its positions
+-- past the first fusion window), fused in Python (shortlist.listings.search.fuse).
+WITH {candidate_ctes}
+{candidate_lists}
+ORDER BY list DESC, rank
+
+-- name: candidates_with_facets
+-- As candidates, and one more row (list 'facets') holding the facet counts.
+WITH {candidate_ctes},
+counts AS ({counts})
+{candidate_lists}
+UNION ALL
+{facets_row}
+ORDER BY list DESC, rank
+
+-- name: first_page
+-- A page within the first fusion window (the search's first 40 positions: every first page),
+-- in one statement: both lists, fused by the calibrated score, and only the page's listings
+-- read in full with their why ({why_columns}: the snippet is made for the hits shown only).
+-- The score is shortlist.relevance.ScoreModel.score, its weights %(w_*)s, in the same order of
+-- operations on the same float8 values, so it is the number Python computes; the order is
+-- shortlist.listings.search._order's (best score, better full-text rank, better vector rank,
+-- id: uuids compare as their text does). One row per hit in page order; the first carries
+-- the facet counts ({facets}: facets_value or no_facets), and a page without hits is one row
+-- of NULLs but its facets.
+WITH {candidate_ctes},
+counts AS ({counts}),
+fused AS (
+    SELECT f.id, f.vector_rank, f.text_rank, e.title_match,
+           1 / (1 + exp(-(%(w_intercept)s::float8
+                          + %(w_cosine)s::float8
+                            * coalesce(1 - e.distance, %(pending_cosine)s::float8)
+                          + %(w_title_match)s::float8 * e.title_match
+                          + %(w_title_similarity)s::float8 * e.title_similarity))) AS score
+      FROM (SELECT id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank
+              FROM (SELECT id, row_number() OVER (ORDER BY distance, id) AS vector_rank,
+                           NULL::bigint AS text_rank
+                      FROM nearest
+                    UNION ALL
+                    SELECT id, NULL,
+                           row_number() OVER (ORDER BY text_rank DESC, created_at DESC, id)
+                      FROM matching) AS r
+             GROUP BY id) AS f
+      JOIN job_listings AS l ON l.id = f.id
+     CROSS JOIN query
+     CROSS JOIN LATERAL ({evidence}) AS e
+),
+page AS (
+    SELECT id, vector_rank, text_rank, title_match, score,
+           row_number() OVER (ORDER BY score DESC, text_rank NULLS LAST,
+                                       vector_rank NULLS LAST, id) AS position
+      FROM fused
+     ORDER BY position
+     LIMIT %(size)s OFFSET %(offset)s
+)
+SELECT p.vector_rank, p.text_rank, p.title_match, p.score, {why_columns},
+       CASE WHEN p.position IS NULL OR p.position = %(offset)s::int + 1 THEN {facets} END
+           AS facets
+  FROM (SELECT) AS one
+  LEFT JOIN (page AS p JOIN job_listings AS l ON l.id = p.id) ON true
+ ORDER BY p.position

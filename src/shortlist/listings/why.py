@@ -4,17 +4,20 @@ retrieval found it (``meaning``: the vector list, ``words``: the full-text list,
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Literal
-from uuid import UUID
 
 from markupsafe import escape
+from psycopg import sql
 from pydantic import BaseModel
 
-from shortlist.db.sql import load_queries
-from shortlist.db.types import Row
+from shortlist.db.sql import compose, load_queries
 
 QUERIES = load_queries("shortlist.listings", "why.sql")
+WHY_COLUMNS = sql.SQL(" ".join(QUERIES["why_columns"].split()).replace(", ", ","))
+"""The select list of a listing with its why (why.sql), as the search's statements include it:
+white space collapsed, as shortlist.listings.search sends its own (no literal of it holds a
+space it needs)."""
+PAGE_WITH_WHY = compose(QUERIES["page_with_why"], why_columns=WHY_COLUMNS)
 
 Via = Literal["meaning", "words", "both"]
 
@@ -73,8 +76,9 @@ def query_words(q: str) -> list[str]:
     return list(dict.fromkeys(w.lower() for w in _WORD.findall(q)))
 
 
-def why_params(q: str, ids: Sequence[UUID]) -> dict[str, object]:
-    return {"q": q, "words": query_words(q), "ids": list(ids), "options": HEADLINE_OPTIONS}
+def why_params(q: str) -> dict[str, object]:
+    """The parameters of ``why_columns`` (why.sql) for the query ``q``."""
+    return {"q": q, "words": query_words(q), "options": HEADLINE_OPTIONS}
 
 
 def highlighted(headline: str) -> str:
@@ -86,7 +90,3 @@ def via(vector_rank: int | None, text_rank: int | None) -> Via:
     if vector_rank and text_rank:
         return "both"
     return "words" if text_rank else "meaning"
-
-
-def why_by_id(rows: Sequence[Row]) -> dict[UUID, tuple[list[str], str]]:
-    return {r["id"]: (list(r["matched_terms"]), highlighted(r["snippet"] or "")) for r in rows}
