@@ -260,13 +260,10 @@ ORDER BY list DESC, rank
 -- of NULLs but its facets.
 WITH {candidate_ctes},
 counts AS ({counts}),
-fused AS (
-    SELECT f.id, f.vector_rank, f.text_rank, e.title_match,
-           1 / (1 + exp(-(%(w_intercept)s::float8
-                          + %(w_cosine)s::float8
-                            * coalesce(1 - e.distance, %(pending_cosine)s::float8)
-                          + %(w_title_match)s::float8 * e.title_match
-                          + %(w_title_similarity)s::float8 * e.title_similarity))) AS score
+fused AS MATERIALIZED (
+    -- Each candidate once, with its ranks and evidence. Materialised: the score and the page
+    -- both read title_match, whose subquery would otherwise run twice per candidate.
+    SELECT f.id, f.vector_rank, f.text_rank, e.distance, e.title_match, e.title_similarity
       FROM (SELECT id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank
               FROM (SELECT id, row_number() OVER (ORDER BY distance, id) AS vector_rank,
                            NULL::bigint AS text_rank
@@ -284,7 +281,14 @@ page AS (
     SELECT id, vector_rank, text_rank, title_match, score,
            row_number() OVER (ORDER BY score DESC, text_rank NULLS LAST,
                                        vector_rank NULLS LAST, id) AS position
-      FROM fused
+      FROM (SELECT id, vector_rank, text_rank, title_match,
+                   1 / (1 + exp(-(%(w_intercept)s::float8
+                                  + %(w_cosine)s::float8
+                                    * coalesce(1 - distance, %(pending_cosine)s::float8)
+                                  + %(w_title_match)s::float8 * title_match
+                                  + %(w_title_similarity)s::float8 * title_similarity)))
+                       AS score
+              FROM fused) AS s
      ORDER BY position
      LIMIT %(size)s OFFSET %(offset)s
 )
