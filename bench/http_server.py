@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -95,9 +96,12 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
 
 
 def main() -> None:
-    from shortlist.heap import cap_malloc_arenas
+    from shortlist.heap import cap_malloc_arenas, fix_mmap_threshold
 
-    cap_malloc_arenas()  # as the shortlist command does
+    # As the shortlist command does (shortlist.cli.main).
+    cap_malloc_arenas()
+    fix_mmap_threshold()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--port", type=int, required=True)

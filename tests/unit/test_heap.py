@@ -83,3 +83,46 @@ def test_a_trim_hands_freed_heap_memory_back() -> None:
     trimmed, released_mb = done.stdout.split()
     assert trimmed == "True"
     assert int(released_mb) > 100, done.stdout
+
+
+# A child process: one 2 MB block freed (glibc then raises its threshold to 2 MB), then 30 blocks
+# of 1.5 MB and one more, all but the last freed; how much of them stays resident.
+MMAP_CHILD = r"""
+import sys, psutil
+if sys.argv[1] == "fixed":
+    from shortlist.heap import fix_mmap_threshold
+    assert fix_mmap_threshold()
+me = psutil.Process()
+first = bytearray(2 * 2**20)
+del first
+before = me.memory_info().rss
+blocks = [bytearray(3 * 2**19) for _ in range(30)]
+pin = bytearray(3 * 2**19)
+del blocks
+print((me.memory_info().rss - before) // 2**20)
+"""
+
+
+def _kept_mb(mode: str) -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    done = subprocess.run(
+        [sys.executable, "-c", MMAP_CHILD, mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return int(done.stdout.strip())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_large_blocks_are_handed_back_once_the_mmap_threshold_is_fixed() -> None:
+    assert _kept_mb("default") >= 30
+    assert _kept_mb("fixed") <= 5
+
+
+def test_an_operators_mmap_threshold_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shortlist.heap import fix_mmap_threshold
+
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert fix_mmap_threshold() is False

@@ -10,7 +10,7 @@ import sys
 import typer
 
 from shortlist.errors import ConfigError, StartupError
-from shortlist.heap import cap_malloc_arenas
+from shortlist.heap import cap_malloc_arenas, fix_mmap_threshold
 
 
 def build_app() -> typer.Typer:
@@ -82,6 +82,7 @@ def build_app() -> typer.Typer:
 
 def main() -> None:
     cap_malloc_arenas()  # before any thread allocates
+    fix_mmap_threshold()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
