@@ -118,6 +118,9 @@ async def test_a_free_text_brief_backfills_through_both_vendors_and_stops_at_the
     serp_enriched = sum(1 for s in stubs if s["tier"] == "serp" and s["status"] != "skipped")
     assert summary["enrichments"] <= serp_enriched
     assert summary["credits"]["total"] == sum(summary["credits"]["byProvider"].values()) > 0
+    # Issue 38: per search, the credits spent on people who became results (a record's, an
+    # enrichment's), within what the search spent.
+    assert 0 < summary["credits"]["onResults"] <= summary["credits"]["total"]
     assert summary["budget"] == {"credits": None, "reached": False}
     stats = await sim_stats(simulator)
     assert sum(stats["enrich_by_username"].values()) == summary["enrichments"]
