@@ -9,16 +9,18 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import psycopg
 import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
+from shortlist.db.types import AsyncPool
 from shortlist.simulator import SimulatorServer
 from shortlist.talent import repository as repo
-from shortlist.talent.reaper import MAX_LOST_WORKERS, reap_once
+from shortlist.talent.reaper import MAX_LOST_WORKERS, Reaper, reap_once
 from tests.backfill_support import (
     BACKFILL,
     ON_SIMULATOR,
@@ -296,3 +298,36 @@ async def test_search_retry_requeues_failed_tiers_and_transient_failures(
     assert {t["status"] for t in summary["tiers"]} == {"queued"}
     assert summary["candidates"]["queued"] == 1  # the transient one; 404 stays failed
     assert summary["candidates"]["failed_permanent"] == 1
+
+
+class _DatabaseDown:
+    """A pool whose database is restarting: every connection is refused."""
+
+    def connection(self) -> Any:
+        raise psycopg.OperationalError("the database system is starting up")
+
+
+async def test_a_lease_run_out_in_a_database_outage_is_not_a_lost_worker(
+    client: httpx.AsyncClient, services: Services, recruiter: str
+) -> None:
+    # Every lease held across an outage runs out, its worker alive: the reaper puts the work
+    # back without counting a lost worker, until one lease after the database answers again.
+    search_id = await start(client, recruiter)
+    lost_tier = (
+        "UPDATE search_tiers SET status = 'running', attempts = %s, locked_by = 'alive',"
+        " locked_until = now() - interval '1 second' WHERE search_id = %s AND tier = 'strict'"
+    )
+    await execute(services, lost_tier, MAX_LOST_WORKERS, search_id)
+    reaper = Reaper(cast(AsyncPool, _DatabaseDown()), services.settings)
+    with pytest.raises(psycopg.OperationalError):
+        await reaper.round()
+    reaper.pool = services.pool
+    report = await reaper.round()
+    assert (report.requeued_tiers, report.failed_tiers) == (1, 0)
+    await execute(services, lost_tier, MAX_LOST_WORKERS, search_id)
+    report = await reaper.round()  # within that lease
+    assert (report.requeued_tiers, report.failed_tiers) == (1, 0)
+    reaper.forgive_until = 0.0  # the lease has passed: a lease that runs out now is a loss
+    await execute(services, lost_tier, MAX_LOST_WORKERS, search_id)
+    report = await reaper.round()
+    assert (report.requeued_tiers, report.failed_tiers) == (0, 1)

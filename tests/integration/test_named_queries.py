@@ -157,6 +157,16 @@ async def test_tier_outcome_retry_requeues_for_later_only_for_the_holder(pool: A
     assert row == {"status": "queued", "last_error": "429", "later": True, "locked_by": None}
 
 
+async def test_tier_outcome_give_back_is_not_a_lost_claim(pool: AsyncPool) -> None:
+    # attempts counts the claims of a page whose worker was lost (reap_lost_tiers): a claim
+    # its live worker gave back (a database outage, a dropped page) is taken off again.
+    async with pool.connection() as conn:
+        tier = await insert_tier(conn, await insert_search(conn), status="running", attempts=3)
+        assert await TierQueue.leases.settle(conn, WORKER, {tier: GIVE_BACK}) == {tier}
+        row = await status_of(conn, "search_tiers", tier)
+    assert (row["status"], row["attempts"], row["locked_by"]) == ("queued", 2, None)
+
+
 async def test_tier_failed_only_for_a_running_tier_its_holder_settled(pool: AsyncPool) -> None:
     async with pool.connection() as conn:
         search = await insert_search(conn)
@@ -383,6 +393,28 @@ async def test_reap_lost_tiers_requeues_then_fails(pool: AsyncPool) -> None:
             (lost_often, "failed"),
         ]
         assert (await status_of(conn, "search_tiers", live))["status"] == "running"
+
+
+async def test_reap_after_an_outage_requeues_without_counting_lost_workers(pool: AsyncPool) -> None:
+    # Leases that ran out while the database was down: their workers may be alive.
+    async with pool.connection() as conn:
+        search = await insert_search(conn)
+        stub = await insert_stub(
+            conn, search, "p1", status="running", lease=EXPIRED_LEASE, lost_workers=2
+        )
+        tier = await insert_tier(conn, search, status="running", lease=EXPIRED_LEASE, attempts=3)
+        reaped = await repo.reap_lost_candidates(conn, max_lost=3, counted=False)
+        assert [(r["id"], r["status"]) for r in reaped] == [(stub, "queued")]
+        tiers = await repo.reap_lost_tiers(conn, max_lost=3, counted=False)
+        assert [(r["id"], r["status"]) for r in tiers] == [(tier, "queued")]
+        stub_row = await one(
+            conn,
+            "SELECT lost_workers, last_error, locked_by FROM search_candidates WHERE id = %s",
+            (stub,),
+        )
+        tier_row = await status_of(conn, "search_tiers", tier)
+    assert stub_row == {"lost_workers": 2, "last_error": None, "locked_by": None}
+    assert (tier_row["attempts"], tier_row["last_error"], tier_row["locked_by"]) == (2, None, None)
 
 
 async def test_mark_stale_searches_spares_recent_progress_and_live_leases(pool: AsyncPool) -> None:

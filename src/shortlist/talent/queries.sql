@@ -400,12 +400,15 @@ RETURNING status::text AS status
 -- What a tier's outcome writes besides its lease (LeaseTable.outcome, shortlist.queue.lease):
 -- given back, a running tier is queued again; retried (the provider throttled: 429, paused),
 -- queued and not due before the pause ends, with the reason. A tier no longer running (the
--- reaper's, a retry's, out of credit) keeps its state.
+-- reaper's, a retry's, out of credit) keeps its state. attempts counts the claims of this page
+-- whose worker was lost (reap_lost_tiers): a claim its live worker gave back is not one.
 status = CASE WHEN t.status = 'running' AND o.kind IN ('give_back', 'retry') THEN 'queued'
               ELSE t.status END,
 not_before = CASE WHEN t.status = 'running' AND o.kind = 'retry'
                   THEN now() + make_interval(secs => o.delay) ELSE t.not_before END,
-attempts = CASE WHEN t.status = 'running' AND o.kind = 'retry' THEN 0 ELSE t.attempts END,
+attempts = CASE WHEN t.status = 'running' AND o.kind = 'retry' THEN 0
+                WHEN t.status = 'running' AND o.kind = 'give_back' THEN greatest(t.attempts - 1, 0)
+                ELSE t.attempts END,
 last_error = CASE WHEN t.status = 'running' AND o.kind = 'retry' THEN o.reason
                   ELSE t.last_error END,
 updated_at = now()
@@ -623,18 +626,20 @@ RETURNING id
 -- name: reap_lost_candidates
 -- A running stub whose lease ran out: its worker vanished (killed, crashed, hung), which is not
 -- the candidate's fault. Back to the queue, until max_lost workers were lost on it: then it
--- fails forward (failed_transient) with that reason. SKIP LOCKED: a row some transaction holds
--- (a late commit, a retry) is left to the next round, so the reaper never waits on a lock.
+-- fails forward (failed_transient) with that reason. Not counted (counted = false): leases that
+-- ran out in a database outage, whose live workers could neither renew nor give them back.
+-- SKIP LOCKED: a row some transaction holds (a late commit, a retry) is left to the next
+-- round, so the reaper never waits on a lock.
 WITH lost AS (
     SELECT id FROM search_candidates
      WHERE status = 'running' AND locked_until < now()
        FOR UPDATE SKIP LOCKED
 )
 UPDATE search_candidates AS c
-   SET status = (CASE WHEN c.lost_workers + 1 >= %(max_lost)s THEN 'failed_transient'
-                      ELSE 'queued' END)::candidate_status,
-       lost_workers = c.lost_workers + 1,
-       last_error = CASE WHEN c.lost_workers + 1 >= %(max_lost)s
+   SET status = (CASE WHEN %(counted)s AND c.lost_workers + 1 >= %(max_lost)s
+                      THEN 'failed_transient' ELSE 'queued' END)::candidate_status,
+       lost_workers = c.lost_workers + (CASE WHEN %(counted)s THEN 1 ELSE 0 END),
+       last_error = CASE WHEN %(counted)s AND c.lost_workers + 1 >= %(max_lost)s
                          THEN 'worker lost ' || (c.lost_workers + 1) || ' times (lease expired)'
                          ELSE c.last_error END,
        {lease_ended},
@@ -645,18 +650,21 @@ RETURNING c.id, c.search_id, c.status::text AS status
 
 -- name: reap_lost_tiers
 -- A running tier whose lease ran out goes back to the queue, or fails after max_lost lost
--- workers in a row on the same page (a page that kills every worker that tries it).
+-- workers in a row on the same page (a page that kills every worker that tries it): attempts
+-- counts this claim too. Not counted (counted = false, as reap_lost_candidates): the claim is
+-- taken off attempts.
 WITH lost AS (
     SELECT id FROM search_tiers
      WHERE status = 'running' AND locked_until < now()
        FOR UPDATE SKIP LOCKED
 )
 UPDATE search_tiers AS t
-   SET status = (CASE WHEN t.attempts >= %(max_lost)s THEN 'failed' ELSE 'queued' END)
-                ::tier_status,
-       last_error = CASE WHEN t.attempts >= %(max_lost)s
+   SET status = (CASE WHEN %(counted)s AND t.attempts >= %(max_lost)s THEN 'failed'
+                      ELSE 'queued' END)::tier_status,
+       last_error = CASE WHEN %(counted)s AND t.attempts >= %(max_lost)s
                          THEN 'worker lost: lease expired ' || t.attempts || ' times'
                          ELSE t.last_error END,
+       attempts = CASE WHEN %(counted)s THEN t.attempts ELSE greatest(t.attempts - 1, 0) END,
        not_before = now(),
        {lease_ended},
        updated_at = now()

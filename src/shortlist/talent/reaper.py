@@ -9,6 +9,9 @@ worker process is gone or hung: a live process renews everything it holds):
     search_tiers        queued (same page)     failed                         this reaper
     search_candidates   queued                 failed_transient               this reaper
 
+A lease that ran out in a database outage is not a lost worker (:class:`Reaper`): its worker
+could neither renew it nor give it back.
+
 Every ``reaper_interval`` it also completes a ``running`` search with nothing left to do (its
 last worker died between its commit and the completion check), and marks ``stale`` a running
 search with no progress for ``stale_after`` and no candidate held by a live worker, until
@@ -24,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
 from shortlist.privacy import purge_expired_attempts, purge_expired_mail, purge_expired_profiles
 from shortlist.queue.periodic import Periodic, run_periodic
+from shortlist.queue.worker import database_trouble
 from shortlist.talent import repository as repo
 
 log = logging.getLogger(__name__)
@@ -64,12 +69,13 @@ class ReapReport:
         )
 
 
-async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
+async def reap_once(pool: AsyncPool, settings: Settings, *, count_lost: bool = True) -> ReapReport:
+    """One round. ``count_lost``: a lease that ran out is a lost worker (see :class:`Reaper`)."""
     # One statement per transaction: the reaper never holds locks across tables.
     async with pool.connection() as conn:
-        lost = await repo.reap_lost_candidates(conn, MAX_LOST_WORKERS)
+        lost = await repo.reap_lost_candidates(conn, MAX_LOST_WORKERS, counted=count_lost)
         await conn.commit()
-        tiers = await repo.reap_lost_tiers(conn, MAX_LOST_WORKERS)
+        tiers = await repo.reap_lost_tiers(conn, MAX_LOST_WORKERS, counted=count_lost)
         await conn.commit()
     for row in lost:
         log.warning(
@@ -115,9 +121,42 @@ async def reap_once(pool: AsyncPool, settings: Settings) -> ReapReport:
     return report
 
 
+@dataclass
+class Reaper:
+    """The reaper's rounds, and what it saw of the database between them.
+
+    While the database is down nobody can renew a lease or give a claim back, so every lease
+    held across an outage runs out, its worker alive: that is not a lost worker. After a round
+    failed on the database, the reaper still puts what ran out back in the queue, but counts
+    no lost worker (a tier page's claim is taken off its attempts) until one lease has passed
+    since the database answered again, the time a claim a live worker could not give back
+    takes to run out."""
+
+    pool: AsyncPool
+    settings: Settings
+    forgive_until: float = 0.0
+    """Monotonic time until which a lease that runs out is not counted against its item."""
+    outage: bool = False
+
+    async def round(self) -> ReapReport:
+        now = time.monotonic()
+        try:
+            report = await reap_once(
+                self.pool, self.settings, count_lost=not self.outage and now >= self.forgive_until
+            )
+        except Exception as exc:
+            if database_trouble(exc):
+                self.outage = True
+            raise
+        if self.outage:
+            self.outage = False
+            self.forgive_until = now + self.settings.lease_seconds
+        return report
+
+
 def reaper_job(pool: AsyncPool, settings: Settings) -> Periodic:
     """A round every ``reaper_interval`` (shortlist.queue.periodic)."""
-    return Periodic("reaper", settings.reaper_interval, lambda: reap_once(pool, settings))
+    return Periodic("reaper", settings.reaper_interval, Reaper(pool, settings).round)
 
 
 async def run_reaper(pool: AsyncPool, settings: Settings, stop: asyncio.Event) -> None:

@@ -668,12 +668,20 @@ async def finish_candidate(
 # --- reaper -----------------------------------------------------------------------------------
 
 
-async def reap_lost_candidates(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, _TAKEOVER["reap_lost_candidates"], {"max_lost": max_lost})
+async def reap_lost_candidates(
+    conn: AsyncConn, max_lost: int, *, counted: bool = True
+) -> list[Row]:
+    """``counted``: each lease that ran out is a lost worker (false after a database outage)."""
+    return await _all(
+        conn, _TAKEOVER["reap_lost_candidates"], {"max_lost": max_lost, "counted": counted}
+    )
 
 
-async def reap_lost_tiers(conn: AsyncConn, max_lost: int) -> list[Row]:
-    return await _all(conn, _TAKEOVER["reap_lost_tiers"], {"max_lost": max_lost})
+async def reap_lost_tiers(conn: AsyncConn, max_lost: int, *, counted: bool = True) -> list[Row]:
+    """``counted``: as :func:`reap_lost_candidates`."""
+    return await _all(
+        conn, _TAKEOVER["reap_lost_tiers"], {"max_lost": max_lost, "counted": counted}
+    )
 
 
 async def running_searches_without_work(conn: AsyncConn) -> list[uuid.UUID]:
