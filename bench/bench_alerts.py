@@ -411,6 +411,7 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
     pool = await open_async_pool(url, min_size=1, max_size=2)
     times: list[float] = []
     matches = 0
+    cpu = 0.0
     try:
         started = time.perf_counter()
         # As the match queue does: a batch of listings per transaction (one commit), each
@@ -418,6 +419,7 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
         for first in range(0, len(ids), BATCH):
             chunk = ids[first : first + BATCH]
             async with pool.connection() as conn, conn.transaction():
+                backend = await _backend_cpu(conn)
                 await reverse.prepare_scan(conn)
                 searches: set[uuid.UUID] = set()
                 for lid in chunk:
@@ -431,6 +433,7 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
                     "DELETE FROM alert_listing_queue WHERE listing_id = ANY (%s::uuid[])",
                     (chunk,),
                 )
+                cpu += await _backend_cpu(conn) - backend
         wall = time.perf_counter() - started
         recall = await _recall(pool, ids[:sample])
         async with pool.connection() as conn:
@@ -444,7 +447,32 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
             sizes = {r["name"]: int(r["bytes"]) for r in await cur.fetchall()}
     finally:
         await pool.close()
-    return {"times": times, "wall": wall, "matches": matches, "recall": recall, "sizes": sizes}
+    return {
+        "times": times,
+        "wall": wall,
+        "cpu": cpu,
+        "matches": matches,
+        "recall": recall,
+        "sizes": sizes,
+    }
+
+
+async def _backend_cpu(conn: Any) -> float:
+    """CPU seconds the connection's server process has used (user + system, from /proc: the
+    embedded server runs on this machine): what a listing costs whatever else the machine
+    runs, where wall-clock times grow with the load."""
+    cur = await conn.execute("SELECT pg_backend_pid() AS pid")
+    row = await cur.fetchone()
+    return _process_cpu(int(row["pid"]))
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # Every saved query scored against one listing without an index, and how the presearch must
@@ -510,6 +538,8 @@ def run(ctx: Context) -> list[Record]:
     if ctx.options.get("alert_keyword_similarity"):
         # A knob to explore (the anchors are made by it, so it is set before the build).
         reverse.KEYWORD_SIMILARITY = float(ctx.options["alert_keyword_similarity"])
+    if ctx.options.get("alert_ef_search"):
+        reverse.EF_SEARCH = int(ctx.options["alert_ef_search"])
     searches = int(ctx.options.get("alert_searches") or ctx.size(1_000_000, 5_000))
     listings = int(ctx.options.get("alert_listings") or ctx.size(10_000, 100))
     queries = max(1, searches // 10)
@@ -526,7 +556,8 @@ def run(ctx: Context) -> list[Record]:
     name = "alerts"
     size_note = (
         f"{searches:,} saved searches, {queries:,} distinct queries, {listings:,} listings,"
-        f" keyword similarity {reverse.KEYWORD_SIMILARITY}; 1-min load average"
+        f" keyword similarity {reverse.KEYWORD_SIMILARITY}, ef_search {reverse.EF_SEARCH};"
+        " 1-min load average"
         f" {load_before:.1f} -> {load_after:.1f} on {os.cpu_count()} cores"
     )
     records = [
@@ -544,6 +575,14 @@ def run(ctx: Context) -> list[Record]:
             len(ids) / got["wall"],
             unit="/s",
             note="target >= 100; one stream, a transaction per 32 listings, commit included",
+        ),
+        report(
+            name,
+            "server CPU per listing",
+            got["cpu"] * 1000 / len(ids),
+            unit="ms",
+            note="mean; the PostgreSQL process's user + system time, which the load does not"
+            " inflate as it does the wall-clock times above",
         ),
         report(name, "matches per listing", got["matches"] / len(ids)),
         report(

@@ -79,10 +79,11 @@ SELECT array(SELECT DISTINCT search_id FROM inserted) AS searches
 
 -- name: schedule_digests
 -- Saved searches that got matches are due: at once (instant), else at their next slot
--- (alert_next_slot); one already due keeps its time.
+-- (alert_next_slot); one already due keeps its time and is not written again (a new row version
+-- and an entry in each of its indexes, for a search that most listings match again).
 UPDATE saved_searches
-   SET due_at = coalesce(due_at, alert_next_slot(frequency, timezone, local_hour, last_digest_at))
- WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active'
+   SET due_at = alert_next_slot(frequency, timezone, local_hour, last_digest_at)
+ WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL
 
 -- name: exhaustive_matches
 -- The check the presearch must agree with (tests and the bench): every active saved search
