@@ -13,8 +13,15 @@ import pytest
 
 from shortlist.auth import Role
 from shortlist.bootstrap import Services
-from shortlist.talent.vendors.base import DiscoveryPage, DiscoveryQuery, Profile, ProfileStub
+from shortlist.talent.vendors.base import (
+    DiscoveryPage,
+    DiscoveryQuery,
+    Profile,
+    ProfileStub,
+    ProviderNoEmail,
+)
 from shortlist.talent.vendors.factory import Sources
+from shortlist.talent.vendors.provider import provider_error
 from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
     BACKFILL,
@@ -298,9 +305,11 @@ async def test_must_have_skills_are_marked_one_by_one_and_shown_in_the_csv(
 
 @dataclasses.dataclass
 class PeopleSources:
-    """Every tier finds the same people (page 1 only); enrichment returns their profiles."""
+    """Every tier finds the same people (page 1 only); enrichment returns their profiles, but
+    refuses those in ``refused`` as PDL does a match without the e-mail address required."""
 
     people: dict[str, Profile]
+    refused: frozenset[str] = frozenset()
 
     async def _page(self, page: int) -> DiscoveryPage:
         if page > 1:
@@ -317,6 +326,8 @@ class PeopleSources:
         return await self._page(page)
 
     async def enrich(self, external_id: str) -> Profile:
+        if external_id in self.refused:
+            raise provider_error(ProviderNoEmail, "pdl:enrich", "HTTP 404: no record with emails")
         return self.people[external_id]
 
     async def aclose(self) -> None:
@@ -338,8 +349,10 @@ async def test_backfilled_people_are_judged_and_the_free_plan_rule_keeps_them_co
         person("lea.lisbon", "lisbon, lisbon, portugal"),
         person("noe.noemail", "Munich, Germany", email=None),
         person("jan.junior", "Munich, Germany", years_experience=2),
+        # Enrichment refused for want of an address (PDL: `required` unmet, a 404).
+        person("rex.refused", "Munich, Germany"),
     ]
-    fake = PeopleSources({p.external_id: p for p in people})
+    fake = PeopleSources({p.external_id: p for p in people}, frozenset({"talent:rex.refused"}))
     services.sources = Sources(talent=fake, serp=fake)
     started = await start(
         client, recruiter, {"query": "Rust firmware engineer in Munich, 5+ years"}
@@ -367,6 +380,11 @@ async def test_backfilled_people_are_judged_and_the_free_plan_rule_keeps_them_co
     assert junior["status"] == "below_threshold"
     assert junior["last_error"] == "outside the brief: 2 years, fewer than 5"
     assert stubs["talent:noe.noemail"]["status"] == "failed_no_email"
+    refused = stubs["talent:rex.refused"]
+    assert (refused["status"], refused["last_error"]) == (
+        "failed_no_email",
+        "pdl:enrich: HTTP 404: no record with emails",
+    )
     assert stubs["talent:fay.freeplan"]["status"] == "succeeded"
     # Ingested without an address, the flag persisted.
     async with services.pool.connection() as conn:

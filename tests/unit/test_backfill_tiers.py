@@ -36,11 +36,11 @@ def test_tier_queries_map_strict_broad_and_serp() -> None:
         ("Rust",),
     )
     broad = broad_query(brief)
-    # The role kept (PDL's own fields widen it), no years, the city widened to its country, and
-    # nobody the strict tier already bought.
+    # The role kept (PDL's own fields widen it), the years no longer required (``widen``), the
+    # city widened to its country, and nobody the strict tier already bought.
     assert (broad.role, broad.min_years, broad.widen) == (
         "Rust Embedded Firmware Engineer",
-        None,
+        5,
         True,
     )
     assert broad.exclude == strict

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from shortlist.talent.vendors import ledger
 from shortlist.talent.vendors.base import (
     DiscoveryQuery,
     ProviderError,
+    ProviderNoEmail,
     ProviderNotFound,
     ProviderQuotaExhausted,
     ProviderRateLimited,
@@ -35,6 +37,7 @@ from shortlist.talent.vendors.pdl import (
     header_window,
     search_body,
 )
+from tests.pdl_taxonomy import ROLE_OF, ROLES, SUB_ROLES
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -370,7 +373,9 @@ async def test_only_people_with_an_email_are_bought_by_search_or_enrichment() ->
     # candidates.py: nobody without an e-mail address is a result. Person Search bills every
     # record returned ("How credits work"), so the query asks only for people with one
     # (Person Schema `emails`; `exists`); Person Enrichment's `required` makes a match without
-    # one a 404, which is not billed (Person Enrichment reference: "We charge per match").
+    # one a 404, which is not billed (Person Enrichment reference: "We charge per match"). The
+    # 404 is the adapter's ProviderNoEmail: the candidate ends failed_no_email (SPEC §4's
+    # status for a person without an address), not failed_permanent.
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -382,7 +387,7 @@ async def test_only_people_with_an_email_are_bought_by_search_or_enrichment() ->
     api = _pdl(handler)
     query = DiscoveryQuery(role="nurse", place=resolve("Munich"))
     await api.discover(DiscoveryQuery(role="nurse", widen=True, exclude=query), 1, 5)
-    with ledger.collecting() as calls, pytest.raises(ProviderNotFound):
+    with ledger.collecting() as calls, pytest.raises(ProviderNoEmail, match="not billed"):
         await api.enrich("linkedin:seanthorne")
     [search] = [r for r in seen if r.url.path.endswith("/search")]
     [enrich] = [r for r in seen if r.url.path.endswith("/enrich")]
@@ -451,6 +456,7 @@ def test_the_widened_query_uses_pdls_taxonomy_and_excludes_the_strict_people() -
     )
     broad = DiscoveryQuery(
         role=strict.role,
+        min_years=5,
         skills=("UVM",),
         place=resolve("Bavaria"),
         widen=True,
@@ -458,8 +464,8 @@ def test_the_widened_query_uses_pdls_taxonomy_and_excludes_the_strict_people() -
     )
     body = search_body(broad, 10, None)["query"]["bool"]
     # Still the role: its qualifiers, in any order, with any name of the work ("fpga
-    # verification developer"); PDL's taxonomy only ranks (a design verification engineer
-    # filed under hardware is not what an FPGA brief asked for).
+    # verification developer"); PDL's taxonomy only a preference (a design verification
+    # engineer filed under hardware is not what an FPGA brief asked for).
     assert body["must"][0] == {
         "bool": {
             "must": [
@@ -472,10 +478,14 @@ def test_the_widened_query_uses_pdls_taxonomy_and_excludes_the_strict_people() -
     sub_roles = by_taxonomy["terms"]["job_title_sub_role"]
     assert "hardware" in sub_roles and "backend" not in sub_roles
     assert {"term": {"location_region": "bavaria"}} in body["must"]
-    assert not any("range" in c for c in body["must"])  # no years
+    # The years are not required (a profile stating none is wanted) but nobody stating fewer
+    # is bought: the brief's judge refuses them, and no PDL page promises that the `should`
+    # preferences below order who is returned first.
+    assert not any("range" in c for c in body["must"])
+    fewer, excluded = body["must_not"]
+    assert fewer == {"range": {"inferred_years_experience": {"lt": 5}}}
     assert {"terms": {"job_title_levels": ["senior"]}} in body["should"]
-    assert {"term": {"skills": "uvm"}} in body["should"]  # ranks, does not exclude
-    [excluded] = body["must_not"]
+    assert {"term": {"skills": "uvm"}} in body["should"]  # does not exclude
     assert {"range": {"inferred_years_experience": {"gte": 5}}} in excluded["bool"]["must"]
 
 
@@ -494,6 +504,25 @@ def test_roles_map_onto_pdl_sub_roles_for_any_occupation(role: str, sub_role: st
     title = pdl_title(role)
     assert sub_role in title.sub_roles
     assert set(title.levels) <= PDL_LEVELS
+
+
+def test_every_role_and_sub_role_the_adapter_sends_is_a_current_pdl_value() -> None:
+    # Job Title Roles / Job Title Subroles: the taxonomy in PDL's data since v29.1; a legacy
+    # value ("design", "media", "lawyer", "teacher" …) matches nobody there any more.
+    tables = json.loads(
+        resources.files("shortlist.talent").joinpath("data/roles.json").read_text("utf-8")
+    )
+    taxonomy = tables["pdl"]["taxonomy"]
+    sent_roles = {r for taxon in taxonomy.values() for r in taxon["roles"]}
+    sent_sub_roles = {r for taxon in taxonomy.values() for r in taxon["sub_roles"]}
+    assert sent_roles <= ROLES, sent_roles - ROLES
+    assert sent_sub_roles <= SUB_ROLES, sent_sub_roles - SUB_ROLES
+    for keyword, taxon in taxonomy.items():
+        # A sub role goes with the role the mapping page files it under.
+        for sub_role in taxon["sub_roles"]:
+            assert ROLE_OF.get(sub_role, taxon["roles"][0]) in taxon["roles"], keyword
+    body = search_body(DiscoveryQuery(role="Graphic Designer", widen=True), 10, None)
+    assert {"terms": {"job_title_sub_role": ["graphic_design"]}} in body["query"]["bool"]["should"]
 
 
 def test_a_role_pdl_has_no_sub_role_for_is_widened_by_its_words_only() -> None:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from shortlist.simulator import SimulatorConfig, create_simulator_app
+from tests.pdl_taxonomy import LEGACY_ROLES, ROLE_OF, ROLES, SUB_ROLES
 
 KEY = "simulator-key"
 CALM = SimulatorConfig(
@@ -25,10 +26,6 @@ CALM = SimulatorConfig(
     serp_rate_limit_rate=0.0,
     pdl_search_rate_limit=0,
 )
-# pdl-specs.json, Person schema: the job_title_role enum.
-ROLES = {"customer_service", "design", "education", "engineering", "finance", "health",
-         "human_resources", "legal", "marketing", "media", "operations", "public_relations",
-         "real_estate", "sales", "trades"}  # fmt: skip
 THROUGHPUT = "The number of requests sent using this API key exceeds the hourly throughput limit."
 GEOPHYSICISTS = {"bool": {"must": [{"match_phrase": {"job_title": "geophysicist"}}]}}
 
@@ -91,6 +88,28 @@ async def test_records_are_lowercase_unless_titlecase(sim: httpx.AsyncClient) ->
     titled = (await search(sim, GEOPHYSICISTS, size=5, titlecase=True)).json()["data"]
     assert titled[0]["full_name"] == titled[0]["full_name"].title()
     assert titled[0]["full_name"].lower() == plain[0]["full_name"]
+
+
+async def test_roles_and_sub_roles_are_pdls_current_taxonomy(sim: httpx.AsyncClient) -> None:
+    # Job Title Roles / Job Title Subroles (v28.0; the legacy taxonomy "no longer supported in
+    # our datasets" since v29.1): every record carries current values, a sub role under the
+    # role the mapping page files it under.
+    app = create_simulator_app(CALM)
+    seen = {(p.job_title_role, p.job_title_sub_role) for p in app.state.index.people}
+    roles = {role for role, _ in seen if role is not None}
+    sub_roles = {sub_role for _, sub_role in seen if sub_role is not None}
+    assert roles <= ROLES and sub_roles <= SUB_ROLES
+    assert not roles & (LEGACY_ROLES - ROLES)  # no customer_service, design, media, trades …
+    for role, sub_role in seen:
+        assert ROLE_OF.get(sub_role or "", role) == role, (role, sub_role)
+    # …and the documented query on them answers: Person Search on the current values.
+    nurses = await search(
+        sim, {"bool": {"must": [{"term": {"job_title_sub_role": "nursing"}}]}}, size=5
+    )
+    assert nurses.status_code == 200
+    assert {r["job_title_role"] for r in nurses.json()["data"]} == {"health"}
+    legacy = await search(sim, {"bool": {"must": [{"term": {"job_title_role": "design"}}]}})
+    assert legacy.status_code == 404
 
 
 async def test_free_plan_contact_fields_are_booleans() -> None:

@@ -37,8 +37,18 @@ def ids(query: Any) -> set[int]:
 def test_match_ors_the_analysed_words_by_default() -> None:
     # Match query: "the default operator is OR": any engineer matches.
     assert ids({"match": {"job_title": "FPGA Verification Engineer"}}) == {0, 1, 2}
-    # ...and the documents holding more (rarer) words rank first.
-    assert list(evaluate(store(), {"match": {"job_title": "fpga verification engineer"}}))[-1] == 1
+
+
+def test_matches_come_in_an_order_unrelated_to_the_query() -> None:
+    # No PDL page promises an order of Person Search results, nor that `should` ranks: matches
+    # come in the store's fixed order, whichever words or optional clauses they hold.
+    fpga = {"match_phrase": {"job_title": "fpga verification"}}
+    assert list(evaluate(store(), {"match": {"job_title": "engineer fpga"}})) == [0, 1, 2]
+    assert list(evaluate(store(), {"match": {"job_title": "backend engineer"}})) == [0, 1, 2]
+    preferred = {"bool": {"must": [{"match": {"job_title": "engineer"}}], "should": [fpga]}}
+    assert list(evaluate(store(), preferred)) == [0, 1, 2]
+    backwards = Store(len(DOCS), KINDS, lambda name: [d.get(name) for d in DOCS], [0, 1, 2, 3])
+    assert list(evaluate(backwards, preferred)) == [2, 1, 0]
 
 
 def test_match_operator_and_and_minimum_should_match() -> None:

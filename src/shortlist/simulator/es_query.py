@@ -18,9 +18,13 @@ follow the Elasticsearch 7.7 Query DSL reference:
 - ``range`` (``gt``, ``gte``, ``lt``, ``lte``) on numeric fields, ``exists``, ``match_all``.
 
 Anything else — another clause, an unknown field, a malformed clause — raises
-:class:`QueryError` (the route answers PDL's 400 ``invalid_request_error``). Results are
-ranked by a BM25-like score (the sum of the matched terms' IDF over scoring clauses; ``filter``
-and ``must_not`` do not score), ties broken by a fixed per-person order.
+:class:`QueryError` (the route answers PDL's 400 ``invalid_request_error``).
+
+Matches come in the store's fixed order, whatever the query: no PDL page (Person Search API
+input parameters and output response, ``pdl-specs.json``) promises an order of results or
+that ``should`` clauses rank, so a client that needs a record must filter for it (``must`` /
+``filter``), not hope it sorts first. A ``should`` clause here only counts toward
+``minimum_should_match`` and the no-``must`` rule above.
 
 Evaluation runs on inverted indexes (token / keyword value -> ids), built per field on first
 use, and boolean masks over the whole population (numpy), so a query costs a few array
@@ -41,7 +45,6 @@ import numpy.typing as npt
 
 FieldKind = Literal["text", "keyword", "integer"]
 Mask = npt.NDArray[np.bool_]
-Scores = npt.NDArray[np.float64]
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -82,7 +85,7 @@ class Store:
         self.kinds = dict(kinds)
         self._column = column
         self._fields: dict[str, _Field] = {}
-        # Ties are broken by this fixed order (higher first), so results are stable.
+        # Matches are returned in this fixed order (higher first), unrelated to any query.
         self.order = np.asarray(order, dtype=np.float64)
 
     def _field(self, name: str) -> _Field:
@@ -135,10 +138,6 @@ class Store:
             if kind == "text":
                 self.tokens(name)
 
-    def idf(self, name: str, term: str) -> float:
-        df = int(self.term_mask(name, term).sum())
-        return math.log(1 + (self.size - df + 0.5) / (df + 0.5)) if df else 0.0
-
     def tokens(self, name: str) -> list[list[str]]:
         f = self._field(name)
         if f.tokens is None:
@@ -170,12 +169,6 @@ class Store:
 
     def kind(self, name: str) -> FieldKind:
         return self._field(name).kind
-
-
-@dataclass
-class _Result:
-    mask: Mask
-    score: Scores
 
 
 def _list(value: Any, where: str) -> list[Any]:
@@ -219,28 +212,28 @@ class _Evaluator:
         self.store = store
         self.n = store.size
 
-    def none(self) -> _Result:
-        return _Result(np.zeros(self.n, np.bool_), np.zeros(self.n))
+    def none(self) -> Mask:
+        return np.zeros(self.n, np.bool_)
 
-    def all(self) -> _Result:
-        return _Result(np.ones(self.n, np.bool_), np.zeros(self.n))
+    def all(self) -> Mask:
+        return np.ones(self.n, np.bool_)
 
-    def clause(self, clause: Any) -> _Result:
+    def clause(self, clause: Any) -> Mask:
         if not isinstance(clause, dict) or len(clause) != 1:
             raise QueryError("a query clause must be an object with exactly one key")
         [(kind, spec)] = clause.items()
         handler = getattr(self, f"q_{kind}", None)
         if handler is None:
             raise QueryError(f"unknown query [{kind}]")
-        result: _Result = handler(spec)
+        result: Mask = handler(spec)
         return result
 
-    def q_match_all(self, spec: Any) -> _Result:
+    def q_match_all(self, spec: Any) -> Mask:
         if not isinstance(spec, dict):
             raise QueryError("[match_all] must be an object")
         return self.all()
 
-    def q_bool(self, spec: Any) -> _Result:
+    def q_bool(self, spec: Any) -> Mask:
         if not isinstance(spec, dict):
             raise QueryError("[bool] must be an object")
         unknown = set(spec) - {"must", "filter", "should", "must_not", "minimum_should_match",
@@ -248,19 +241,14 @@ class _Evaluator:
         if unknown:
             raise QueryError(f"[bool] query does not support [{sorted(unknown)[0]}]")
         mask = np.ones(self.n, np.bool_)
-        score = np.zeros(self.n)
-        for c in _list(spec.get("must", []), "must"):
-            r = self.clause(c)
-            mask &= r.mask
-            score += r.score
-        for c in _list(spec.get("filter", []), "filter"):
-            mask &= self.clause(c).mask
+        for c in [*_list(spec.get("must", []), "must"), *_list(spec.get("filter", []), "filter")]:
+            mask &= self.clause(c)
         for c in _list(spec.get("must_not", []), "must_not"):
-            mask &= ~self.clause(c).mask
+            mask &= ~self.clause(c)
         should = _list(spec.get("should", []), "should")
         if should:
-            scoring = "must" in spec or "filter" in spec
-            default = 0 if scoring else 1
+            # Optional beside a must or filter clause, else at least one must match.
+            default = 0 if ("must" in spec or "filter" in spec) else 1
             needed = (
                 _msm(spec["minimum_should_match"], len(should))
                 if "minimum_should_match" in spec
@@ -268,13 +256,11 @@ class _Evaluator:
             )
             count = np.zeros(self.n, dtype=np.int32)
             for c in should:
-                r = self.clause(c)
-                count += r.mask
-                score += np.where(r.mask, r.score, 0.0)
+                count += self.clause(c)
             mask &= count >= needed
         elif "minimum_should_match" in spec and _msm(spec["minimum_should_match"], 0) > 0:
             return self.none()
-        return _Result(mask, np.where(mask, score, 0.0))
+        return mask
 
     def _text_query(self, spec: Any, clause: str) -> tuple[str, str, dict[str, Any]]:
         name, value = _single(spec, clause)
@@ -288,7 +274,7 @@ class _Evaluator:
             return name, str(value), {}
         raise QueryError(f"[{clause}] malformed query for field [{name}]")
 
-    def q_match(self, spec: Any) -> _Result:
+    def q_match(self, spec: Any) -> Mask:
         name, text, options = self._text_query(spec, "match")
         if self.store.kind(name) != "text":
             return self._exact(name, [text])
@@ -302,15 +288,12 @@ class _Evaluator:
         if "minimum_should_match" in options and operator == "or":
             needed = max(1, _msm(options["minimum_should_match"], len(terms)))
         count = np.zeros(self.n, dtype=np.int32)
-        score = np.zeros(self.n)
         for t in terms:
-            m = self.store.term_mask(name, t)
-            count += m
-            score += m * self.store.idf(name, t)
-        mask = count >= needed
-        return _Result(mask, np.where(mask, score, 0.0))
+            count += self.store.term_mask(name, t)
+        matched: Mask = count >= needed
+        return matched
 
-    def q_match_phrase(self, spec: Any) -> _Result:
+    def q_match_phrase(self, spec: Any) -> Mask:
         name, text, _ = self._text_query(spec, "match_phrase")
         if self.store.kind(name) != "text":
             return self._exact(name, [text])
@@ -327,23 +310,18 @@ class _Evaluator:
                 doc = tokens[i]
                 if not any(doc[j : j + k] == terms for j in range(len(doc) - k + 1)):
                     mask[i] = False
-        idf = sum(self.store.idf(name, t) for t in terms)
-        return _Result(mask, np.where(mask, idf, 0.0))
+        return mask
 
-    def _exact(self, name: str, values: list[Any]) -> _Result:
+    def _exact(self, name: str, values: list[Any]) -> Mask:
         mask = np.zeros(self.n, np.bool_)
-        score = np.zeros(self.n)
         for v in values:
             if isinstance(v, dict | list) or v is None:
                 raise QueryError(f"[term] value for [{name}] must be a string or number")
             term = str(v).lower() if isinstance(v, bool) else str(v)
-            m = self.store.term_mask(name, term)
-            mask |= m
-            if self.store.kind(name) != "integer":
-                score = np.maximum(score, m * self.store.idf(name, term))
-        return _Result(mask, score)
+            mask |= self.store.term_mask(name, term)
+        return mask
 
-    def q_term(self, spec: Any) -> _Result:
+    def q_term(self, spec: Any) -> Mask:
         name, value = _single(spec, "term")
         if isinstance(value, dict):
             if "value" not in value or set(value) - {"value", "boost", "case_insensitive"}:
@@ -351,7 +329,7 @@ class _Evaluator:
             value = value["value"]
         return self._exact(name, [value])
 
-    def q_terms(self, spec: Any) -> _Result:
+    def q_terms(self, spec: Any) -> Mask:
         if not isinstance(spec, dict):
             raise QueryError("[terms] must be an object")
         fields = {k: v for k, v in spec.items() if k != "boost"}
@@ -362,7 +340,7 @@ class _Evaluator:
             raise QueryError(f"[terms] values for [{name}] must be an array")
         return self._exact(name, values)
 
-    def q_range(self, spec: Any) -> _Result:
+    def q_range(self, spec: Any) -> Mask:
         name, bounds = _single(spec, "range")
         if not isinstance(bounds, dict) or not bounds:
             raise QueryError(f"[range] malformed query for field [{name}]")
@@ -385,18 +363,16 @@ class _Evaluator:
                 raise QueryError(f"[range] bound {bound!r} is not a number") from exc
             with np.errstate(invalid="ignore"):
                 mask &= ops[op](values, limit)
-        return _Result(mask, np.where(mask, 1.0, 0.0))
+        return mask
 
-    def q_exists(self, spec: Any) -> _Result:
+    def q_exists(self, spec: Any) -> Mask:
         if not isinstance(spec, dict) or set(spec) - {"field", "boost"} or "field" not in spec:
             raise QueryError("[exists] must name a [field]")
-        return _Result(self.store.present(str(spec["field"])), np.zeros(self.n))
+        return self.store.present(str(spec["field"])).copy()
 
 
 def evaluate(store: Store, query: Any) -> npt.NDArray[np.intp]:
-    """The ids of the documents ``query`` matches, best first (then the store's order)."""
-    result = _Evaluator(store).clause(query)
-    ids = np.flatnonzero(result.mask)
-    # lexsort sorts by the last key first: score descending, then the fixed order descending.
-    ranked = ids[np.lexsort((-store.order[ids], -result.score[ids]))]
-    return ranked
+    """The ids of the documents ``query`` matches, in the store's fixed order (see above)."""
+    ids = np.flatnonzero(_Evaluator(store).clause(query))
+    ordered: npt.NDArray[np.intp] = ids[np.argsort(-store.order[ids], kind="stable")]
+    return ordered

@@ -4,8 +4,10 @@
   (``pdl-specs.json``): lowercase text unless ``titlecase`` ("Data Formatting": PDL
   lowercases values; the ``titlecase`` parameter title-cases them), canonical locations
   (``location_name`` "munich, bavaria, germany", ``location_locality`` / ``_region`` /
-  ``_country`` / ``_continent`` / ``_metro``), ``job_title_role`` / ``_sub_role`` /
-  ``_levels`` from the spec's enums, ``linkedin_url`` as "linkedin.com/in/slug" and
+  ``_country`` / ``_continent`` / ``_metro``), ``job_title_role`` / ``_sub_role`` from the
+  "Job Title Roles" / "Job Title Subroles" pages (the taxonomy in PDL's data since v29.1; the
+  spec still enumerates the legacy one), ``_levels`` from the spec's enum,
+  ``linkedin_url`` as "linkedin.com/in/slug" and
   ``profiles[]`` with every LinkedIn address the person had.
 - Free plans: "Free plans, by default, do not have access to contact fields like emails,
   phone numbers, and street addresses and will instead appear as true if the value exists or

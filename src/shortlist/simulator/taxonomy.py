@@ -3,9 +3,11 @@
 Read from ``data/occupations.json`` (curated titles, skills and niches) and completed with
 Faker's list of real job titles (``faker.providers.job.Provider.jobs``), each claimed by the
 first group whose keywords it contains — or by ``other``. A group's ``role``/``sub_role`` are
-the canonical values of ``job_title_role``/``job_title_sub_role`` in PDL's published OpenAPI
-spec (``pdl-specs.json``, Person schema). The group ids double as the "role families" of the
-generic dialect (:data:`ROLE_FAMILIES`, :func:`expand_role_family`).
+canonical values of ``job_title_role``/``job_title_sub_role`` as PDL's "Job Title Roles" and
+"Job Title Subroles" pages list them (v28.0 on; the legacy taxonomy of ``pdl-specs.json`` is no
+longer in PDL's data since v29.1): the data file's comment says where each pair is from. The
+group ids double as the "role families" of the generic dialect (:data:`ROLE_FAMILIES`,
+:func:`expand_role_family`).
 """
 
 from __future__ import annotations

@@ -15,11 +15,13 @@ A profile enriched but not embedded because the embedder throttled stays on the 
 Outcomes: no e-mail → ``failed_no_email`` (the profile is still ingested; nobody without an
 e-mail is a result, internal or backfilled — unless the provider says it holds one it does not
 show on this plan, ``email_on_file``: such a person is reached through the provider and is a
-result); outside the brief (a hard constraint of :mod:`shortlist.talent.constraints` not met:
-another city, fewer years) or a role score under the relevance floor → ``below_threshold``
-(ingested, not appended, not counted, the reason in ``last_error``); otherwise appended with
-its fit to the whole brief as the score; timeout / 5xx after
-the adapter's one retry → ``failed_transient``; 404 / other 4xx / malformed → ``failed_permanent``.
+result; an enrichment that required an address and was refused for want of one,
+``ProviderNoEmail``, ends the same, with nothing to ingest); outside the brief (a hard
+constraint of :mod:`shortlist.talent.constraints` not met: another city, fewer years) or a
+role score under the relevance floor → ``below_threshold`` (ingested, not appended, not
+counted, the reason in ``last_error``); otherwise appended with its fit to the whole brief as
+the score; timeout / 5xx after the adapter's one retry → ``failed_transient``; 404 / other 4xx
+/ malformed → ``failed_permanent``.
 A 429 or a paused provider is not the candidate's fault: the stub goes back to the queue and
 the worker backs off for the provider's ``Retry-After`` (up to MAX_THROTTLED_ATTEMPTS claims).
 """
@@ -47,6 +49,7 @@ from shortlist.talent.repository import CandidateRecord
 from shortlist.talent.vendors import ledger
 from shortlist.talent.vendors.base import (
     Profile,
+    ProviderNoEmail,
     ProviderPaused,
     ProviderQuotaExhausted,
     ProviderRateLimited,
@@ -188,6 +191,8 @@ class CandidateQueue:
         except ProviderQuotaExhausted as exc:
             await self._out_of_credit(stub, exc)
             return await self._fail(batch, stub, CandidateStatus.failed_permanent, str(exc))
+        except ProviderNoEmail as exc:
+            return await self._fail(batch, stub, CandidateStatus.failed_no_email, str(exc))
         except (ProviderRejected, EmbeddingPermanentError) as exc:
             return await self._fail(batch, stub, CandidateStatus.failed_permanent, str(exc))
         try:

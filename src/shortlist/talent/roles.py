@@ -93,13 +93,14 @@ ROLE_TITLES: tuple[str, ...] = tuple(title for f in _FAMILIES for title in f.tit
 # --- the provider's own taxonomy (People Data Labs) -------------------------------------------
 #
 # PDL derives three fields from every job title (Person Schema, "job_title_role",
-# "job_title_sub_role", "job_title_levels"; their canonical values: the OpenAPI spec
-# peopledatalabs/openAPI-specifications pdl-specs.json, and the docs pages "Job Title Roles",
-# "Job Title Subroles" and "Job Title Levels"). The spec still lists the legacy taxonomy (15
-# roles: customer_service, design, ... trades) while the docs list the one in force since v28
-# (24 roles: advisory, analyst, creative, ...); a keyword below names the values of BOTH, so
-# a `terms` filter matches whichever taxonomy the account's records carry. These are PDL's
-# values, never our family names above.
+# "job_title_sub_role", "job_title_levels"). Their values are those of the docs pages "Job
+# Title Roles" and "Job Title Subroles" (docs.peopledatalabs.com/docs/job-title-roles,
+# /job-title-subroles: 24 roles, advisory … unemployed, launched in v28.0), each sub role with
+# the role "Mapping Job Title Class to Roles to Subroles" files it under where that page was
+# read; the legacy taxonomy that pdl-specs.json still enumerates (customer_service, design,
+# media, trades …; sub roles such as lawyer, teacher, researcher) is "no longer supported in
+# our datasets" since v29.1 (February 2025 release notes), so no keyword sends it. These are
+# PDL's values, never our family names above.
 
 # Spec: job_title_levels enum.
 PDL_LEVELS: frozenset[str] = frozenset(_TABLES["pdl"]["levels"])

@@ -3,7 +3,7 @@
     strict  the recruiter's brief as understood (talent/brief.py), 1:1 onto the API's filters:
             the role as a phrase, the place (normalised by the gazetteer, shortlist.places) on
             its city / region / country, the minimum years, the must-have skills
-    broad   experience dropped, the place widened to its country, the role held in any word
+    broad   experience not required, the place widened to its country, the role held in any word
             order and by the names titles give the same work, PDL's taxonomy as a preference
             (roles.pdl_title), nobody strict already found; it waits for strict's first page
     serp    people search on the web: the role quoted, with the place as a hint
@@ -104,13 +104,15 @@ def wider_place(place: Place | None) -> Place | None:
 
 
 def broad_query(brief: SearchBrief) -> DiscoveryQuery:
-    """The role widened (every word in any order, its noun by its synonyms; PDL's taxonomy
-    ranks), the place to its country, no years; the skills rank but do not exclude, and
-    whoever the strict query finds is left out (the strict tier pays for them already). A
-    place the gazetteer does not know is dropped."""
+    """The role widened (every word in any order, its noun by its synonyms), the place to its
+    country, the years no longer required (``widen``: a profile stating none is asked for; one
+    stating fewer than the minimum is not, the brief's judge would refuse it); the skills do
+    not exclude, and whoever the strict query finds is left out (the strict tier pays for them
+    already). A place the gazetteer does not know is dropped."""
     strict = strict_query(brief)
     return DiscoveryQuery(
         role=strict.role,
+        min_years=strict.min_years,
         skills=brief.skills,
         place=wider_place(strict.place),
         widen=True,

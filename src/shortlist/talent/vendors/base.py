@@ -42,7 +42,8 @@ class DiscoveryQuery:
     look, resolved by the gazetteer (``shortlist.places``) and already widened by the tier (a
     region or country for the broad tier; None: anywhere, or a place the gazetteer does not
     know, then ``location`` is matched as text). ``widen`` asks for the role's neighbours
-    through the provider's own taxonomy as well as its exact title; ``exclude`` is a query
+    (its words in any order) as well as its exact title, and no longer requires ``min_years``
+    (a profile stating no years is wanted, one stating fewer is not); ``exclude`` is a query
     whose people are not wanted again (the strict tier's, which already paid for them).
     """
 
@@ -143,6 +144,12 @@ class ProviderRejected(ProviderError, PermanentError):
 
 class ProviderNotFound(ProviderRejected):
     """404: the profile does not exist (any more)."""
+
+
+class ProviderNoEmail(ProviderNotFound):
+    """An enrichment that required an e-mail address was answered 404, unbilled: the provider
+    holds no record of this person with one (its 404 does not say whether it knows them at
+    all). The candidate ends ``failed_no_email``, as one enriched without an address does."""
 
 
 class ProviderQuotaExhausted(ProviderError, PermanentError):

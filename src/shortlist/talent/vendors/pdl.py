@@ -61,6 +61,7 @@ from shortlist.talent.vendors.base import (
     Profile,
     ProfileStub,
     ProviderError,
+    ProviderNoEmail,
     ProviderNotFound,
     ProviderQuotaExhausted,
     ProviderRateLimited,
@@ -310,9 +311,9 @@ def _role_clause(role: str, *, widen: bool) -> dict[str, Any] | None:
     so a bare match on "fpga verification engineer" bills every "engineer"). Widened — still
     people who hold the role, never a neighbouring one: every word of the title in any order,
     its last word also by the names titles give the same work ("ios engineer" for "ios
-    developer"). PDL's own taxonomy (``job_title_sub_role`` / ``job_title_role``) ranks, it does
-    not admit: "verification engineer" + sub_role hardware is also a design verification
-    engineer, which an FPGA brief did not ask for."""
+    developer"). PDL's own taxonomy (``job_title_sub_role`` / ``job_title_role``) is only a
+    preference, it does not admit: "verification engineer" + sub_role hardware is also a design
+    verification engineer, which an FPGA brief did not ask for."""
     title = pdl_title(role)
     if not title.core:
         return None
@@ -336,7 +337,8 @@ def _role_clause(role: str, *, widen: bool) -> dict[str, Any] | None:
 
 
 def _taxonomy_hint(role: str) -> dict[str, Any] | None:
-    """PDL's filing of the role (sub_role, else role), as a ranking preference."""
+    """PDL's filing of the role (sub_role, else role), as a preference (a ``should`` beside the
+    ``must``: it excludes nobody, and PDL documents no order it would rank by)."""
     title = pdl_title(role)
     if title.sub_roles:
         return {"terms": {"job_title_sub_role": list(title.sub_roles)}}
@@ -356,8 +358,9 @@ def _bool_query(query: DiscoveryQuery, cleaned: Cleaned) -> dict[str, Any]:
         if clause is not None:
             must.append(clause)
         if query.widen:
-            # A seniority the brief named and PDL's filing of the role rank first; neither
-            # excludes (job_title_levels, job_title_sub_role).
+            # A seniority the brief named and PDL's filing of the role, as preferences: they
+            # exclude nobody, and no PDL page says that Person Search orders its results by
+            # them (or by anything): who is billed is decided by the `must` clauses alone.
             levels = list(pdl_title(query.role).levels)
             if levels:
                 should.append({"terms": {"job_title_levels": levels}})
@@ -369,8 +372,14 @@ def _bool_query(query: DiscoveryQuery, cleaned: Cleaned) -> dict[str, Any]:
     elif query.location:
         # A place the gazetteer does not know: its words against the analysed location_name.
         must.append({"match": {"location_name": {"query": query.location, "operator": "and"}}})
+    must_not: list[dict[str, Any]] = []
     if query.min_years is not None and not query.widen:
         must.append({"range": {"inferred_years_experience": {"gte": query.min_years}}})
+    elif query.min_years is not None:
+        # Widened: someone stating no years is a maybe the brief keeps; someone stating fewer
+        # is refused by it (talent/constraints.py), so not bought. A `range` matches no
+        # document without the field (Elasticsearch "Range query").
+        must_not.append({"range": {"inferred_years_experience": {"lt": query.min_years}}})
     for skill in query.skills:
         # `skills` holds exact lowercase values: `term` (Person Schema); a must-have for the
         # strict tier, a preference for the widened one.
@@ -382,7 +391,9 @@ def _bool_query(query: DiscoveryQuery, cleaned: Cleaned) -> dict[str, Any]:
         bool_query["should"] = should
     if query.exclude is not None:
         # People the strict tier already paid for are not bought a second time.
-        bool_query["must_not"] = [{"bool": _bool_query(query.exclude, cleaned)}]
+        must_not.append({"bool": _bool_query(query.exclude, cleaned)})
+    if must_not:
+        bool_query["must_not"] = must_not
     return bool_query
 
 
@@ -761,15 +772,25 @@ class PdlTalentAPI:
     async def enrich(self, external_id: str) -> Profile:
         params = enrich_params(external_id, self.min_likelihood)
         await self._check_balance("enrich", 1, "one enrichment")
-        body = await self._http.request_json(
-            "enrich",
-            "GET",
-            f"{self.base_url}/v5/person/enrich",
-            params=params,
-            headers=self._headers,
-            time_limit=self.enrichment_timeout,
-            parse=self._parse_enrich,
-        )
+        try:
+            body = await self._http.request_json(
+                "enrich",
+                "GET",
+                f"{self.base_url}/v5/person/enrich",
+                params=params,
+                headers=self._headers,
+                time_limit=self.enrichment_timeout,
+                parse=self._parse_enrich,
+            )
+        except ProviderNotFound as exc:
+            # Every enrichment requires an e-mail address (ENRICH_REQUIRED): PDL's 404 says it
+            # holds no record of this person with one, at the likelihood asked for.
+            raise provider_error(
+                ProviderNoEmail,
+                ENRICH_GATE,
+                f"HTTP 404: no record with {ENRICH_REQUIRED} at likelihood"
+                f" {self.min_likelihood} or more (not billed)",
+            ) from exc
         person = body.data
         if external_id.startswith(LINKEDIN_PREFIX) and external_id not in person.linkedin_ids():
             # Ingesting someone else under this candidate's id would corrupt dedup. The same

@@ -89,7 +89,8 @@ def discovery_params(query: DiscoveryQuery, page: int, per_page: int) -> dict[st
         params["role"] = query.role
     if query.location:
         params["location"] = query.location
-    if query.min_years is not None:
+    if query.min_years is not None and not query.widen:
+        # A widened query does not require the years (SPEC §4: the broad tier drops them).
         params["min_years"] = query.min_years
     if query.skills:
         params["skills"] = ",".join(query.skills)
