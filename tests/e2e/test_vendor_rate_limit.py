@@ -21,7 +21,7 @@ from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.simulator import SimulatorConfig, SimulatorServer
 from shortlist.talent.vendors.base import ProviderPaused
-from shortlist.talent.vendors.limits import GateLimit, PgRateGate
+from shortlist.talent.vendors.limits import SHORT_WAIT, GateLimit, PgRateGate
 from tests.backfill_support import BACKFILL, ON_SIMULATOR, MakeToken, auth, get_results
 from tests.helpers import wait_for
 
@@ -65,18 +65,35 @@ pytestmark = pytest.mark.settings(
 
 
 async def test_the_gate_shares_one_window_and_one_pause(services: Services) -> None:
-    limits = {"pdl:search": GateLimit(3, 60.0)}
+    # A search gate (``defer``): a full window refuses at once (ProviderPaused, retry_after the
+    # window's end) instead of sleeping, so nothing here is timed. Hour-long windows, entered
+    # with a minute to spare (a condition on the database's clock, not a race with it).
+    limits = {"pdl:search": GateLimit(3, 3600.0, defer=True)}
     gate = PgRateGate(services.pool, limits)
     other = PgRateGate(services.pool, limits)  # another process's gate, same table
+
+    async def minutes_left_in_the_hour() -> bool:
+        async with services.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT 3600 - mod(extract(epoch FROM clock_timestamp()), 3600)::float8 AS s"
+            )
+            row = await cur.fetchone()
+        return row is not None and float(row["s"]) > 60
+
+    await wait_for(minutes_left_in_the_hour, timeout=90, interval=0.5, message="an hour to use")
     for g in (gate, other, gate):
-        await asyncio.wait_for(g.acquire("pdl:search"), 61)
-    # The window is full for both: the next take waits for the next minute.
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(other.acquire("pdl:search"), 0.3)
+        await g.acquire("pdl:search")
+    # The window is full for both: the next take is told to come back when it ends.
+    with pytest.raises(ProviderPaused) as full:
+        await other.acquire("pdl:search")
+    assert full.value.retry_after is not None and full.value.retry_after > SHORT_WAIT
+    assert "window is full" in str(full.value)
     await gate.pause("pdl:search", 30)
     with pytest.raises(ProviderPaused) as paused:
         await other.acquire("pdl:search")
-    assert paused.value.retry_after is not None and 25 < paused.value.retry_after <= 30
+    # The other process sees the pause the first one set (what is left of it).
+    assert paused.value.retry_after is not None and 0 < paused.value.retry_after <= 30
+    assert "paused after a 429" in str(paused.value)
     await other.tighten("pdl:search", 1)
     async with services.pool.connection() as conn:
         cur = await conn.execute("SELECT vendor_per_window FROM provider_limits")
