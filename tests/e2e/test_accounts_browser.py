@@ -441,3 +441,31 @@ def test_an_employer_posts_edits_and_closes_jobs_and_sees_the_intake_address(
     page.get_by_role("button", name="Make a new address").click()
     expect(intake).not_to_have_value(old)
     assert problems == []
+
+
+def test_the_job_search_alert_form_saves_signed_out_and_signed_in(
+    live_server_factory: Callable[..., LiveServer], contexts: Callable[[LiveServer], Tab]
+) -> None:
+    """ "Alert me" on the job search page (alerts.js on the shared api.js): signed out it asks
+    for the e-mailed confirmation; signed in, to one's own address, the save carries the
+    session's CSRF token and the alert is on at once."""
+    server = quiet_server(live_server_factory)
+    server.person("ada@scouts.example", "Scouts", "owner")
+    tab = contexts(server)
+    page = tab.goto("/?q=fpga+verification+engineer")
+    form = page.locator("[data-alert-form]")
+    form.get_by_label("E-mail").fill("someone@example.com")
+    form.get_by_role("button", name="Alert me").click()
+    expect(form.locator("[data-alert-status]")).to_contain_text("Almost done")
+
+    page = tab.goto("/signin?next=/account")
+    password_sign_in(page, "ada@scouts.example")
+    expect(page).to_have_url(server.url("/account"))
+    page = tab.goto("/?q=fpga+verification+engineer")
+    form = page.locator("[data-alert-form]")
+    form.get_by_label("E-mail").fill("ada@scouts.example")
+    form.get_by_role("button", name="Alert me").click()
+    expect(form.locator("[data-alert-status]")).to_contain_text("Your alert is on")
+    saved = page.request.get(server.url("/api/alerts"))
+    assert saved.status == 200, saved.text()
+    assert [a["status"] for a in saved.json()["alerts"]] == ["active"]

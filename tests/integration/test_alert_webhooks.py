@@ -90,8 +90,9 @@ async def test_a_saved_job_search_sent_to_webhooks_delivers_each_new_match_once_
         headers=agency,
     )
     assert saved.status_code == 202, saved.text
-    # A key's service account has no address of its own: the one given confirms by e-mail.
-    assert saved.json()["status"] == "pending"
+    # The organisation's at once (its member saved it); the address's e-mail waits for its own
+    # confirmation (a key's service account has no address of its own).
+    assert saved.json()["status"] == "active"
     # A job seeker's own search of the same words reaches no organisation's webhooks. Both
     # confirmed (their links followed).
     seeker = await client.post(
@@ -140,3 +141,137 @@ async def test_only_a_member_who_manages_webhooks_sends_a_search_to_them(
         cur = await conn.execute("SELECT count(*) AS n FROM saved_searches")
         row = await cur.fetchone()
     assert row is not None and row["n"] == 0
+
+
+async def webhook_search(
+    client: httpx.AsyncClient, receiver: WebhookReceiver, headers: dict[str, str], email: str
+) -> str:
+    made = await client.post(
+        "/api/webhooks", json={"url": receiver.url, "events": ["alert.matched"]}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    receiver.secrets = [made.json()["secret"]]
+    saved = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": email, "frequency": "instant", "webhook": True},
+        headers=headers,
+    )
+    assert saved.status_code == 202, saved.text
+    return str(saved.json()["id"])
+
+
+async def status_of(pool: AsyncPool, query: str, *params: Any) -> list[Any]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(query, params)  # type: ignore[arg-type]
+        return [next(iter(r.values())) for r in await cur.fetchall()]
+
+
+async def test_a_webhook_search_saved_with_a_key_delivers_at_once_and_mails_once_confirmed(
+    client: httpx.AsyncClient,
+    services: Services,
+    make_token: MakeToken,
+    embed_pending: EmbedPending,
+    receiver: WebhookReceiver,
+) -> None:
+    from shortlist import privacy
+    from shortlist.alerts import store, tokens
+
+    agency = bearer(await make_token("agency", Role.recruiter))
+    search = await webhook_search(client, receiver, agency, "team@agency.example")
+    listed = await client.get("/api/alerts", headers=agency)
+    assert listed.status_code == 200, listed.text
+    [alert] = listed.json()["alerts"]
+    assert alert["id"] == search and alert["status"] == "active" and alert["webhook"]
+    assert alert["emailConfirmed"] is False
+
+    await add_listing(services.pool, "Python Developer", "python developer, Django")
+    await embed_pending()
+    await match_all(services)
+    # Delivered without anyone following a link; no digest before the address confirms.
+    assert await send_due(services.pool) == 1
+    assert len(receiver.received) == 1
+    assert await status_of(services.pool, "SELECT due_at FROM saved_searches") == [None]
+
+    async with services.pool.connection() as conn:
+        key = await privacy.privacy_key(conn, services.settings.privacy_key)
+    token = tokens.make(key, tokens.CONFIRM, uuid.UUID(search))
+    assert await store.confirm(services.pool, token, valid_for=3600.0) == "active"
+    rows = await status_of(
+        services.pool, "SELECT email_confirmed AND due_at IS NOT NULL FROM saved_searches"
+    )
+    assert rows == [True]
+
+
+async def test_ending_a_search_cancels_its_pending_webhook_deliveries(
+    client: httpx.AsyncClient,
+    services: Services,
+    make_token: MakeToken,
+    embed_pending: EmbedPending,
+    receiver: WebhookReceiver,
+) -> None:
+    from shortlist import privacy
+    from shortlist.alerts import tokens
+
+    agency = bearer(await make_token("agency", Role.recruiter))
+    clicked = await webhook_search(client, receiver, agency, "team@agency.example")
+    deleted = await client.post(
+        "/api/alerts",
+        json={
+            "query": QUERY,
+            "email": "other@agency.example",
+            "frequency": "instant",
+            "webhook": True,
+        },
+        headers=agency,
+    )
+    assert deleted.status_code == 202, deleted.text
+    await add_listing(services.pool, "Python Developer", "python developer, Django")
+    await embed_pending()
+    await match_all(services)
+    pending = (
+        "SELECT count(*) FROM webhook_deliveries AS d"
+        " JOIN webhook_messages AS m ON m.id = d.message_id"
+        " WHERE d.status = 'pending' AND m.saved_search_id = %s"
+    )
+    assert await status_of(services.pool, pending, clicked) == [1]
+    assert await status_of(services.pool, pending, deleted.json()["id"]) == [1]
+
+    # One-click unsubscribe (the e-mail's link) and the account's DELETE: nothing goes after.
+    async with services.pool.connection() as conn:
+        key = await privacy.privacy_key(conn, services.settings.privacy_key)
+    token = tokens.make(key, tokens.UNSUBSCRIBE, uuid.UUID(clicked))
+    unsubscribed = await client.post(f"/api/alerts/unsubscribe?token={token}")
+    assert unsubscribed.status_code == 200, unsubscribed.text
+    gone = await client.delete(f"/api/alerts/{deleted.json()['id']}", headers=agency)
+    assert gone.status_code == 204, gone.text
+    assert await status_of(services.pool, pending, clicked) == [0]
+    assert await status_of(services.pool, pending, deleted.json()["id"]) == [0]
+    cancelled = await status_of(
+        services.pool, "SELECT status::text FROM webhook_deliveries ORDER BY id"
+    )
+    assert cancelled == ["cancelled", "cancelled"]
+    assert await send_due(services.pool) == 0
+    assert receiver.received == []
+
+
+async def test_an_account_lists_and_ends_the_searches_it_saved_for_another_address(
+    client: httpx.AsyncClient, services: Services, make_token: MakeToken
+) -> None:
+    recruiter = bearer(await make_token("rita", Role.recruiter))
+    other = bearer(await make_token("bo", Role.recruiter))
+    saved = await client.post(
+        "/api/alerts",
+        json={"query": QUERY, "email": "candidate@example.com", "frequency": "weekly"},
+        headers=recruiter,
+    )
+    assert saved.status_code == 202 and saved.json()["status"] == "pending", saved.text
+    listed = await client.get("/api/alerts", headers=recruiter)
+    assert [a["id"] for a in listed.json()["alerts"]] == [saved.json()["id"]]
+    assert listed.json()["alerts"][0]["email"] == "candidate@example.com"
+    # Nobody else's account lists or ends it.
+    assert (await client.get("/api/alerts", headers=other)).json()["alerts"] == []
+    refused = await client.delete(f"/api/alerts/{saved.json()['id']}", headers=other)
+    assert refused.status_code == 404
+    ended = await client.delete(f"/api/alerts/{saved.json()['id']}", headers=recruiter)
+    assert ended.status_code == 204
+    assert (await client.get("/api/alerts", headers=recruiter)).json()["alerts"] == []

@@ -135,8 +135,8 @@ async def add_listing(
 async def active_search(
     services: Services, query: str = QUERY, email_address: str = "ada@example.com", **filters: Any
 ) -> uuid.UUID:
-    async def embed(text: str) -> list[float]:
-        return hash_embed(text)
+    async def embed(text: str) -> dict[str, list[float]]:
+        return {"embedding": hash_embed(text)}
 
     saved = await store.save(
         services.pool,

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from shortlist.alerts.matcher import MatchQueue
 from shortlist.api.app import create_app
 from shortlist.bootstrap import Services, build_workers, open_services
 from shortlist.cli import build_app
@@ -26,6 +27,7 @@ from shortlist.embedding.spaces import ModelInUse, Spaces
 from shortlist.indexer import migration
 from shortlist.indexer.migration import ModelMigrationError, ModelRequest
 from shortlist.listings.search import search_jobs
+from shortlist.queue import QueueWorker, WorkerConfig
 from shortlist.reindex import reindex
 from shortlist.runtime import run_until_stopped
 from shortlist.talent import repository as repo
@@ -190,7 +192,11 @@ async def test_migration_while_searching(db_url: str, settings: Settings, pool: 
         space = await migration.register(pool, db_url, NEW, models)
         status = await _status(pool)
         assert status["active"]["dim"] == 384 and status["building"]["dim"] == 256
-        assert set(status["building"]["coverage"]) == {"job_listings", "candidates"}
+        assert set(status["building"]["coverage"]) == {
+            "job_listings",
+            "candidates",
+            "alert_queries",
+        }
 
         async with pool.connection() as conn:
             await conn.execute(
@@ -552,3 +558,106 @@ async def test_the_build_to_do_index_is_in_the_claims_order(db_url: str, pool: A
     for table in ("job_listings", "candidates"):
         todo = migration.todo_index_name(space, table)
         assert await columns(todo) == await columns(f"{table}_claimable_idx")
+
+
+class ReversedEmbedder(FakeEmbedder):
+    """Another model of the same dimension: the fake's vectors reversed, a space in which the
+    first model's vectors mean nothing (their cosine with its own is about 0)."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [v[::-1] for v in await super().embed(texts)]
+
+
+@dataclass
+class SameDimModels:
+    """The first space's fake model and, for every later space, the reversed one (384-d both)."""
+
+    made: dict[int, FakeEmbedder] = field(default_factory=dict)
+
+    def __call__(self, space: ModelSpace) -> FakeEmbedder:
+        if space.id not in self.made:
+            kind = FakeEmbedder if space.vector_column == "embedding" else ReversedEmbedder
+            self.made[space.id] = kind(dim=space.dim)
+        return self.made[space.id]
+
+
+async def match_queued(services: Services) -> None:
+    queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+    config = WorkerConfig(batch_size=32, poll_interval=0.05, backoff_base=0.05, grace=5.0)
+    await QueueWorker(queue, config).run(asyncio.Event(), drain=True)
+
+
+async def add_job(pool: AsyncPool, company: str) -> UUID:
+    """A Python Developer job of ``company``, in Berlin."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO job_listings (company_name, job_title, city_location, description,"
+            " detail_page_slug) VALUES (%s, 'Python Developer', 'Berlin', 'python developer',"
+            " 'python-developer-' || gen_random_uuid()) RETURNING id",
+            (company,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return UUID(str(row["id"]))
+
+
+async def matched(pool: AsyncPool, listing: UUID) -> set[str]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT search_id::text AS id FROM alert_matches WHERE listing_id = %s", (listing,)
+        )
+        return {r["id"] for r in await cur.fetchall()}
+
+
+async def test_saved_searches_follow_the_model_switch(
+    db_url: str, settings: Settings, pool: AsyncPool
+) -> None:
+    """Saved searches' query vectors are re-embedded by the new model and switched with the
+    listings': a search saved before the build and one saved during it still match a new job
+    after the switch (in the old model's vectors the new model's listings are at cosine ~0,
+    below every threshold), and after the old columns are dropped."""
+    models = SameDimModels()
+    await add_listings(pool, 4)
+    async with running(settings, models) as services:
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="first embedding")
+        transport = httpx.ASGITransport(app=create_app(services), client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+
+            async def save(address: str) -> str:
+                response = await client.post(
+                    "/api/alerts",
+                    json={"query": "python developer", "email": address, "frequency": "instant"},
+                )
+                assert response.status_code == 202, response.text
+                return str(response.json()["id"])
+
+            before = await save("before@example.com")
+            space = await migration.register(
+                pool, db_url, ModelRequest("openai", "fake-reversed", 384), models
+            )
+            await services.spaces.refresh()
+            during = await save("during@example.com")
+        async with pool.connection() as conn:
+            await conn.execute(
+                "UPDATE saved_searches SET status = 'active', consent_at = now()"
+                " WHERE status = 'pending'"
+            )
+        await wait_for(lambda: _is(active_id(pool), space.id), timeout=60, message="the switch")
+        await wait_for(lambda: _is_space(services, space.id), timeout=10, message="reloaded")
+        assert (await _status(pool))["building"] is None
+
+        listing = await add_job(pool, "Acme")
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="the new listing")
+        await match_queued(services)
+        assert await matched(pool, listing) == {before, during}
+
+        # The old model's columns dropped, saved queries' too: matching goes on.
+        await wait_for(
+            lambda: _lacks(columns(pool, "alert_queries"), "embedding"),
+            timeout=30,
+            message="the old columns dropped",
+        )
+        again = await add_job(pool, "Other")
+        await wait_for(lambda: all_embedded(pool), timeout=30, message="the next listing")
+        await match_queued(services)
+        assert await matched(pool, again) == {before, during}

@@ -1,5 +1,6 @@
 -- Reverse search (shortlist.alerts.reverse): which saved searches one job listing satisfies.
--- {embedding} is the active model space's vector column of job_listings.
+-- {embedding} is the active model space's vector column, of job_listings and of alert_queries
+-- alike (shortlist.indexer.migration fills and switches both).
 
 -- name: widen_scan
 -- The HNSW scan of the meaning path, for the rest of the transaction: its first candidate list
@@ -35,7 +36,7 @@ WITH l AS MATERIALIZED (
      WHERE id = %(id)s AND status = 'open' AND duplicate_of IS NULL AND {embedding} IS NOT NULL
 ),
 candidates AS (
-    SELECT n.query_id FROM l, alert_queries_within(l.vector, %(radius)s) AS n
+    SELECT n.query_id FROM l, alert_queries_within(l.vector, %(radius)s, %(column)s, %(dim)s) AS n
     UNION
     SELECT w.query_id
       FROM alert_query_words AS w, l
@@ -49,7 +50,7 @@ scored AS MATERIALIZED (
     SELECT x.query_id, x.score
       FROM (SELECT c.query_id,
                    1.0 / (1.0 + exp(-(%(intercept)s::float8
-                                      + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.vector))
+                                      + %(w_cosine)s::float8 * (1.0 - (q.{embedding} <=> l.vector))
                                       + %(w_similarity)s::float8
                                         * coalesce(word_similarity(
                                               nullif((SELECT w.title_words
@@ -80,10 +81,11 @@ SELECT array(SELECT DISTINCT search_id FROM inserted) AS searches
 -- name: schedule_digests
 -- Saved searches that got matches are due: at once (instant), else at their next slot
 -- (alert_next_slot); one already due keeps its time and is not written again (a new row version
--- and an entry in each of its indexes, for a search that most listings match again).
+-- and an entry in each of its indexes, for a search that most listings match again). A search
+-- whose address has not confirmed its e-mail yet (one active for webhooks) gets no digest.
 UPDATE saved_searches
    SET due_at = alert_next_slot(frequency, timezone, local_hour, last_digest_at)
- WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL
+ WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL AND email_confirmed
 
 -- name: exhaustive_matches
 -- The check the presearch must agree with (tests and the bench): every active saved search
@@ -91,7 +93,7 @@ UPDATE saved_searches
 SELECT s.id AS search_id, sc.score
   FROM (SELECT q.id,
                1.0 / (1.0 + exp(-(%(intercept)s::float8
-                                  + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.{embedding}))
+                                  + %(w_cosine)s::float8 * (1.0 - (q.{embedding} <=> l.{embedding}))
                                   + %(w_similarity)s::float8
                                     * coalesce(word_similarity(nullif(w.title_words, ''),
                                                                l.job_title), 0)))) AS score

@@ -25,11 +25,12 @@ SELECT t.title_words,
 
 -- name: insert_query
 -- A distinct query, stored once (a concurrent save of the same text inserts nothing), with its
--- title words and anchor keys (the keyword path's row; alert_anchor_keys pairs the trigrams in
--- the order given).
+-- vector in each model space in use ({columns}: the active one's, and during a model migration
+-- the one being built; {vectors} their values), its title words and anchor keys (the keyword
+-- path's row; alert_anchor_keys pairs the trigrams in the order given).
 WITH q AS (
-    INSERT INTO alert_queries (normalised, embedding)
-    VALUES (%(normalised)s, %(embedding)s)
+    INSERT INTO alert_queries (normalised, {columns})
+    VALUES (%(normalised)s, {vectors})
     ON CONFLICT (normalised) DO NOTHING
     RETURNING id
 ), w AS (
@@ -39,21 +40,24 @@ WITH q AS (
 SELECT id FROM q
 
 -- name: insert_search
+-- A saved search of its owner's account (user_id; NULL signed out), active at once when its
+-- consent was given in saving (consent_at).
 INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,
                             min_score, frequency, timezone, local_hour, status, consent_at,
-                            webhook_org_id)
+                            webhook_org_id, user_id, email_confirmed)
 VALUES (%(subscriber_id)s, %(query_id)s, %(query)s, %(location)s, %(salary_min)s,
         %(work_mode)s, %(min_score)s, %(frequency)s, %(timezone)s, %(hour)s, %(status)s,
-        CASE WHEN %(status)s = 'active' THEN now() END, %(webhook_org_id)s)
+        CASE WHEN %(status)s = 'active' THEN now() END, %(webhook_org_id)s, %(user_id)s,
+        %(email_confirmed)s)
 RETURNING id, status
 
 -- name: confirmations_today
 -- Confirmation e-mails an address was sent in the last day (a cap: nobody can use the form to
--- mail a stranger over and over).
+-- mail a stranger over and over), a webhook search's e-mail waiting for its consent included.
 SELECT count(*) AS n
   FROM saved_searches
  WHERE subscriber_id = %(subscriber_id)s AND created_at > now() - interval '1 day'
-   AND consent_at IS NULL
+   AND (consent_at IS NULL OR NOT email_confirmed)
 
 -- name: confirm
 -- Double opt-in, pending -> active, while its link is valid; the consent time is kept.
@@ -63,14 +67,28 @@ UPDATE saved_searches
    AND created_at > now() - make_interval(secs => %(valid_for)s)
 RETURNING id
 
+-- name: confirm_email
+-- The address of a search active for an organisation's webhooks consents to its e-mail (the
+-- double opt-in link, while valid): its digests start, with what matched meanwhile.
+UPDATE saved_searches
+   SET email_confirmed = true,
+       due_at = CASE WHEN EXISTS (SELECT 1 FROM alert_matches AS m
+                                   WHERE m.search_id = saved_searches.id AND m.status = 'queued')
+                     THEN alert_next_slot(frequency, timezone, local_hour, last_digest_at) END
+ WHERE id = %(id)s AND status = 'active' AND NOT email_confirmed
+   AND created_at > now() - make_interval(secs => %(valid_for)s)
+RETURNING id
+
 -- name: search_of_token
-SELECT s.id, s.status, s.query, s.frequency
+SELECT s.id, s.status, s.query, s.frequency, s.email_confirmed
   FROM saved_searches AS s
  WHERE s.id = %(id)s
 
 -- name: end_search
--- pending | active -> unsubscribed | disabled; its queued matches and its pending digest are
--- cancelled in the same statement, so nothing queued for it is sent after.
+-- pending | active -> unsubscribed | disabled; its queued matches, its pending digest and its
+-- pending webhook deliveries (alert.matched of a search saved for an organisation's webhooks)
+-- are cancelled in the same statement, so nothing queued for it is sent after. A delivery
+-- whose request is in flight finds it cancelled when it records the answer.
 WITH s AS (
     UPDATE saved_searches
        SET status = %(status)s, ended_at = now(), due_at = NULL
@@ -84,25 +102,36 @@ WITH s AS (
     UPDATE alert_digests SET status = 'cancelled'
      WHERE search_id IN (SELECT id FROM s) AND status = 'pending'
     RETURNING 1
+), w AS (
+    UPDATE webhook_deliveries AS wd SET status = 'cancelled', last_error = 'the saved search ended'
+      FROM webhook_messages AS wm
+     WHERE wm.saved_search_id IN (SELECT id FROM s) AND wd.message_id = wm.id
+       AND wd.status = 'pending'
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM s) AS ended, (SELECT count(*) FROM m) AS cancelled
+SELECT (SELECT count(*) FROM s) AS ended, (SELECT count(*) FROM m) AS cancelled,
+       (SELECT count(*) FROM w) AS deliveries_cancelled
 
 -- name: searches_of_user
--- A signed-in user's saved searches: those saved signed in, or to their address.
+-- A user's saved searches: those they saved (signed in or with a key, to any address), and
+-- those of their own address.
 SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
-       s.status, s.created_at, s.consent_at, s.webhook_org_id
+       s.status, s.created_at, s.consent_at, s.webhook_org_id, s.email_confirmed,
+       sub.email
   FROM saved_searches AS s
   JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
- WHERE (sub.user_id = %(user_id)s OR sub.email = %(email)s)
+ WHERE (s.user_id = %(user_id)s OR sub.user_id = %(user_id)s OR sub.email = %(email)s)
    AND s.status IN ('pending', 'active')
  ORDER BY s.created_at DESC, s.id
  LIMIT 500
 
 -- name: owned_by_user
+-- The search, if it is one of the user's (as searches_of_user lists them).
 SELECT s.id
   FROM saved_searches AS s
   JOIN alert_subscribers AS sub ON sub.id = s.subscriber_id
- WHERE s.id = %(id)s AND (sub.user_id = %(user_id)s OR sub.email = %(email)s)
+ WHERE s.id = %(id)s
+   AND (s.user_id = %(user_id)s OR sub.user_id = %(user_id)s OR sub.email = %(email)s)
    AND s.status IN ('pending', 'active')
 
 -- name: all_searches

@@ -31,7 +31,7 @@ DELETE FROM alert_listing_queue AS q
 WITH c AS (
     SELECT id
       FROM saved_searches
-     WHERE due_at <= now() AND status = 'active'
+     WHERE due_at <= now() AND status = 'active' AND email_confirmed
        AND (locked_until IS NULL OR locked_until < now())
      ORDER BY due_at
      LIMIT %(limit)s

@@ -143,22 +143,34 @@ def score_params(floor: float) -> dict[str, float]:
     }
 
 
+HALFVEC_SLACK = 0.002
+"""Added to the radius when the range is read through a half-precision index (a space after the
+first: shortlist.db.vector_index): its distances differ from the float4 ones the score uses by
+less than this, so no query within the radius is cut off."""
+
+
 @dataclass(frozen=True)
 class Statements:
-    """match.sql composed for one model space (its vector column)."""
+    """match.sql composed for one model space (its vector column, on the listings and on the
+    saved queries)."""
 
     insert: sql.Composed
     exhaustive: sql.Composed
+    column: str
+    dim: int
 
     @classmethod
     def of(cls, space: ModelSpace | None) -> Statements:
-        column = sql.Identifier(space.vector_column if space is not None else "embedding")
-        return cls(
-            *(
-                compose(QUERIES[name], embedding=column)
-                for name in ("insert_matches", "exhaustive_matches")
-            )
+        column = space.vector_column if space is not None else "embedding"
+        insert, exhaustive = (
+            compose(QUERIES[name], embedding=sql.Identifier(column))
+            for name in ("insert_matches", "exhaustive_matches")
         )
+        return cls(insert, exhaustive, column, space.dim if space is not None else 0)
+
+    def radius(self, floor: float) -> float:
+        slack = 0.0 if self.column == "embedding" else HALFVEC_SLACK
+        return meaning_radius(floor) + slack
 
 
 async def prepare_scan(conn: AsyncConn, ef_search: int | None = None) -> None:
@@ -177,7 +189,13 @@ async def match_listing(
     matched: closed, a duplicate, no vector). One statement."""
     cur = await conn.execute(
         statements.insert,
-        {"id": listing_id, "radius": meaning_radius(floor), **score_params(floor)},
+        {
+            "id": listing_id,
+            "radius": statements.radius(floor),
+            "column": statements.column,
+            "dim": statements.dim,
+            **score_params(floor),
+        },
     )
     row = await cur.fetchone()
     assert row is not None

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from psycopg import sql
 from psycopg.rows import DictRow
 
 from shortlist import privacy
 from shortlist.alerts import reverse, tokens
-from shortlist.db.sql import load_queries
+from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.errors import BadInput, NotFound
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES
@@ -39,7 +40,9 @@ CONFIRMATIONS_PER_DAY = 5
 """Confirmation e-mails one address gets per day at most; further saves are kept pending
 without one (the form must not be a way to mail a stranger over and over)."""
 
-Embed = Callable[[str], Awaitable[Sequence[float]]]
+Embed = Callable[[str], Awaitable[Mapping[str, Sequence[float]]]]
+"""A query's vector in each model space in use, by the space's vector column (``embedding`` for
+the first; during a model migration the one being built too: a query saved then has both)."""
 DEFAULT_HOUR = 8
 """The subscriber's local hour a daily or weekly digest goes at, unless they chose another."""
 
@@ -115,18 +118,26 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
     row = await cur.fetchone()
     if row is not None:
         return int(row["id"])
-    vector = list(await embed(normalised))
+    vectors = await embed(normalised)
+    columns = sorted(vectors)
     cur = await conn.execute(SQL["title_trigrams"], {"terms": text_terms(normalised)})
     words = await cur.fetchone()
     assert words is not None
-    cur = await conn.execute(
+    insert = compose(
         SQL["insert_query"],
+        columns=sql.SQL(", ").join(map(sql.Identifier, columns)),
+        vectors=sql.SQL(", ").join(
+            sql.SQL("{}::vector").format(sql.Placeholder(f"v{i}")) for i in range(len(columns))
+        ),
+    )
+    cur = await conn.execute(
+        insert,
         {
             "normalised": normalised,
             "title_words": words["title_words"],
             "trigrams": reverse.anchor_order(words["words"]),
             "similarity": reverse.KEYWORD_SIMILARITY,
-            "embedding": vector,
+            **{f"v{i}": _vector_text(vectors[c]) for i, c in enumerate(columns)},
         },
     )
     row = await cur.fetchone()
@@ -135,6 +146,10 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
         row = await cur.fetchone()
         assert row is not None
     return int(row["id"])
+
+
+def _vector_text(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
 async def save(
@@ -148,12 +163,17 @@ async def save(
     user_email: str | None = None,
     webhook_org_id: int | None = None,
 ) -> Saved:
-    """Store a saved search: ``active`` at once for a signed-in user saving to their own
-    address, else ``pending`` with a confirmation token to e-mail (none past
+    """Store a saved search, owned by ``user_id`` (the account that saved it, signed in or with
+    an API key: it lists and ends it). ``active`` at once for a user saving to their own
+    address; else ``pending`` with a confirmation token to e-mail (none past
     :data:`CONFIRMATIONS_PER_DAY`). ``webhook_org_id``: the organisation whose ``alert.matched``
-    webhooks its matches also go to (the caller checked that it acts for it)."""
+    webhooks its matches also go to (the caller checked that it acts for it and may manage
+    them): such a search is the organisation's and active at once, its member having consented
+    for it, while its e-mail waits for the address's own consent (the token then confirms the
+    e-mail alone; no digest is made before)."""
     search = search.checked()
     signed_in = user_email is not None and user_email.lower() == search.email.lower()
+    for_webhooks = webhook_org_id is not None and user_id is not None
     async with pool.connection() as conn, conn.transaction():
         if await privacy.suppressed_among(
             conn, privacy.person_keys(email=search.email), privacy_key
@@ -169,7 +189,8 @@ async def save(
         cur = await conn.execute(SQL["confirmations_today"], {"subscriber_id": subscriber["id"]})
         sent_today = await cur.fetchone()
         qid = await query_id(conn, search.query, embed)
-        status = "active" if signed_in else "pending"
+        status = "active" if signed_in or for_webhooks else "pending"
+        email_confirmed = signed_in or not for_webhooks
         cur = await conn.execute(
             SQL["insert_search"],
             {
@@ -185,6 +206,8 @@ async def save(
                 "hour": search.hour,
                 "status": status,
                 "webhook_org_id": webhook_org_id,
+                "user_id": user_id,
+                "email_confirmed": email_confirmed,
             },
         )
         row = await cur.fetchone()
@@ -193,7 +216,7 @@ async def save(
         key = await privacy.privacy_key(conn, privacy_key)
     confirm = None
     if (
-        status == "pending"
+        not (status == "active" and email_confirmed)
         and subscriber["status"] == "active"
         and sent_today is not None
         and int(sent_today["n"]) < CONFIRMATIONS_PER_DAY
@@ -213,13 +236,18 @@ async def _search_of(conn: AsyncConn, purpose: str, token: str, privacy_key: str
 
 async def confirm(pool: AsyncPool, token: str, *, valid_for: float, privacy_key: str = "") -> str:
     """Follow a confirmation link: the search's status after it (``active``); ``NotFound`` for
-    a token that is not ours, or a search gone (expired unconfirmed, ended)."""
+    a token that is not ours, or a search gone (expired unconfirmed, ended). A search active
+    for an organisation's webhooks gets its e-mail confirmed."""
     async with pool.connection() as conn, conn.transaction():
         row = await _search_of(conn, tokens.CONFIRM, token, privacy_key)
         if row is None:
             raise NotFound("this confirmation link is not valid (it may have expired)")
-        if row["status"] == "pending":
-            cur = await conn.execute(SQL["confirm"], {"id": row["id"], "valid_for": valid_for})
+        pending = row["status"] == "pending"
+        if pending or (row["status"] == "active" and not row["email_confirmed"]):
+            cur = await conn.execute(
+                SQL["confirm" if pending else "confirm_email"],
+                {"id": row["id"], "valid_for": valid_for},
+            )
             if await cur.fetchone() is None:
                 raise NotFound("this confirmation link has expired: save the search again")
             return "active"
@@ -253,6 +281,7 @@ async def end(conn: AsyncConn, search_id: uuid.UUID, status: str) -> int:
 
 
 async def list_for_user(conn: AsyncConn, user_id: int) -> list[dict[str, Any]]:
+    """The searches the user saved (to any address) and those of their own address."""
     email = await user_email(conn, user_id)
     cur = await conn.execute(SQL["searches_of_user"], {"user_id": user_id, "email": email})
     return [
@@ -267,6 +296,8 @@ async def list_for_user(conn: AsyncConn, user_id: int) -> list[dict[str, Any]]:
             "createdAt": r["created_at"].isoformat(),
             "consentAt": r["consent_at"].isoformat() if r["consent_at"] else None,
             "webhook": r["webhook_org_id"] is not None,
+            "email": r["email"],
+            "emailConfirmed": bool(r["email_confirmed"]),
         }
         for r in await cur.fetchall()
     ]

@@ -10,8 +10,11 @@
         rows get both models' vectors, the rest are claimed for the new space alone
         (``shortlist.indexer.queue``). Searches go on with the active model meanwhile.
     the coordinator (:func:`coordinate`, in every indexer process; one at a time by advisory lock)
-        once the space covers every row of both corpora: its vector indexes (HNSW, or IVFFlat
-        for a large table: shortlist.db.vector_index), built CONCURRENTLY;
+        embeds the alerts' saved queries (``alert_queries``) with the new model into their
+        column of the space (:func:`fill_saved_queries`; a query saved meanwhile is embedded by
+        both models when saved); once the space covers every row of both corpora and every
+        saved query: its vector indexes (HNSW, or IVFFlat for a large table:
+        shortlist.db.vector_index; the saved queries' HNSW), built CONCURRENTLY;
         then the switch, in ONE transaction (rows the new model rejected are marked failed, the
         old model retired, the new one active, the corpus's "embedded means a vector" check
         moved to the new column). NOTIFY reloads every process: from then on queries are
@@ -30,6 +33,7 @@ rows' hashes, an interrupted index build is dropped and built again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,10 +45,17 @@ from psycopg.rows import dict_row
 
 from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.db.vector_index import NO_OVERRIDES, BuildOverrides, ensure_space_indexes
+from shortlist.db.vector_index import (
+    HNSW,
+    NO_OVERRIDES,
+    BuildOverrides,
+    VectorIndex,
+    ensure_space_indexes,
+)
 from shortlist.embedding.base import EmbeddingError
 from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace
-from shortlist.embedding.spaces import EmbedderFactory, Spaces
+from shortlist.embedding.query_cache import normalised_text
+from shortlist.embedding.spaces import EmbedderFactory, ModelInUse, Spaces
 from shortlist.errors import ConfigError, ShortlistError
 from shortlist.indexer.breaker import probe_embedder
 from shortlist.indexer.corpora import CORPORA
@@ -62,6 +73,13 @@ LOCK_TIMEOUT = "2s"
 DDL_ATTEMPTS = 10
 COORDINATOR_LOCK_KEY = 0x5_0071_1158
 """Session advisory lock of the coordinator: one process builds indexes and switches."""
+
+SAVED_QUERIES = "alert_queries"
+"""The alerts' saved queries (migration 0047): a query vector per space, like the corpora's,
+filled by the coordinator (:func:`fill_saved_queries`, with the new model, as job search embeds
+a query) and switched with them, so a saved search is matched in the listings' space."""
+QUERY_FILL_BATCH = 64
+"""Saved queries embedded per model call while filling a space."""
 
 FIRST_SPACE_CHECKS = {
     "job_listings": "embedded_has_vector",
@@ -102,11 +120,9 @@ class ModelRequest:
 
 
 def check_name(space: ModelSpace, table: str) -> str:
-    return (
-        FIRST_SPACE_CHECKS[table]
-        if space.vector_column == "embedding"
-        else (f"{table}_{space.vector_column}_embedded_check")
-    )
+    if space.vector_column == "embedding" and table in FIRST_SPACE_CHECKS:
+        return FIRST_SPACE_CHECKS[table]
+    return f"{table}_{space.vector_column}_embedded_check"
 
 
 def todo_index_name(space: ModelSpace, table: str) -> str:
@@ -129,6 +145,18 @@ def _in(
 
 def _each_corpus(name: str, space: ModelSpace) -> list[sql.Composed]:
     return [_in(QUERIES[name], space, corpus.table) for corpus in CORPORA]
+
+
+def _queries(name: str, space: ModelSpace, **extra: sql.Composable) -> sql.Composed:
+    """``name`` for ``space`` on the saved queries (its column, its todo index)."""
+    return _in(QUERIES[name], space, SAVED_QUERIES, **extra)
+
+
+def saved_query_index(space: ModelSpace) -> VectorIndex:
+    """The space's vector index on the saved queries: HNSW whatever their number, since the
+    meaning path reads it in distance order until a radius (an iterative scan in strict order,
+    which pgvector's IVFFlat does not offer)."""
+    return VectorIndex(SAVED_QUERIES, space.vector_column, space.dim)
 
 
 async def _ddl(url: str, step: Callable[[AsyncConn], Awaitable[None]]) -> None:
@@ -217,11 +245,14 @@ async def register(
             await conn.execute(
                 _in(QUERIES["add_columns"], space, corpus.table, dim=sql.Literal(space.dim))
             )
+        await conn.execute(_queries("add_query_column", space, dim=sql.Literal(space.dim)))
         registered[:] = [space]
 
     await _ddl(url, insert)
     [space] = registered
-    await _autocommit(url, _each_corpus("create_todo_index", space))
+    await _autocommit(
+        url, [*_each_corpus("create_todo_index", space), _queries("create_query_todo_index", space)]
+    )
     log.info("registered embedding model %s (%d-d) as space %d", space.label, space.dim, space.id)
     return space
 
@@ -230,6 +261,7 @@ async def _drop_space(url: str, space: ModelSpace) -> None:
     async def drop(conn: AsyncConn) -> None:
         for corpus in CORPORA:
             await conn.execute(_in(QUERIES["drop_columns"], space, corpus.table))
+        await conn.execute(_queries("drop_query_column", space))
         await conn.execute(QUERIES["mark_dropped"], {"id": space.id})
 
     await _ddl(url, drop)
@@ -256,6 +288,11 @@ async def coverage(conn: AsyncConn, space: ModelSpace) -> dict[str, float]:
         assert row is not None
         total, covered = int(row["total"]), int(row["covered"])
         shares[corpus.table] = 1.0 if total == 0 else round(covered / total, 4)
+    cur = await conn.execute(_queries("query_coverage", space))
+    row = await cur.fetchone()
+    assert row is not None
+    total, covered = int(row["total"]), int(row["covered"])
+    shares[SAVED_QUERIES] = 1.0 if total == 0 else round(covered / total, 4)
     return shares
 
 
@@ -299,7 +336,47 @@ async def _covers_everything(pool: AsyncPool, space: ModelSpace) -> bool:
             row = await cur.fetchone()
             if row is None or row["any"]:
                 return False
-    return True
+        return not await _queries_uncovered(conn, space)
+
+
+async def _queries_uncovered(conn: AsyncConn, space: ModelSpace) -> bool:
+    cur = await conn.execute(_queries("queries_uncovered", space))
+    row = await cur.fetchone()
+    return row is None or bool(row["any"])
+
+
+async def fill_saved_queries(pool: AsyncPool, building: ModelInUse) -> int:
+    """Embed the saved queries the space has no vector for yet, with its model, a batch per
+    call, until none is left; returns how many were filled. A model error ends the round (the
+    next one goes on: the progress is the column)."""
+    space, embedder = building.space, building.embedder
+    filled = 0
+    while True:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                _queries("queries_to_embed", space), {"limit": QUERY_FILL_BATCH}
+            )
+            rows = await cur.fetchall()
+        if not rows:
+            return filled
+        try:
+            vectors = await embedder.embed([normalised_text(space, r["normalised"]) for r in rows])
+        except EmbeddingError as exc:
+            log.warning(
+                "embedding saved queries into space %d failed (%s); retrying next round",
+                space.id,
+                type(exc).__name__,
+            )
+            return filled
+        async with pool.connection() as conn:
+            await conn.execute(
+                _queries("set_query_vectors", space),
+                {
+                    "ids": [r["id"] for r in rows],
+                    "vectors": ["[" + ",".join(map(repr, map(float, v))) + "]" for v in vectors],
+                },
+            )
+        filled += len(rows)
 
 
 async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
@@ -315,6 +392,9 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
             row = await cur.fetchone()
             if row is None or row["any"]:
                 return  # a row was added or edited since the check: the indexer catches up
+        await conn.execute(QUERIES["lock_queries"])
+        if await _queries_uncovered(conn, space):
+            return  # a query was saved without the new vector: the next round fills it
         for corpus in CORPORA:
             await conn.execute(
                 _in(QUERIES["fail_rejected"], space, corpus.table),
@@ -325,6 +405,7 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
         for statement in [
             *_each_corpus("drop_vector_check", previous),
             *_each_corpus("add_vector_check", space),
+            _queries("queries_nullable", previous),
         ]:
             await conn.execute(statement)
         await conn.execute(QUERIES["retire_active"])
@@ -338,7 +419,11 @@ async def switch(url: str, space: ModelSpace, previous: ModelSpace) -> bool:
         )
         await _autocommit(
             url,
-            _each_corpus("validate_vector_check", space) + _each_corpus("drop_todo_index", space),
+            [
+                *_each_corpus("validate_vector_check", space),
+                *_each_corpus("drop_todo_index", space),
+                _queries("drop_todo_index", space),
+            ],
         )
     return switched[0]
 
@@ -366,8 +451,12 @@ async def _work_to_do(pool: AsyncPool, spaces: Spaces) -> bool:
     """Whether a round has anything to do: read through the pool, so an idle coordinator opens
     no connection of its own."""
     building = spaces.building()
-    if building is not None and await _covers_everything(pool, building.space):
-        return True
+    if building is not None:
+        async with pool.connection() as conn:
+            if await _queries_uncovered(conn, building.space):
+                return True
+        if await _covers_everything(pool, building.space):
+            return True
     async with pool.connection() as conn:
         cur = await conn.execute(QUERIES["droppable"], {"grace": RETIRED_GRACE})
         return await cur.fetchone() is not None
@@ -379,8 +468,16 @@ async def _coordinate(
     await spaces.refresh()
     done: str | None = None
     building = spaces.building()
+    if building is not None:
+        await fill_saved_queries(pool, building)
     if building is not None and await _covers_everything(pool, building.space):
         await asyncio.to_thread(ensure_space_indexes, url, building.space.indexes(), overrides)
+        await asyncio.to_thread(
+            ensure_space_indexes,
+            url,
+            [saved_query_index(building.space)],
+            dataclasses.replace(overrides, method=HNSW),
+        )
         if await switch(url, building.space, spaces.active().space):
             done = f"switched to space {building.space.id}"
             await spaces.refresh()

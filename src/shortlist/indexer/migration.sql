@@ -123,3 +123,44 @@ SELECT pg_advisory_unlock(%(key)s)
 
 -- name: drop_vector_check
 ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {constraint}
+
+-- The saved queries of the alerts (alert_queries, migration 0047): each space has its query
+-- vectors there too, filled by the coordinator with the space's model and switched with the
+-- corpora, so that a saved search is matched in the space the listings' vectors are in.
+
+-- name: add_query_column
+ALTER TABLE alert_queries ADD COLUMN {embedding} vector({dim})
+
+-- name: create_query_todo_index
+-- The saved queries not yet in the space (what fill_saved_queries claims); empty once filled.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON alert_queries (id) WHERE {embedding} IS NULL
+
+-- name: drop_query_column
+ALTER TABLE alert_queries DROP COLUMN IF EXISTS {embedding}
+
+-- name: queries_to_embed
+-- A batch of saved queries without a vector in the space, their text as it was embedded.
+SELECT id, normalised FROM alert_queries WHERE {embedding} IS NULL ORDER BY id LIMIT %(limit)s
+
+-- name: set_query_vectors
+-- Their vectors in the space (a query filled meanwhile, by a save, keeps its own).
+UPDATE alert_queries AS q
+   SET {embedding} = v.vector::vector
+  FROM unnest(%(ids)s::bigint[], %(vectors)s::text[]) AS v (id, vector)
+ WHERE q.id = v.id AND q.{embedding} IS NULL
+
+-- name: queries_uncovered
+SELECT EXISTS (SELECT 1 FROM alert_queries WHERE {embedding} IS NULL) AS any
+
+-- name: query_coverage
+SELECT count(*) AS total, count({embedding}) AS covered FROM alert_queries
+
+-- name: lock_queries
+-- At the switch: no saved query is added until it commits (one added meanwhile carries the
+-- vectors its process knew of; a process that knows of the new space writes both).
+LOCK TABLE alert_queries IN SHARE MODE
+
+-- name: queries_nullable
+-- At the switch: the retired space's column of the saved queries takes no more vectors (the
+-- first space's was NOT NULL, migration 0034); it is dropped with the space's others.
+ALTER TABLE alert_queries ALTER COLUMN {embedding} DROP NOT NULL

@@ -41,13 +41,14 @@ RETURNING id
 
 -- name: enqueue
 -- One message (once per subject, when one is named) and a pending delivery of it to each
--- enabled endpoint of the organisation subscribed to its type; nothing when none is.
+-- enabled endpoint of the organisation subscribed to its type; nothing when none is. A saved
+-- search's alert.matched names the search (its end cancels what is pending).
 WITH endpoints AS (
     SELECT id FROM webhook_endpoints
      WHERE org_id = %(org_id)s AND status = 'enabled' AND %(event_type)s = ANY (events)
 ), message AS (
-    INSERT INTO webhook_messages (msg_id, org_id, event_type, subject, body)
-    SELECT %(msg_id)s, %(org_id)s, %(event_type)s, %(subject)s, %(body)s
+    INSERT INTO webhook_messages (msg_id, org_id, event_type, subject, body, saved_search_id)
+    SELECT %(msg_id)s, %(org_id)s, %(event_type)s, %(subject)s, %(body)s, %(saved_search_id)s
      WHERE EXISTS (SELECT 1 FROM endpoints)
     ON CONFLICT (org_id, event_type, subject) WHERE subject IS NOT NULL DO NOTHING
     RETURNING id

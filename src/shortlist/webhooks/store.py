@@ -156,6 +156,7 @@ async def enqueue(
     payload: Mapping[str, Any],
     *,
     subject: str | None = None,
+    saved_search_id: UUID | None = None,
 ) -> int:
     """Write ``event_type`` with ``payload`` (its ``data``) for delivery to every enabled
     endpoint of ``organisation_id`` subscribed to it, in the caller's transaction: the event
@@ -165,6 +166,8 @@ async def enqueue(
     ``subject`` names what the event is about; an event of the same type and subject for the
     organisation is written once, ever (a second call writes nothing and returns 0), so a
     caller that may run twice for one thing (a retried batch, a re-embedded listing) names it.
+    ``saved_search_id``: the saved job search an ``alert.matched`` is of; ending the search
+    cancels its pending deliveries (``shortlist.alerts.store.end``).
 
     The alerts' matcher calls it for a saved search's new match, in the transaction that
     records the match::
@@ -185,6 +188,7 @@ async def enqueue(
             "msg_id": new_msg_id(),
             "subject": subject,
             "body": message_body(event_type, payload),
+            "saved_search_id": saved_search_id,
         },
     )
     return len(await cur.fetchall())
@@ -252,6 +256,7 @@ async def publish_job_matches(
                 },
             },
             subject=f"job:{r['search_id']}:{r['id']}",
+            saved_search_id=r["search_id"],
         )
     return written
 

@@ -79,10 +79,16 @@ class AlertSaved(BaseModel):
     address."""
 
 
-async def _embed(services: Services, text: str) -> list[float]:
-    active = services.spaces.active()
-    vector = await services.spaces.query_cache.embed(active.space, active.embedder, text)
-    return [float(x) for x in vector]
+async def _embed(services: Services, text: str) -> dict[str, list[float]]:
+    """The query's vector in each model space in use (the active one's, and during a model
+    migration the new one's: the saved query is then matched whichever is active)."""
+    spaces = services.spaces
+    vectors: dict[str, list[float]] = {}
+    for in_use in (spaces.active(), spaces.building()):
+        if in_use is not None:
+            vector = await spaces.query_cache.embed(in_use.space, in_use.embedder, text)
+            vectors[in_use.space.vector_column] = [float(x) for x in vector]
+    return vectors
 
 
 @router.post(

@@ -1,7 +1,7 @@
 // "Alert me" on the job search page: the search's query and filters saved as a job alert
-// (POST /api/alerts, JSON). Signed in, the request carries the session's CSRF token (from
-// GET /api/me); the answer is announced in the form's status line (role="status"), and the
-// API's messages are shown as plain text, never HTML.
+// (POST /api/alerts) through the shared API client (api.js, loaded before this file: the
+// session's CSRF token on the change, from GET /api/me when signed in). The answer is announced
+// in the form's status line (role="status"); the API's messages are shown as plain text.
 "use strict";
 
 (function () {
@@ -9,20 +9,8 @@
   if (!form) return;
   const status = form.querySelector("[data-alert-status]");
   const button = form.querySelector("[data-alert-submit]");
-
-  async function csrfToken() {
-    try {
-      const res = await fetch(form.action.replace(/\/api\/alerts$/, "/api/me"), {
-        credentials: "same-origin",
-        headers: { Accept: "application/json" },
-      });
-      if (!res.ok) return "";
-      const me = await res.json();
-      return me.csrfToken || "";
-    } catch (e) {
-      return "";
-    }
-  }
+  let csrf = "";
+  const api = shortlistApi.client(form.dataset.apiRoot || "", () => csrf);
 
   form.addEventListener("submit", async function (event) {
     event.preventDefault();
@@ -44,31 +32,19 @@
     if (data.get("work_mode")) body.work_mode = data.get("work_mode");
     const floor = parseInt(data.get("salary_min") || "", 10);
     if (!Number.isNaN(floor)) body.salary_min = floor;
-    const headers = { "Content-Type": "application/json", Accept: "application/json" };
-    const csrf = await csrfToken();
-    if (csrf) headers["X-CSRF-Token"] = csrf;
     button.disabled = true;
     try {
-      const res = await fetch(form.action, {
-        method: "POST",
-        headers,
-        credentials: "same-origin",
-        body: JSON.stringify(body),
-      });
-      let answer = null;
-      try {
-        answer = await res.json();
-      } catch (e) {
-        answer = null;
-      }
-      if (res.status === 202 && answer) {
+      // Signed out, /api/me answers 401 and the save goes without a token (none is needed).
+      const me = await api("GET", "/api/me");
+      csrf = (me.ok && me.data && me.data.csrfToken) || "";
+      const answer = await api("POST", "/api/alerts", body);
+      if (answer.status === 202 && answer.data) {
         status.textContent =
-          answer.status === "active"
+          answer.data.status === "active"
             ? "Your alert is on: new jobs like these will be e-mailed to you."
             : "Almost done: follow the link we e-mailed you to start the alert.";
       } else {
-        const msg = answer && answer.error && answer.error.message;
-        status.textContent = "The alert was not saved: " + (msg || "please try again.");
+        status.textContent = "The alert was not saved: " + shortlistApi.errorText(answer);
       }
     } catch (e) {
       status.textContent = "The alert was not saved: the server could not be reached.";

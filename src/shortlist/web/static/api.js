@@ -1,4 +1,4 @@
-// The JSON API as the account and employer pages call it (account.js, employer.js; loaded
+// The JSON API as the pages call it (account.js, employer.js, alerts.js; loaded
 // before them): same-origin with the session cookie, never cached, the session's CSRF token
 // (X-CSRF-Token, from GET /api/me) on every change, and the API's error message as plain text.
 "use strict";
