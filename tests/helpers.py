@@ -1,5 +1,6 @@
-"""Test helpers: wait on conditions with a deadline instead of sleeping; the environment of a
-process a test starts; a settings value read from a fixture."""
+"""Test helpers: wait on conditions with a deadline instead of sleeping (or until the code
+under test is in a given wait: :class:`RecordedWaits`); the environment of a process a test
+starts; a settings value read from a fixture."""
 
 from __future__ import annotations
 
@@ -69,3 +70,27 @@ def wait_for_sync(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+class RecordedWaits:
+    """The ``wait_any`` calls a module under test makes, recorded (their timeouts) as they
+    start: a test waits until the code is in a given wait — a barrier — instead of sleeping and
+    then asserting that nothing happened meanwhile."""
+
+    def __init__(self, monkeypatch: Any, module: Any) -> None:
+        self.timeouts: list[float | None] = []
+        original = module.wait_any
+
+        async def recording(*awaitables: Awaitable[object], timeout: float | None) -> None:  # noqa: ASYNC109
+            self.timeouts.append(timeout)
+            await original(*awaitables, timeout=timeout)
+
+        monkeypatch.setattr(module, "wait_any", recording)
+
+    async def until_one(self, seconds: float | None = None) -> None:
+        """Until the code under test has started a wait of ``seconds`` (None: any wait)."""
+
+        async def started() -> bool:
+            return bool(self.timeouts) if seconds is None else seconds in self.timeouts
+
+        await wait_for(started, timeout=10.0, interval=0.005, message=f"a wait of {seconds}s")

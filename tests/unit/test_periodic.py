@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from shortlist.queue import periodic
 from shortlist.queue.periodic import Periodic, run_periodic
-from tests.helpers import wait_for
+from tests.helpers import RecordedWaits, wait_for
 
 
 async def test_jobs_run_when_due_and_a_slow_or_failing_one_holds_back_nobody() -> None:
@@ -51,7 +54,10 @@ async def test_jobs_run_when_due_and_a_slow_or_failing_one_holds_back_nobody() -
         await task
 
 
-async def test_the_first_run_waits_first_after_and_a_stop_ends_the_wait() -> None:
+async def test_the_first_run_waits_first_after_and_a_stop_ends_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waits = RecordedWaits(monkeypatch, periodic)
     runs: list[float] = []
 
     async def job() -> None:
@@ -59,7 +65,9 @@ async def test_the_first_run_waits_first_after_and_a_stop_ends_the_wait() -> Non
 
     stop = asyncio.Event()
     task = asyncio.create_task(run_periodic([Periodic("later", 3600, job, first_after=3600)], stop))
-    await asyncio.sleep(0.05)
+    await waits.until_one()  # the runner is in its wait, due in an hour ...
+    first = waits.timeouts[0]
+    assert runs == [] and first is not None and first > 3500  # ... and ran nothing
     stop.set()
     async with asyncio.timeout(1):
         await task

@@ -10,7 +10,8 @@ import psycopg
 import pytest
 
 from shortlist.queue import QueueWorker, WorkerConfig, backoff_delay, wait_any
-from tests.helpers import wait_for
+from shortlist.queue import worker as worker_module
+from tests.helpers import RecordedWaits, wait_for
 from tests.memory_queue import Flaky, Job, MemoryQueue, NoKeeper
 
 
@@ -76,32 +77,40 @@ async def test_retry_after_stretches_the_backoff() -> None:
     assert flaky.calls[1] - flaky.calls[0] >= 0.3
 
 
-async def test_the_throttle_spaces_busy_cycles() -> None:
+async def test_the_throttle_spaces_busy_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits = RecordedWaits(monkeypatch, worker_module)
     queue = MemoryQueue(6)
     stop = asyncio.Event()
     task = asyncio.create_task(worker(queue, fast(throttle=30.0)).run(stop))
-    await until(lambda: queue.count("done") >= 3)
-    await asyncio.sleep(0.1)
-    assert queue.count("done") == 3  # the second batch waits for the throttle
+    await waits.until_one(30.0)  # the worker is in the throttle's wait ...
+    assert queue.count("done") == 3 and queue.claims == 1  # ... before a second claim
     stop.set()  # ... which a stop request ends at once
     async with asyncio.timeout(1):
         await task
 
 
-async def test_stop_lets_the_batch_in_flight_commit() -> None:
-    started, proceed = asyncio.Event(), asyncio.Event()
+async def test_stop_lets_the_batch_in_flight_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    started, proceed, stopping = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def slow(worker_id: str, items: list[Job]) -> None:
         started.set()
         await proceed.wait()
 
+    shutdown = QueueWorker._shutdown
+
+    async def shutting_down(self: QueueWorker[Job]) -> None:
+        stopping.set()
+        await shutdown(self)
+
+    monkeypatch.setattr(QueueWorker, "_shutdown", shutting_down)
     queue = MemoryQueue(3, hook=slow)
     stop = asyncio.Event()
     task = asyncio.create_task(worker(queue, fast()).run(stop))
     await started.wait()
     stop.set()
-    await asyncio.sleep(0.05)
-    assert not task.done()
+    async with asyncio.timeout(5):
+        await stopping.wait()  # the loop saw the stop; the batch is still running
+    assert not task.done() and queue.count("running") == 3
     proceed.set()
     await task
     assert queue.count("done") == 3
