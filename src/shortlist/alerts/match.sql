@@ -5,13 +5,17 @@
 -- name: widen_scan
 -- The HNSW scan of the meaning path, for the rest of the transaction: its first candidate list
 -- (hnsw.ef_search: the recall of the range it reads, bench_alerts) and an iterative scan in
--- distance order, so that alert_queries_within stops at the first query past the radius. Plans
--- made for each listing's values: after five runs in a session PL/pgSQL's cached plan of the
--- scan's cursor went generic, which (its vector unknown) sorted every saved query by distance
--- instead of reading the index (10,000 queries: 31 ms a scan against 14 ms).
+-- distance order, so that alert_queries_within stops at the first query past the radius. Below
+-- %(custom_plans_below)s saved queries, plans made for each listing's values: after five runs
+-- in a session PL/pgSQL's cached plan of the scan's cursor went generic, which (its vector
+-- unknown) sorted every saved query by distance instead of reading the index (reverse.py,
+-- CUSTOM_PLANS_BELOW).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
        set_config('hnsw.iterative_scan', 'strict_order', true),
-       set_config('plan_cache_mode', 'force_custom_plan', true)
+       set_config('plan_cache_mode',
+                  CASE WHEN (SELECT c.reltuples FROM pg_class AS c
+                              WHERE c.oid = 'alert_queries'::regclass) < %(custom_plans_below)s
+                       THEN 'force_custom_plan' ELSE 'auto' END, true)
 
 -- name: insert_matches
 -- Every saved search the listing satisfies, written once, in one statement. Candidates: the
