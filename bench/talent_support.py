@@ -64,12 +64,10 @@ def briefs(n: int) -> list[dict[str, Any]]:
     world (so each is one somebody can answer, as a recruiter's brief usually is) — distinct,
     so each search's discovery calls are first attempts, which hang at the simulator's 41 %.
     Every third brief asks for 3, every third for 5 years, when that person has them."""
-    from shortlist.simulator import SimulatorConfig
-    from shortlist.simulator.population import build_population
+    from shortlist.simulator import SimulatorConfig, population_of
 
-    # The simulator's own arguments: its app built this population already (one cache key).
-    sim = SimulatorConfig()
-    people = build_population(sim.seed, sim.population_size, sim.no_email_rate)
+    # The default simulator's people, as its app holds them (loaded once per process).
+    people = population_of(SimulatorConfig())
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     step = 7919  # a prime: walks the whole population without a pattern

@@ -15,8 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from shortlist.simulator import SimulatorConfig
-from shortlist.simulator.population import build_population
+from shortlist.simulator import SimulatorConfig, population_of
 
 
 def sql(url: str, query: str, params: Any = None) -> list[dict[str, Any]]:
@@ -240,8 +239,7 @@ EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 
 @lru_cache(maxsize=4)
 def population_emails(config: SimulatorConfig | None = None) -> frozenset[str]:
-    cfg = config or SimulatorConfig()
-    people = build_population(cfg.seed, cfg.population_size, cfg.no_email_rate)
+    people = population_of(config or SimulatorConfig())
     return frozenset(p.email.lower() for p in people if p.email)
 
 

@@ -4,6 +4,7 @@ from shortlist.simulator.app import (
     BehaviourPatch,
     SimulatorServer,
     create_simulator_app,
+    population_of,
     serve_simulator,
 )
 from shortlist.simulator.behaviour import SimulatorConfig, SimulatorState
@@ -38,6 +39,7 @@ __all__ = [
     "build_population",
     "create_simulator_app",
     "expand_role_family",
+    "population_of",
     "role_family_of",
     "serve_simulator",
 ]

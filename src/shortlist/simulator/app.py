@@ -61,7 +61,7 @@ from shortlist.simulator.behaviour import (
     SimulatorState,
 )
 from shortlist.simulator.job_boards import register_job_board_routes
-from shortlist.simulator.population import PopulationIndex, build_population, fold
+from shortlist.simulator.population import Person, PopulationIndex, build_population, fold
 from shortlist.simulator.responder import respond
 from shortlist.simulator.vendors import register_vendor_routes
 
@@ -97,6 +97,13 @@ def _index_for(seed: int, size: int, no_email_rate: float) -> PopulationIndex:
 
     index = derived.load_or_build(derived.default_dir(), name, PopulationIndex, build)
     return index
+
+
+def population_of(config: SimulatorConfig) -> tuple[Person, ...]:
+    """The people a simulator of ``config`` serves, as its app holds them: shared with every
+    app of this process, loaded from the derived-data cache when a process built them before.
+    (``build_population`` makes them anew when its own cache is cold: ~4 s of CPU at 50,000.)"""
+    return _index_for(config.seed, config.population_size, config.no_email_rate).people
 
 
 def _norm(text: str | None) -> str:
