@@ -5,11 +5,14 @@ starts; a settings value read from a fixture."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import httpx
 
 T = TypeVar("T")
 
@@ -25,6 +28,15 @@ class FromFixture:
 
     fixture: str
     read: Callable[[Any], Any]
+
+
+@functools.cache
+def loopback() -> httpx.Client:
+    """One client for a test process's polls of the servers it started (``/readyz`` until a
+    process is up, ...): ``httpx.get`` makes a client per call, and with it a TLS context that
+    loads the CA bundle, ~30 ms of CPU per poll, most of a core while a poll loop waits. No
+    connection is kept: each poll reaches the process as it is now (restarted, killed)."""
+    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def environ_without_settings() -> dict[str, str]:

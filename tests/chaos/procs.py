@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers import environ_without_settings, wait_for_sync
+from tests.helpers import environ_without_settings, loopback, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -147,7 +147,7 @@ class ApiServer(ShortlistProcess):
             if not self.alive:
                 raise AssertionError(f"{self.name} exited early:\n{self.log()[-4000:]}")
             with contextlib.suppress(httpx.HTTPError):
-                return httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200
+                return loopback().get(self.url + "/healthz", timeout=1.0).status_code == 200
             return False
 
         wait_for_sync(healthy, timeout=timeout, interval=0.1, message=f"{self.name} healthy")

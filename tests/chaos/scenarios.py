@@ -43,7 +43,7 @@ from tests.chaos.providers import (
     RecordingSimulator,
     retry_after_violations,
 )
-from tests.helpers import wait_for_sync
+from tests.helpers import loopback, wait_for_sync
 
 # --- profiles and figures -------------------------------------------------------------------------
 
@@ -603,7 +603,9 @@ def embedded_postgres_killed(profile: Profile) -> dict[str, Any]:
 
             def searching() -> bool:
                 with contextlib.suppress(httpx.HTTPError):
-                    r = httpx.get(api.url + "/api/jobs/search", params={"q": "engineer"}, timeout=2)
+                    r = loopback().get(
+                        api.url + "/api/jobs/search", params={"q": "engineer"}, timeout=2
+                    )
                     return r.status_code == 200
                 return False
 
@@ -714,7 +716,7 @@ def private_postgres(root: Path) -> Iterator[tuple[Any, str]]:
 
 def readyz(url: str) -> int:
     try:
-        return httpx.get(url + "/readyz", timeout=5.0).status_code
+        return loopback().get(url + "/readyz", timeout=5.0).status_code
     except httpx.HTTPError:
         return 0
 

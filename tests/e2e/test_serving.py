@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.helpers import environ_without_settings, wait_for_sync
+from tests.helpers import environ_without_settings, loopback, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -74,7 +74,7 @@ def test_an_api_process_without_workers_loads_no_torch(
         def ready() -> bool:
             assert proc.poll() is None, log.read_text()
             try:
-                return httpx.get(f"{base}/readyz", timeout=2).is_success
+                return loopback().get(f"{base}/readyz", timeout=2).is_success
             except httpx.HTTPError:
                 return False
 

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from shortlist.db.embedded import EmbeddedServer
-from tests.helpers import environ_without_settings, wait_for_sync
+from tests.helpers import environ_without_settings, loopback, wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORTLIST = str(Path(sys.executable).with_name("shortlist"))
@@ -119,7 +119,7 @@ def test_two_serves_with_default_settings_run_side_by_side(tmp_path: Path) -> No
         def ready(i: int) -> bool:
             assert procs[i].poll() is None, logs[i].read_text()
             try:
-                return httpx.get(f"http://127.0.0.1:{ports[i]}/readyz", timeout=2).is_success
+                return loopback().get(f"http://127.0.0.1:{ports[i]}/readyz", timeout=2).is_success
             except httpx.HTTPError:
                 return False
 
