@@ -93,6 +93,10 @@ async def test_a_hit_reports_its_own_time_and_a_miss_computes_once() -> None:
     second = await cache.answer(("q",), compute)
     assert calls == 1 and first.took_ms == 12.5
     assert second.took_ms < 12.5 and second.query == first.query
+    # The miss was serialised once, and those bytes kept; the hit's JSON carries its own time.
+    assert first.json_bytes() is first.json_bytes()
+    assert SearchResult.model_validate_json(first.json_bytes()).model_dump() == first.model_dump()
+    assert SearchResult.model_validate_json(second.json_bytes()).took_ms == second.took_ms
 
 
 async def test_the_watcher_empties_on_notification_and_bypasses_while_disconnected() -> None:
@@ -135,6 +139,8 @@ async def test_searches_missing_the_same_answer_at_once_share_one_computation() 
     release.set()
     answers = await asyncio.gather(*burst)
     assert calls == 1 and {a.query for a in answers} == {"nurse"}
+    for answer in answers:  # a shared answer is served anew: its JSON, its own time
+        assert SearchResult.model_validate_json(answer.json_bytes()).took_ms == answer.took_ms
 
 
 async def test_a_waiter_computes_its_own_when_a_listing_changed_or_the_first_failed() -> None:

@@ -107,7 +107,7 @@ class ResultCache:
         """Keep ``result``, computed from generation ``generation`` on, unless it may be stale."""
         if not self.enabled or result.degraded or from_replica:
             return
-        body = result.model_dump_json().encode()
+        body = result.json_bytes()
         with self._lock:
             if generation != self.generation:
                 metrics.SEARCH_CACHE_LOOKUPS.labels(result="not_kept").inc()
@@ -130,7 +130,7 @@ class ResultCache:
         started = time.perf_counter()
         cached = self.get(key)
         if cached is not None:
-            return cached.model_copy(update={"took_ms": _ms_since(started)})
+            return cached.timed(_ms_since(started))
         generation = self.generation
         flight = (key, generation)
         running = self._inflight.get(flight) if self.enabled else None
@@ -144,7 +144,7 @@ class ResultCache:
                 pass
             else:
                 metrics.SEARCH_CACHE_LOOKUPS.labels(result="joined").inc()
-                return shared.model_copy(update={"took_ms": _ms_since(started)})
+                return shared.timed(_ms_since(started))
             return (await compute())[0]
         future: asyncio.Future[SearchResult] = asyncio.get_running_loop().create_future()
         if self.enabled:

@@ -326,11 +326,25 @@ class SearchResult(BaseModel):
     hits: list[SearchHit]
     facets: Facets
     _degraded: bool = PrivateAttr(default=False)
+    _json: bytes | None = PrivateAttr(default=None)
 
     @property
     def degraded(self) -> bool:
         """Whether the query could not be embedded and only full text was searched."""
         return self._degraded
+
+    def json_bytes(self) -> bytes:
+        """The answer as JSON, serialised once: the answer cache keeps the bytes the API sends
+        (an answer is not changed once made; :meth:`timed` makes a new one)."""
+        if self._json is None:
+            self._json = self.model_dump_json().encode()
+        return self._json
+
+    def timed(self, took_ms: float) -> SearchResult:
+        """This answer again, as taking ``took_ms`` (a kept or shared answer, served anew)."""
+        copy = self.model_copy(update={"took_ms": took_ms})
+        copy._json = None
+        return copy
 
 
 @dataclass

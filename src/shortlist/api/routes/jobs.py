@@ -130,7 +130,8 @@ async def search(
     )
     # Serialised once, by pydantic's Rust serialiser, as FastAPI's response model would, but not
     # first validated again as that model (it is one already); the schema is response_model's.
-    return Response(result.model_dump_json(), media_type="application/json")
+    # The answer cache kept these same bytes (SearchResult.json_bytes): not serialised twice.
+    return Response(result.json_bytes(), media_type="application/json")
 
 
 def _created(response: Response, listing: ListingOut) -> ListingOut:
