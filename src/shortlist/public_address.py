@@ -138,10 +138,11 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_client_context() -> ssl.SSLContext:
     """The process's one TLS client context (httpx's default: the CA bundle, verification on),
-    shared by every client made here: making one loads the bundle, ~30 ms of CPU, which a client
-    per webhook delivery or crawl paid twice (its transport's context and its pool's)."""
+    for clients made per call (each webhook delivery, crawl, OpenID Connect exchange): making
+    one loads the bundle, ~30 ms of CPU, which such a client paid (a pinned one twice: its
+    transport's context and its pool's)."""
     return httpx.create_ssl_context()
 
 
@@ -149,7 +150,7 @@ def pinned_client(backend: PinnedBackend, *, timeout: float, user_agent: str) ->
     """An httpx client whose connections go through ``backend``, following no redirect. httpx's
     transport takes no network backend: its connection pool is replaced by httpcore's own,
     built as httpx builds it (``httpx/_transports/default.py``) plus the backend."""
-    tls = _tls_context()
+    tls = tls_client_context()
     transport = httpx.AsyncHTTPTransport(verify=tls)
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=tls,

@@ -48,6 +48,7 @@ from joserfc.jwk import KeySet
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn
 from shortlist.errors import ShortlistError
+from shortlist.public_address import tls_client_context
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,9 @@ class OidcClient:
         return self.config.issuer.rstrip("/") + "/.well-known/openid-configuration"
 
     def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        return httpx.AsyncClient(
+            timeout=self.timeout, follow_redirects=False, verify=tls_client_context()
+        )
 
     async def _get_json(self, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
         try:
