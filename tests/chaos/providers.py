@@ -129,11 +129,14 @@ class ProviderCall:
 
 
 def _endpoint(path: str) -> str:
-    if path.startswith("/v1/people/search"):
+    # The vendors' own paths, as the simulator serves them (simulator/vendors.py: PDL
+    # POST /v5/person/search, GET /v5/person/enrich; SerpApi GET /search.json), and the
+    # generic talent API's (simulator/app.py).
+    if path == "/v5/person/search" or path.startswith("/v1/people/search"):
         return "search"
-    if path.startswith("/v1/people/") and path.endswith("/enrich"):
+    if path == "/v5/person/enrich" or (path.startswith("/v1/people/") and path.endswith("/enrich")):
         return "enrich"
-    if path.startswith("/v1/serp/"):
+    if path == "/search.json" or path.startswith("/v1/serp/"):
         return "serp"
     return "other"
 

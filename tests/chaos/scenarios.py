@@ -824,8 +824,10 @@ RETRY_AFTER_SLACK = 0.25
 def chaos_simulator_config() -> SimulatorConfig:
     """About 30% of calls fail: 10% 5xx, 10% 429 (Retry-After 1 s), 10% past the client's
     timeout (discovery hangs; enrichment's long tail beyond the enrichment timeout)."""
+    sim_windows, _gate_windows = scaled_windows(TIME_SCALE)
     return SimulatorConfig(
         time_scale=TIME_SCALE,
+        **sim_windows,
         error_5xx_rate=0.1,
         serp_error_5xx_rate=0.1,
         rate_limit_rate=0.1,
@@ -855,7 +857,10 @@ def provider_chaos(profile: Profile, db_url: str) -> dict[str, Any]:
             stack.enter_context(sim)
         sim_api = stack.enter_context(RecordingSimulator(SimulatorConfig(time_scale=TIME_SCALE)))
         fake = stack.enter_context(ChaosOpenAI(CHAOS_MIX, seed=profile.seed, delay=0.01))
-        cluster = Cluster(db_url, wd, fake, overrides={"embedder_timeout": 0.5})
+        # The deadline below is in scenario time: so are the vendors' windows (as in
+        # database_restart), on the simulators' side (chaos_simulator_config) and the gates'.
+        _sim_windows, gate_windows = scaled_windows(TIME_SCALE)
+        cluster = Cluster(db_url, wd, fake, overrides={"embedder_timeout": 0.5, **gate_windows})
         try:
             cluster.start_api(sim_api.url)
             indexers = [
@@ -908,6 +913,8 @@ def provider_chaos(profile: Profile, db_url: str) -> dict[str, Any]:
         checks.scalar(db_url, "SELECT coalesce(sum(attempts), 0) FROM search_candidates")
     )
     calls = Counter(c.endpoint for cs in sim_calls.values() for c in cs)
+    # The checks above and below read these endpoints: none of them may be empty.
+    assert calls["search"] and calls["enrich"] and calls["serp"], calls
     assert calls["enrich"] <= 2 * attempts, (calls, attempts)
     assert attempts <= 5 * n_stubs, (attempts, n_stubs)
     indexer_calls = [c for k, cs in by_key.items() if k.startswith("indexer") for c in cs]
