@@ -25,6 +25,7 @@ from shortlist import privacy
 from shortlist.alerts import reverse, tokens
 from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
+from shortlist.db.vector_index import vector_text
 from shortlist.errors import BadInput, NotFound
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES
 from shortlist.relevance import normalise_query, text_terms
@@ -137,7 +138,7 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
             "title_words": words["title_words"],
             "trigrams": reverse.anchor_order(words["words"]),
             "similarity": reverse.KEYWORD_SIMILARITY,
-            **{f"v{i}": _vector_text(vectors[c]) for i, c in enumerate(columns)},
+            **{f"v{i}": vector_text(vectors[c]) for i, c in enumerate(columns)},
         },
     )
     row = await cur.fetchone()
@@ -146,10 +147,6 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
         row = await cur.fetchone()
         assert row is not None
     return int(row["id"])
-
-
-def _vector_text(vector: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
 async def save(

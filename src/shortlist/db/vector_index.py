@@ -109,6 +109,12 @@ NEXT_SUFFIX = "_next"
 """A rebuild's new index is built under its final name plus this, while the old one serves."""
 
 
+def vector_text(vector: Sequence[float]) -> str:
+    """A vector as pgvector's text form (``[1.0,2.0]``), for statements that cast a text array
+    (``%(vectors)s::text[]`` … ``::vector``) to pass many vectors in one parameter."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
 @dataclass(frozen=True)
 class BuildOverrides:
     """Operator's overrides of :func:`plan_build` (``None``: sized from the table)."""

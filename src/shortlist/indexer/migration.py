@@ -51,6 +51,7 @@ from shortlist.db.vector_index import (
     BuildOverrides,
     VectorIndex,
     ensure_space_indexes,
+    vector_text,
 )
 from shortlist.embedding.base import EmbeddingError
 from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace
@@ -373,7 +374,7 @@ async def fill_saved_queries(pool: AsyncPool, building: ModelInUse) -> int:
                 _queries("set_query_vectors", space),
                 {
                     "ids": [r["id"] for r in rows],
-                    "vectors": ["[" + ",".join(map(repr, map(float, v))) + "]" for v in vectors],
+                    "vectors": [vector_text(v) for v in vectors],
                 },
             )
         filled += len(rows)
