@@ -115,12 +115,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="alerts: the title similarity splitting the keyword and meaning paths (to explore)",
     )
     parser.add_argument(
-        "--alert-ef-search",
-        type=int,
-        default=None,
-        help="alerts: hnsw.ef_search of the meaning path's scan (its recall; to explore)",
-    )
-    parser.add_argument(
         "--keep-db",
         type=Path,
         default=None,
@@ -210,8 +204,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         options["alert_listings"] = str(args.alert_listings)
     if args.alert_keyword_similarity:
         options["alert_keyword_similarity"] = str(args.alert_keyword_similarity)
-    if args.alert_ef_search:
-        options["alert_ef_search"] = str(args.alert_ef_search)
     if args.relevance_rows:
         options["relevance_rows"] = str(args.relevance_rows)
     records, failed = run_benchmarks(

@@ -503,7 +503,7 @@ def webhook_upkeep_job(services: Services) -> Periodic:
 # Alerts: a listing is matched within about a second of its vector (NOTIFY wakes the matcher);
 # polling is the fallback, and what makes a daily digest (due on the clock) go on time.
 ALERT_POLL_INTERVAL = 5.0
-ALERT_MATCH_BATCH = 32
+ALERT_MATCH_BATCH = 64
 
 
 def alert_workers(services: Services) -> list[QueueWorker[Any]]:

@@ -27,6 +27,7 @@ from shortlist.alerts import reverse, store
 from shortlist.alerts.bounces import Bounces
 from shortlist.alerts.digests import DigestQueue
 from shortlist.alerts.matcher import MatchQueue
+from shortlist.alerts.query_vectors import QueryVectors
 from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncPool
 from shortlist.listings.mail.reply import Relay as RelayAddress
@@ -485,7 +486,10 @@ async def send_all_once(queue: DigestQueue, digest: Any) -> None:
 async def test_the_presearch_finds_what_an_exhaustive_check_finds(
     services: Services, embed_pending: EmbedPending
 ) -> None:
-    """Keyword and meaning paths together against scoring every saved search, with filters."""
+    """Keyword and meaning paths together against scoring every saved search, with filters,
+    the listings matched as one batch in one statement: what it writes is what the exhaustive
+    check says, listing by listing, but for a closed listing and a duplicate (none) and the
+    second listing of one job (none for a subscriber the first one got)."""
     queries = [
         "python developer",
         "senior python engineer",
@@ -510,26 +514,126 @@ async def test_the_presearch_finds_what_an_exhaustive_check_finds(
         ("Pastry Chef", "Paris", "croissants"),
         ("Site Reliability Engineer", "Remote", "sre on call kubernetes"),
         ("Frontend Developer (React)", "Berlin", "react typescript frontend developer"),
+        # The first listing's job again (its company, title and city), in other words.
+        ("Python Developer", "Berlin", "python developer django rest"),
+        ("Python Developer", "Hamburg", "python developer, closed before it is matched"),
+        ("Data Engineer", "Cologne", "data engineer, a duplicate of another listing"),
     ]
     ids = [
         await add_listing(services.pool, t, city=c, description=d, salary_max_ks=100)
         for t, c, d in titles
     ]
     await embed_pending()
+    closed, duplicate = ids[-2:]
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE job_listings SET status = 'closed', closed_at = now() WHERE id = %s",
+            (closed,),
+        )
+        await conn.execute(
+            "UPDATE job_listings SET duplicate_of = %s WHERE id = %s", (ids[1], duplicate)
+        )
     statements = reverse.Statements.of(None)
-    total = 0
-    for listing in ids:
-        async with services.pool.connection() as conn:
-            exhaustive = await reverse.exhaustive_matches(conn, statements, listing, 0.8)
-        async with services.pool.connection() as conn, conn.transaction():
-            await reverse.prepare_scan(conn)
-            found = await reverse.match_listing(conn, statements, listing, 0.8)
+    expected: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
+    got: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
+    vectors = QueryVectors()
+    async with services.pool.connection() as conn:
+        await vectors.refresh(conn, statements.column, statements.dim)
+    async with services.pool.connection() as conn:
+        for listing in ids[:-2]:
+            for search, score in (
+                await reverse.exhaustive_matches(conn, statements, listing, 0.8)
+            ).items():
+                # Each subscriber has one search: the same job's second listing gets nothing.
+                if not any(s == search for s, _ in expected):
+                    expected[search, listing] = score
+        async with conn.transaction():
+            found = await reverse.match_batch(conn, statements, vectors, ids, 0.8)
+            cur = await conn.execute(
+                "SELECT search_id, listing_id, score FROM alert_matches"
+                " WHERE listing_id = ANY (%s)",
+                (ids,),
+            )
+            got = {(r["search_id"], r["listing_id"]): r["score"] for r in await cur.fetchall()}
             raise psycopg.Rollback
-        assert set(found) <= set(exhaustive)
-        # Per subscriber a job is matched once; every search that would have matched did.
-        assert len(found) == len(exhaustive), listing
-        total += len(found)
-    assert total >= 6
+    assert got.keys() == expected.keys()
+    for key, score in expected.items():
+        assert got[key] == pytest.approx(score, abs=1e-6)
+    assert found.written == len(expected) >= 6
+    assert found.searches == sorted({s for s, _ in expected})
+    assert not any(listing in (ids[6], closed, duplicate) for _, listing in got)
+
+
+async def meaning_only_listing(services: Services, query: str) -> uuid.UUID:
+    """A listing whose vector is the saved query's and whose title shares no word with it:
+    only the meaning path can find the query (score σ(b + w_cos) = 0.87 at cosine 1)."""
+    listing = await add_listing(services.pool, "Zyx Qwv", description="nothing alike")
+    async with services.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE job_listings SET embedding = q.embedding, embedding_status = 'embedded',"
+            " embedded_at = now() FROM alert_queries AS q"
+            " WHERE job_listings.id = %s AND q.normalised = %s",
+            (listing, query),
+        )
+    return listing
+
+
+async def test_a_query_saved_after_the_vectors_were_read_is_matched(
+    services: Services,
+) -> None:
+    """The meaning path's vectors in memory: a query saved after they were read is matched by
+    the next batch's statement before any refresh (the statement takes every query its read
+    did not see), and from memory after the refresh, which reads only what was written."""
+    await active_search(services, "pastry chef", "early@example.com")
+    statements = reverse.Statements.of(None)
+    vectors = QueryVectors()
+    async with services.pool.connection() as conn:
+        assert await vectors.refresh(conn, statements.column, statements.dim) == 1
+    late = await active_search(services, "registered nurse", "late@example.com")
+    listing = await meaning_only_listing(services, "registered nurse")
+
+    async def match() -> list[uuid.UUID]:
+        async with services.pool.connection() as conn, conn.transaction():
+            found = await reverse.match_batch(conn, statements, vectors, [listing], 0.8)
+            raise psycopg.Rollback
+        return found.searches
+
+    assert await match() == [late]
+    async with services.pool.connection() as conn:
+        assert await vectors.refresh(conn, statements.column, statements.dim) == 1
+        assert await vectors.refresh(conn, statements.column, statements.dim) == 0
+    assert vectors.size == 2
+    assert await match() == [late]
+
+
+async def test_the_matcher_matches_a_query_saved_after_its_first_batch(
+    services: Services, embed_pending: EmbedPending
+) -> None:
+    """One match queue, as a worker keeps it: its vectors read at its first batch, a search
+    saved afterwards is matched by meaning alone in a later batch."""
+    await active_search(services, "pastry chef", "early@example.com")
+    queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+    first = await add_listing(services.pool, "Pastry Chef", description="croissants")
+    await embed_pending()
+    await drain(queue)
+    assert queue.vectors.size == 1
+    late = await active_search(services, "registered nurse", "late@example.com")
+    listing = await meaning_only_listing(services, "registered nurse")
+    await drain(queue)
+    assert (
+        await scalar(
+            services.pool, "SELECT count(*) FROM alert_listing_queue WHERE listing_id = %s", listing
+        )
+        == 0
+    )
+    cur_ids = await scalar(
+        services.pool,
+        "SELECT array_agg(search_id ORDER BY search_id) FROM alert_matches WHERE listing_id = %s",
+        listing,
+    )
+    assert cur_ids == [late]
+    assert queue.vectors.size == 2
+    assert first != listing
 
 
 ANCHOR_QUERIES = [

@@ -581,8 +581,8 @@ class SameDimModels:
         return self.made[space.id]
 
 
-async def match_queued(services: Services) -> None:
-    queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+async def match_queued(services: Services, queue: MatchQueue | None = None) -> None:
+    queue = queue or MatchQueue(services.pool, services.spaces, min_score=0.8)
     config = WorkerConfig(batch_size=32, poll_interval=0.05, backoff_base=0.05, grace=5.0)
     await QueueWorker(queue, config).run(asyncio.Event(), drain=True)
 
@@ -615,7 +615,8 @@ async def test_saved_searches_follow_the_model_switch(
     """Saved searches' query vectors are re-embedded by the new model and switched with the
     listings': a search saved before the build and one saved during it still match a new job
     after the switch (in the old model's vectors the new model's listings are at cosine ~0,
-    below every threshold), and after the old columns are dropped."""
+    below every threshold), and after the old columns are dropped, by one match queue that
+    held the old space's vectors in memory before the switch."""
     models = SameDimModels()
     await add_listings(pool, 4)
     async with running(settings, models) as services:
@@ -632,6 +633,9 @@ async def test_saved_searches_follow_the_model_switch(
                 return str(response.json()["id"])
 
             before = await save("before@example.com")
+            queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+            await match_queued(services, queue)
+            assert (queue.vectors.column, queue.vectors.size) == ("embedding", 1)
             space = await migration.register(
                 pool, db_url, ModelRequest("openai", "fake-reversed", 384), models
             )
@@ -648,8 +652,9 @@ async def test_saved_searches_follow_the_model_switch(
 
         listing = await add_job(pool, "Acme")
         await wait_for(lambda: all_embedded(pool), timeout=30, message="the new listing")
-        await match_queued(services)
+        await match_queued(services, queue)
         assert await matched(pool, listing) == {before, during}
+        assert (queue.vectors.column, queue.vectors.size) == (space.vector_column, 1)
 
         # The old model's columns dropped, saved queries' too: matching goes on.
         await wait_for(
@@ -659,5 +664,5 @@ async def test_saved_searches_follow_the_model_switch(
         )
         again = await add_job(pool, "Other")
         await wait_for(lambda: all_embedded(pool), timeout=30, message="the next listing")
-        await match_queued(services)
+        await match_queued(services, queue)
         assert await matched(pool, again) == {before, during}

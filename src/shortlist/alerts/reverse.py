@@ -1,4 +1,4 @@
-"""Reverse search: which saved searches one new job listing satisfies, at a million of them.
+"""Reverse search: which saved searches new job listings satisfy, at a million of them.
 
 A saved search matches a listing when its filters hold (job search's: place, salary floor, work
 mode) and job search would score the listing at least the search's threshold on the score it
@@ -17,14 +17,15 @@ so that each saved query is found through an index by a condition every match of
   (single trigrams were: any word sharing one, ~6 % of a million queries per listing).
 * **meaning** (``sim ≤ KEYWORD_SIMILARITY``, queries without title words too: their ``sim`` is
   0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`),
-  a range around the listing's vector; the queries' vectors are in an HNSW index (identical
-  queries are one row), read once, nearest first, until past the radius
-  (``alert_queries_within``). Approximate as HNSW is: the bench measures recall
-  (:data:`EF_SEARCH`).
+  a range around the listing's vector. The distinct queries' vectors (identical queries are one
+  row) are held in the match queue's memory and compared with a whole batch of listings in one
+  matrix product (:mod:`.query_vectors`): exact, where an HNSW range scan per listing was
+  approximate and cost more (bench_alerts).
 
 Whatever either path finds is scored exactly as job search scores it, then each saved search of
 the query is held to its own threshold and filters (indexed columns of ``saved_searches``), and
-the matches are inserted ``ON CONFLICT DO NOTHING`` (match.sql).
+the matches are inserted ``ON CONFLICT DO NOTHING``: the whole batch in one statement
+(match.sql, insert_matches).
 """
 
 from __future__ import annotations
@@ -42,12 +43,15 @@ from importlib import resources
 
 from psycopg import sql
 
+from shortlist.alerts.query_vectors import QueryVectors, unit_rows
 from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.relevance import JOB_SCORE
 
 QUERIES = load_queries("shortlist.alerts", "match.sql")
+DIM = 384
+"""The first space's dimension (alert_queries.embedding, migration 0034)."""
 
 KEYWORD_SIMILARITY = 0.7
 """The title similarity above which a query is found by its anchors, at or below which by its
@@ -55,21 +59,6 @@ vector: higher makes fewer anchors (a more selective keyword path) and a wider v
 ``python -m bench --only alerts --alert-keyword-similarity S`` at 100,000 saved searches
 (10,000 queries), p50 per listing on the loaded 2-core machine: 0.5 → 94 ms, 0.7 → 66 ms,
 0.9 → 154 ms (the vector radius then admits too many)."""
-EF_SEARCH = 400
-"""The HNSW candidate list of the meaning path's scan; the scan goes on past it, in distance
-order, until the radius. Its recall of the matches (bench_alerts at 1,000,000 saved searches,
-``--alert-ef-search``; 60 listings, 1,112 matching queries): 200 → 0.987, 400 → 0.993 (40
-listings: 40 → 0.938, 100 → 0.976, 200 → 0.992, 400 → 0.996), for about the same server CPU
-per listing (62 ms: the writes of ~210 matches weigh more than the scan's ~4 ms difference)."""
-
-CUSTOM_PLANS_BELOW = 50_000
-"""Saved queries (the planner's estimate) below which the match's statements are planned for
-each listing (``plan_cache_mode = force_custom_plan`` in its transaction). With fewer, the
-generic plan PL/pgSQL settles on after five runs sorted every query by distance instead of
-reading the HNSW index: at 10,000 queries (bench_alerts, 100,000 searches, same run) the scan
-31.0 → 13.6 ms, the statement 37.2 → 23.0 ms, server CPU 31.2 → 21.4 ms per listing. At 100,000
-queries the generic plan reads the index, and planning every run cost more than it saved
-(statement 70–79 → 83–103 ms, CPU 43–45 → 55–56 ms, two runs)."""
 
 if JOB_SCORE.title_match != 0.0:  # pragma: no cover - a refit that weighs it needs match.sql too
     raise RuntimeError("match.sql scores without the title-match share: JOB_SCORE weighs it now")
@@ -152,12 +141,6 @@ def score_params(floor: float) -> dict[str, float]:
     }
 
 
-HALFVEC_SLACK = 0.002
-"""Added to the radius when the range is read through a half-precision index (a space after the
-first: shortlist.db.vector_index): its distances differ from the float4 ones the score uses by
-less than this, so no query within the radius is cut off."""
-
-
 @dataclass(frozen=True)
 class Statements:
     """match.sql composed for one model space (its vector column, on the listings and on the
@@ -165,54 +148,64 @@ class Statements:
 
     insert: sql.Composed
     exhaustive: sql.Composed
+    listing_vectors: sql.Composed
     column: str
     dim: int
 
     @classmethod
     def of(cls, space: ModelSpace | None) -> Statements:
         column = space.vector_column if space is not None else "embedding"
-        insert, exhaustive = (
+        insert, exhaustive, listing_vectors = (
             compose(QUERIES[name], embedding=sql.Identifier(column))
-            for name in ("insert_matches", "exhaustive_matches")
+            for name in ("insert_matches", "exhaustive_matches", "listing_vectors")
         )
-        return cls(insert, exhaustive, column, space.dim if space is not None else 0)
-
-    def radius(self, floor: float) -> float:
-        slack = 0.0 if self.column == "embedding" else HALFVEC_SLACK
-        return meaning_radius(floor) + slack
+        return cls(
+            insert, exhaustive, listing_vectors, column, space.dim if space is not None else DIM
+        )
 
 
-async def prepare_scan(conn: AsyncConn, ef_search: int | None = None) -> None:
-    """The meaning path's HNSW scan for the rest of the caller's transaction (match.sql,
-    widen_scan), not the session's, which is sized for job search's pages."""
-    await conn.execute(
-        QUERIES["widen_scan"],
-        {
-            "ef_search": str(EF_SEARCH if ef_search is None else ef_search),
-            "custom_plans_below": CUSTOM_PLANS_BELOW,
-        },
+@dataclass(frozen=True)
+class Matched:
+    searches: list[uuid.UUID]
+    """The saved searches that got a match."""
+    written: int
+    """Matches written."""
+
+
+async def match_batch(
+    conn: AsyncConn,
+    statements: Statements,
+    vectors: QueryVectors,
+    listing_ids: Sequence[uuid.UUID],
+    floor: float,
+) -> Matched:
+    """Write the matches of ``listing_ids`` in the caller's transaction, in the batch's order
+    (a job two of them are listings of goes to a subscriber once, as the first), ``vectors``
+    refreshed before the transaction began. Listings not to be matched (closed, a duplicate, no
+    vector) get none. Two statements: the listings' vectors, then the matches."""
+    if not listing_ids:
+        return Matched([], 0)
+    ids = list(listing_ids)
+    cur = await conn.execute(statements.listing_vectors, {"ids": ids}, binary=True)
+    rows = await cur.fetchall()
+    near = await vectors.near(
+        [int(r["ord"]) for r in rows],
+        unit_rows([r["vector"] for r in rows], vectors.dim),
+        1.0 - meaning_radius(floor),
     )
-
-
-async def match_listing(
-    conn: AsyncConn, statements: Statements, listing_id: uuid.UUID, floor: float
-) -> list[uuid.UUID]:
-    """Write the matches of one listing in the caller's transaction, which has run
-    :func:`prepare_scan`; returns the saved searches that got one (none for a listing not to be
-    matched: closed, a duplicate, no vector). One statement."""
     cur = await conn.execute(
         statements.insert,
         {
-            "id": listing_id,
-            "radius": statements.radius(floor),
-            "column": statements.column,
-            "dim": statements.dim,
+            "ids": ids,
+            "near_ords": near.ords,
+            "near_queries": near.queries,
+            "seen": near.seen,
             **score_params(floor),
         },
     )
     row = await cur.fetchone()
     assert row is not None
-    return sorted(row["searches"])
+    return Matched(sorted(row["searches"]), int(row["written"]))
 
 
 async def schedule(conn: AsyncConn, searches: Sequence[uuid.UUID]) -> None:
