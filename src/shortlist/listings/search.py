@@ -5,7 +5,8 @@
    cosine distance (``<=>``), with pgvector's iterative scan so that the
    location / salary filters still yield a full candidate list. A selective location filter
    is served by the trigram index and an exact scan instead: the planner's choice, which is
-   why the statement is never prepared (see search.sql and ``search_jobs``).
+   why a statement with filters is planned for its values on every search; one without runs
+   on a prepared generic plan (:func:`execute_generic`).
 2. **Full-text candidates** — any of the query's words against ``search_tsv``, ranked by
    ``ts_rank`` (not ``ts_rank_cd``: as good on the labelled postings, held-out P@10 0.62 →
    0.64 and nDCG@10 0.64 → 0.65, and half the cost: it was ~5 µs of a search's time per
@@ -66,7 +67,8 @@ from uuid import UUID
 
 import numpy as np
 from cachetools import TTLCache
-from psycopg import sql
+from psycopg import AsyncRawCursor, sql
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, PrivateAttr
 
@@ -130,7 +132,8 @@ FILTERS = tuple(_FILTER_CONDITIONS)
 ``listing_filters`` when a request sets them."""
 
 _STATEMENTS: dict[tuple[object, ...], sql.Composed] = {}
-"""Composed for each statement, model space, set of filters and facets or not."""
+"""Composed for each statement, model space, set of filters, facets or not and
+:data:`BROAD_WINDOW` (a constant of the first page's statement)."""
 
 
 def _statement(
@@ -141,7 +144,16 @@ def _statement(
     wanted = frozenset(filters)
     if not wanted <= set(FILTERS):
         raise ValueError(f"unknown filters: {sorted(wanted - set(FILTERS))}")
-    key = (name, wanted, with_facets, space.id, space.vector_column, space.hash_column, space.dim)
+    key = (
+        name,
+        wanted,
+        with_facets,
+        space.id,
+        space.vector_column,
+        space.hash_column,
+        space.dim,
+        BROAD_WINDOW,
+    )
     statement = _STATEMENTS.get(key)
     if statement is None:
         conditions = ["listing_filters"] + [
@@ -157,10 +169,24 @@ def _statement(
             name,
             listing_filters=sql.SQL(" AND ").join(sql.SQL(_BLOCKS[c]) for c in conditions),
             why_columns=explain.WHY_COLUMNS,
+            **_limits(name),
             **facets,
             **space.parts(),
         )
     return statement
+
+
+def _limits(name: str) -> dict[str, sql.Composable]:
+    """The candidate lists' lengths (search.sql ``{k}``, ``{broad_window}``): constants in the
+    first page's statement, whose window is always :data:`FIRST_WINDOW`, so that its generic
+    plan (:func:`_generic`) is made knowing them (a LIMIT the planner does not know it takes for
+    a tenth of the table); parameters in a deeper page's."""
+    if name == "first_page":
+        return {
+            "k": sql.Literal(FIRST_WINDOW),
+            "broad_window": sql.Literal(max(BROAD_WINDOW, FIRST_WINDOW)),
+        }
+    return {"k": sql.Placeholder("k"), "broad_window": sql.Placeholder("broad_window")}
 
 
 _POSITIONAL: dict[tuple[object, ...], Positional] = {}
@@ -171,7 +197,15 @@ def _positional(
 ) -> Positional:
     """:func:`_statement` as :func:`search_jobs` sends it (converted once: the statements are
     longer than psycopg's cache takes)."""
-    key = (name, frozenset(filters), with_facets, space.id, space.vector_column, space.dim)
+    key = (
+        name,
+        frozenset(filters),
+        with_facets,
+        space.id,
+        space.vector_column,
+        space.dim,
+        BROAD_WINDOW,
+    )
     statement = _POSITIONAL.get(key)
     if statement is None:
         statement = _POSITIONAL[key] = positional(
@@ -549,6 +583,35 @@ async def _connection(pool: AsyncPool, *, widen: bool, k: int) -> AsyncIterator[
         yield conn
 
 
+async def execute_generic(
+    conn: AsyncConn, statement: Positional, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The rows of ``statement`` (a first page without filters) on its prepared generic plan.
+
+    Planning the first page's statement cost PostgreSQL about as much as executing everything
+    but the HNSW walk (~2.5 ms of ~8 ms of CPU per search at 11,500 and 100,000 listings;
+    bench/README.md, search-http). Without filters its best plan does not depend on the
+    values: the vector list is the HNSW walk (its LIMIT a constant, :func:`_limits`), the
+    narrow words' matches a GIN bitmap scan, a broad word's newest matches a walk down the
+    ``created_at`` index (a filter the GIN index cannot serve, ``ts_match_vq``, so that no plan
+    ranks all of its matches), each list skipped by a one-time filter when it has nothing to
+    look for. So it is planned once per connection (again after an ANALYZE or a schema change:
+    PostgreSQL invalidates the plan) instead of on every search; the same answers, measured
+    on captured first pages at both sizes. A filter's selectivity does choose the plan (the
+    trigram index's exact scan for a rare place, the iterative HNSW scan for a common one), so
+    a statement with filters is planned for its values every time (:func:`execute_positional`).
+
+    ``plan_cache_mode`` is set for this statement alone: in a pipeline, both are one implicit
+    transaction up to its Sync, and ``set_config(…, true)`` ends with it (the connection's
+    other statements, which psycopg prepares after a few runs, keep PostgreSQL's choice)."""
+    cur = AsyncRawCursor(conn, row_factory=dict_row)
+    async with cur:
+        async with conn.pipeline():
+            await conn.execute(QUERIES["force_generic_plan"], prepare=False)
+            await cur.execute(statement.query, statement.values(params), prepare=True)
+        return await cur.fetchall()
+
+
 SCORE_PARAMS: dict[str, float] = {
     "w_intercept": JOB_SCORE.intercept,
     "w_cosine": JOB_SCORE.cosine,
@@ -687,9 +750,10 @@ async def search_jobs(
     }
     filters = [name for name in FILTERS if params[name] is not None]
     async with _connection(pool, widen=vector is not None and k > EF_SEARCH, k=k) as conn:
-        # prepare=False: psycopg would prepare a statement run 5 times, and PostgreSQL may then
-        # settle on a generic plan, made without the filter values: it could no longer pick
-        # the exact scan for a selective location and the HNSW graph for a broad one.
+        # prepare=False (but a first page without filters, execute_generic): psycopg would
+        # prepare a statement run 5 times, and PostgreSQL may then settle on a generic plan,
+        # made without the filter values: it could no longer pick the exact scan for a
+        # selective location and the HNSW graph for a broad one.
         matched = match_terms(normalised, params["terms"])
         words = await query_words(conn, matched)
         if matched != params["terms"] and words["narrow"] is None:
@@ -701,8 +765,11 @@ async def search_jobs(
             # Every first page: fused and read in one statement (search.sql, first_page). The
             # debug log wants both lists in full, which only the candidates statement returns.
             statement = _positional("first_page", space, with_facets=with_facets, filters=filters)
-            rows = await execute_positional(
-                conn, statement, {**params, **SCORE_PARAMS, "size": size, "offset": offset}
+            page_params = {**params, **SCORE_PARAMS, "size": size, "offset": offset}
+            rows = await (
+                execute_generic(conn, statement, page_params)
+                if not filters
+                else execute_positional(conn, statement, page_params)
             )
             facet_counts_row: dict[str, Any] = (rows[0]["facets"] if rows else None) or {}
             hits = [

@@ -22,6 +22,12 @@
 -- the iterative scan, on every connection): ends with the transaction (is_local = true).
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
 
+-- name: force_generic_plan
+-- For the statement that follows it in the same pipeline (one implicit transaction, up to the
+-- Sync: is_local = true): its prepared generic plan, not a custom plan per execution (see
+-- shortlist.listings.search.execute_generic).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+
 -- name: word_lexemes
 -- Each word of %(words)s (a query's words, split at white space as the parser splits them) with
 -- its lexemes, each quoted as tsquery input wants it (shortlist_quote_lexeme, migration 0016,
@@ -83,7 +89,9 @@ l.created_at>=now()-make_interval(days=>%(posted_within_days)s::int)
 
 -- name: candidate_ctes
 -- {embedding} and {halfvec}: the active model space's column and index type
--- (shortlist.embedding.spaces); the query vector is of the same model.
+-- (shortlist.embedding.spaces); the query vector is of the same model. {k} and {broad_window}:
+-- the lists' lengths, constants in first_page and %(k)s, %(broad_window)s in the others
+-- (shortlist.listings.search._limits).
 -- Both candidate lists in one statement (one round trip), each numbered in its own order, and
 -- for every row the evidence its score is computed from (shortlist.relevance):
 --   vector  the k nearest embedded listings by cosine distance, through the vector index on
@@ -101,13 +109,13 @@ l.created_at>=now()-make_interval(days=>%(posted_within_days)s::int)
 --           of a *narrow* word (%(narrow)s, from word_lexemes) is ranked; of a *broad* word
 --           (%(broad)s: one that, by the planner's statistics, more than BROAD_MATCHES listings,
 --           or in a smaller table more than BROAD_SHARE of them,
---           contain: "engineer" on a tech board) only the %(broad_window)s newest matches are,
+--           contain: "engineer" on a tech board) only the {broad_window} newest matches are,
 --           read through the created_at index. Ranking every listing of a million that says
 --           "engineer" took seconds, and such a word barely tells one of them from another:
 --           the vector list does.
 --   facets  (candidates with facets only) one row whose jsonb holds the facet counts
 --           (shortlist.listings.facets) over the query's matches: every full-text match (of a
---           broad word, its newest %(broad_window)s) plus the k nearest. They reuse the text
+--           broad word, its newest {broad_window}) plus the k nearest. They reuse the text
 --           list's rows: all_matching is then read twice, so PostgreSQL materialises it; read
 --           once (no facets), it is inlined into a top-k sort.
 -- The statements that use it (first_page, candidates and their _with_facets forms) say where
@@ -130,7 +138,7 @@ nearest AS MATERIALIZED (
        AND l.{embedding} IS NOT NULL
        AND {listing_filters}
      ORDER BY l.{embedding}::{halfvec} <=> %(vector)s::vector::halfvec
-     LIMIT %(k)s
+     LIMIT {k}
 ),
 all_matching AS (
     -- Every match of a narrow word through the full-text index, and of the rest the newest
@@ -146,21 +154,25 @@ all_matching AS (
               FROM job_listings AS l
              WHERE l.search_tsv @@ %(narrow)s::tsquery AND {listing_filters}
             UNION ALL
+            -- ts_match_vq is @@, written as a function so that the GIN index cannot serve
+            -- it: every plan (a generic one, which does not know how many listings the word
+            -- is in, too) walks the created_at index; a one-time filter skips it without one.
             (SELECT l.id, l.created_at, l.search_tsv, l.work_mode, l.city_location,
                     l.currency_code, coalesce(l.salary_max_ks, l.salary_min_ks)
                FROM job_listings AS l
-              WHERE l.search_tsv @@ %(broad)s::tsquery
+              WHERE %(broad)s::tsquery IS NOT NULL
+                AND ts_match_vq(l.search_tsv, %(broad)s::tsquery)
                 AND NOT coalesce(l.search_tsv @@ %(narrow)s, false)
                 AND {listing_filters}
               ORDER BY l.created_at DESC
-              LIMIT %(broad_window)s)) AS m
+              LIMIT {broad_window})) AS m
      CROSS JOIN query
 ),
 matching AS (
     SELECT id, created_at, text_rank
       FROM all_matching
      ORDER BY text_rank DESC, created_at DESC, id
-     LIMIT %(k)s
+     LIMIT {k}
 )
 
 -- name: counts
