@@ -341,6 +341,31 @@ async def test_a_first_page_in_one_statement_is_the_fused_page(
     assert (await search_jobs(pool, embedder, "engineer", with_facets=False)).hits
 
 
+async def test_a_first_page_without_filters_runs_on_one_generic_plan(
+    db_url: str, pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
+) -> None:
+    """A first page without filters is planned once per connection (a generic plan, whatever
+    the words: narrow, broad, none); with a filter it is planned for its values each time,
+    unprepared. The setting that asks for the generic plan ends with that statement."""
+    await insert(pool, list(iter_sample_listings(200)))
+    await embed_pending()
+    one = await open_async_pool(db_url, min_size=1, max_size=1)
+    try:
+        for q in ("senior engineer python", "nurse", "zzzz qqqq", "engineer"):
+            await search_jobs(one, embedder, q)
+        await search_jobs(one, embedder, "nurse", work_mode="remote")
+        async with one.connection() as conn:
+            cur = await conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE 'WITH query AS MATERIALIZED%'"
+            )
+            assert await cur.fetchall() == [{"generic_plans": 4, "custom_plans": 0}]
+            cur = await conn.execute("SELECT current_setting('plan_cache_mode') AS mode")
+            assert await cur.fetchall() == [{"mode": "auto"}]
+    finally:
+        await one.close()
+
+
 async def test_search_degrades_to_full_text_when_the_embedder_fails(
     pool: AsyncPool, embed_pending: EmbedPending
 ) -> None:
