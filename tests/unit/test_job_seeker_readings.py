@@ -36,6 +36,60 @@ def test_remote_countries_from_english_and_german_text(
     assert eligibility.remote_countries_in(text) == sorted(codes)
 
 
+def _scanned_without_word_checks(text: str) -> tuple[list[str], str]:
+    """What eligibility reads when every phrase is scanned (no word check before it)."""
+    head = text[:20_000]
+    found: set[str] = set()
+    for _words, pattern in eligibility._PATTERNS:
+        for match in pattern.finditer(head):
+            for name in eligibility._names(match.group("places")):
+                found.update(eligibility._codes_of_name(name))
+    for match in eligibility._WIDE.finditer(head):
+        found.update(eligibility._codes_of_name(match.group("place")))
+    visa = (
+        "not_offered"
+        if eligibility._NOT_OFFERED.search(head)
+        else "offered"
+        if eligibility._OFFERED.search(head)
+        else "unknown"
+    )
+    return sorted(found), visa
+
+
+ODD_CASES = [
+    "REMOTE (US ONLY)",
+    "Wor\u212a from home within Canada",  # the Kelvin sign, which re.I takes for a "k"
+    "Fully remote – Portugal",
+    "Remote (DACH)",
+    "Candidates must be ba\u017fed in Portugal",  # a long s, which re.I takes for an "s"
+    "Applicants res\u0131d\u0131ng in Spain",  # the dotless i, which re.I takes for an "i"
+    "Candidates must be based in the US. VİSA SPONSORSHIP İS AVAİLABLE",
+    "We cannot sponsor work permits. Remote aus ganz Deutschland.",
+    "Wir bieten Visum-Unterstützung. Homeoffice innerhalb der EU.",
+    "We offer work permit support for EU-only applicants.",
+    "Visa: nein. Work from home within Canada or the USA.",
+    "mobiles Arbeiten, Wohnsitz in Österreich",
+    "Visa sponsorship is not available; res\u0131d\u0131ng in Canada required.",
+]
+
+
+def test_the_word_checks_before_the_scans_change_no_answer() -> None:
+    """eligibility checks for a word of each phrase before scanning for it: on the sample
+    corpus, the test mail and odd letter cases it reads what scanning every phrase reads."""
+    from pathlib import Path
+
+    from shortlist.listings.sample import iter_sample_listings
+
+    texts = [f"{x.job_title}\n{x.city_location}\n{x.description}" for x in iter_sample_listings()]
+    data = Path(__file__).parent.parent / "data"
+    texts += [p.read_text("utf-8", "replace") for p in sorted(data.rglob("*.eml"))]
+    texts += ODD_CASES
+    for text in texts:
+        assert (eligibility.remote_countries_in(text), eligibility.visa_in(text)) == (
+            _scanned_without_word_checks(text)
+        ), text
+
+
 @pytest.mark.parametrize(
     ("text", "visa"),
     [

@@ -85,31 +85,44 @@ _NAME = r"(?:[A-ZÄÖÜ][\w.'’-]*(?: [A-ZÄÖÜ][\w.'’-]*){0,2})"
 _PLACES = rf"(?P<places>{_NAME}(?:\s*(?:,|/|&|\bor\b|\band\b|\boder\b|\bund\b)\s*{_NAME}){{0,5}})"
 _REMOTE = r"(?:remote|fully remote|100\s?% remote|home\s?office|mobile?s? arbeiten|work from home)"
 _THE = r"(?:the |der |des |von |ganz |all of (?:the )?)?"
-_PATTERNS = [
+_REMOTE_WORDS = ("remote", "home", "mobil")
+"""A word each of :data:`_REMOTE`'s phrases holds, in :func:`_folded` text."""
+# Each phrase with the words one of which any text it matches holds (in _folded text): a text
+# holding none is not scanned, which gives the same answer (most texts name no restriction,
+# and the scans were ~1 ms of CPU per listing, most of a bulk import's Python time).
+_PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     # "Remote (US only)", "Remote [EU]", "Remote (Germany, Austria)"
-    re.compile(rf"{_REMOTE}\s*[(\[]\s*{_THE}{_PLACES}(?:\s*[-–]?\s*(?:only|nur))?\s*[)\]]", re.I),
+    (
+        _REMOTE_WORDS,
+        re.compile(
+            rf"{_REMOTE}\s*[(\[]\s*{_THE}{_PLACES}(?:\s*[-–]?\s*(?:only|nur))?\s*[)\]]", re.I
+        ),
+    ),
     # "Remote – Deutschland", "Remote - US", "Remote: EU"
-    re.compile(rf"{_REMOTE}\s*[-–—:|,]\s*{_THE}{_PLACES}", re.I),
+    (_REMOTE_WORDS, re.compile(rf"{_REMOTE}\s*[-–—:|,]\s*{_THE}{_PLACES}", re.I)),
     # "remote within the EU", "remote in Germany", "remote from Portugal", "Remote aus ganz …"
-    re.compile(rf"{_REMOTE}\s+(?:with)?in\s+{_THE}{_PLACES}", re.I),
-    re.compile(rf"{_REMOTE}\s+(?:from|aus|in)\s+{_THE}{_PLACES}", re.I),
+    (_REMOTE_WORDS, re.compile(rf"{_REMOTE}\s+(?:with)?in\s+{_THE}{_PLACES}", re.I)),
+    (_REMOTE_WORDS, re.compile(rf"{_REMOTE}\s+(?:from|aus|in)\s+{_THE}{_PLACES}", re.I)),
     # "anywhere in the EU", "from anywhere in Europe"
-    re.compile(rf"anywhere\s+(?:with)?in\s+{_THE}{_PLACES}", re.I),
+    (("anywhere",), re.compile(rf"anywhere\s+(?:with)?in\s+{_THE}{_PLACES}", re.I)),
     # "US-only", "EU only"
-    re.compile(rf"\b{_PLACES}[- ]only\b"),
+    (("only",), re.compile(rf"\b{_PLACES}[- ]only\b")),
     # "only in the US", "only from Germany", "only within the EEA"
-    re.compile(rf"\bonly\s+(?:in|from|within)\s+{_THE}{_PLACES}", re.I),
+    (("only",), re.compile(rf"\bonly\s+(?:in|from|within)\s+{_THE}{_PLACES}", re.I)),
     # "must be based in Portugal", "candidates located in the US", "must reside in Canada"
     # (the person, not the company: "our company is based in Berlin" limits nobody)
-    re.compile(
-        r"(?:must|should|need to|have to|you(?:'re| are)?|candidates?|applicants?)\s+"
-        r"(?:\w+\s+){0,2}(?:based|located|reside|residing|resident|living|live)\s+in\s+"
-        rf"{_THE}{_PLACES}",
-        re.I,
+    (
+        ("based", "located", "resid", "living", "live"),
+        re.compile(
+            r"(?:must|should|need to|have to|you(?:'re| are)?|candidates?|applicants?)\s+"
+            r"(?:\w+\s+){0,2}(?:based|located|reside|residing|resident|living|live)\s+in\s+"
+            rf"{_THE}{_PLACES}",
+            re.I,
+        ),
     ),
     # "nur innerhalb Deutschlands", "innerhalb der EU", "Wohnsitz in Deutschland"
-    re.compile(rf"\binnerhalb\s+{_THE}{_PLACES}", re.I),
-    re.compile(rf"\bWohnsitz\s+in\s+{_THE}{_PLACES}", re.I),
+    (("innerhalb",), re.compile(rf"\binnerhalb\s+{_THE}{_PLACES}", re.I)),
+    (("wohnsitz",), re.compile(rf"\bWohnsitz\s+in\s+{_THE}{_PLACES}", re.I)),
 ]
 # "deutschlandweit", "europaweit", "EU-weit", "bundesweit" (Germany's federal "nationwide")
 _WIDE = re.compile(r"\b(?P<place>[A-Za-zÄÖÜäöü]+)-?weit\b")
@@ -139,15 +152,25 @@ def _names(phrase: str) -> list[str]:
     return [p.strip(" .") for p in _SPLIT.split(phrase) if p.strip(" .")]
 
 
+def _folded(text: str) -> str:
+    """``text`` as the case-blind patterns see it, for the word checks before them: case folded
+    (a "ſ" or a Kelvin sign is then the letter ``re.I`` takes it for), and the dotless "ı",
+    which ``re.I`` also takes for an "i"."""
+    return text.casefold().replace("ı", "i")
+
+
 def remote_countries_in(text: str) -> list[str]:
     """The countries a posting's text limits remote work to (sorted codes; empty: none said)."""
     found: set[str] = set()
     head = text[:20_000]
-    for pattern in _PATTERNS:
+    folded = _folded(head)
+    for words, pattern in _PATTERNS:
+        if not any(word in folded for word in words):
+            continue
         for match in pattern.finditer(head):
             for name in _names(match.group("places")):
                 found.update(_codes_of_name(name))
-    for match in _WIDE.finditer(head):
+    for match in _WIDE.finditer(head) if "weit" in head else ():
         found.update(_codes_of_name(match.group("place")))
     return sorted(found)
 
@@ -203,10 +226,18 @@ _OFFERED = re.compile(
 )
 
 
+_VISA_WORDS = ("sponsor", "vis", "permit", "arbeitserlaubnis")
+"""A word each phrase of :data:`_NOT_OFFERED` and :data:`_OFFERED` holds (in :func:`_folded`
+text: "Visum", "Visa" hold "vis"): a text with none says neither."""
+
+
 def visa_in(text: str) -> VisaSponsorship:
     """Whether a posting's text says it sponsors a visa; a refusal wins over an offer (a
     posting that says both is read as not offering)."""
     head = text[:20_000]
+    folded = _folded(head)
+    if not any(word in folded for word in _VISA_WORDS):
+        return "unknown"
     if _NOT_OFFERED.search(head):
         return "not_offered"
     if _OFFERED.search(head):
