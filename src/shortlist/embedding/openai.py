@@ -30,6 +30,7 @@ from shortlist.embedding.base import (
     classify_http_status,
     l2_normalize,
 )
+from shortlist.public_address import tls_client_context
 
 # "Invalid 'input[3]': ...", "$.input[3] is invalid", param "input[3]" — how providers point at
 # the one input they reject.
@@ -108,7 +109,7 @@ class OpenAIEmbedder:
         self._paused_until = 0.0
         """``time.monotonic()`` until which the provider asked us (429) not to call."""
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._client = client or httpx.AsyncClient(timeout=timeout, verify=tls_client_context())
 
     def warm_up(self) -> None:
         """Nothing to load: the model runs at the provider."""

@@ -42,6 +42,7 @@ from tenacity import (
 from shortlist import metrics
 from shortlist.config import Settings
 from shortlist.embedding.openai import parse_retry_after
+from shortlist.public_address import tls_client_context
 from shortlist.talent.vendors import ledger
 from shortlist.talent.vendors.base import (
     CallRecord,
@@ -201,6 +202,7 @@ class ProviderClient:
         self._client = client or httpx.AsyncClient(
             limits=httpx.Limits(max_connections=slots, max_keepalive_connections=slots),
             headers={"Accept": "application/json"},
+            verify=tls_client_context(),
         )
 
     def gate_for(self, operation: str) -> Provider:
