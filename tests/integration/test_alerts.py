@@ -27,7 +27,7 @@ from shortlist.alerts import reverse, store
 from shortlist.alerts.bounces import Bounces
 from shortlist.alerts.digests import DigestQueue
 from shortlist.alerts.matcher import MatchQueue
-from shortlist.alerts.query_vectors import QueryVectors
+from shortlist.alerts.query_vectors import QueryVectors, TrigramIndex
 from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncPool
 from shortlist.listings.mail.reply import Relay as RelayAddress
@@ -536,7 +536,7 @@ async def test_the_presearch_finds_what_an_exhaustive_check_finds(
     statements = reverse.Statements.of(None)
     expected: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
     got: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
-    vectors = QueryVectors()
+    vectors = QueryVectors(similarity=reverse.KEYWORD_SIMILARITY)
     async with services.pool.connection() as conn:
         await vectors.refresh(conn, statements.column, statements.dim)
     async with services.pool.connection() as conn:
@@ -586,7 +586,7 @@ async def test_a_query_saved_after_the_vectors_were_read_is_matched(
     did not see), and from memory after the refresh, which reads only what was written."""
     await active_search(services, "pastry chef", "early@example.com")
     statements = reverse.Statements.of(None)
-    vectors = QueryVectors()
+    vectors = QueryVectors(similarity=reverse.KEYWORD_SIMILARITY)
     async with services.pool.connection() as conn:
         assert await vectors.refresh(conn, statements.column, statements.dim) == 1
     late = await active_search(services, "registered nurse", "late@example.com")
@@ -722,6 +722,43 @@ async def test_anchor_keys_cover_every_title_similar_enough(services: Services) 
         assert got is not None
         assert len(got["keys"]) == 6 and all("|" in k for k in got["keys"])
         assert not got["hit"]
+
+
+async def test_the_trigram_counts_find_every_title_similar_enough(services: Services) -> None:
+    """The keyword path in the matcher's memory is exact: every (query, title) whose
+    word_similarity is above KEYWORD_SIMILARITY is found by counting shared trigrams, from the
+    inverted lists and from the queries added since (checked one by one), and "Developer"
+    alone does not find "python developer"."""
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT q.q, t.title, show_trgm(w.words) AS query_trigrams,"
+            " show_trgm(t.title) AS title_trigrams,"
+            " word_similarity(nullif(w.words, ''), t.title) > %(s)s AS similar"
+            " FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS q (q, o),"
+            " LATERAL (" + store.SQL["title_trigrams"].replace("%(terms)s", "q.q") + ") AS w0,"
+            " LATERAL (SELECT w0.title_words AS words) AS w,"
+            " unnest(%(titles)s::text[]) AS t (title) ORDER BY q.o",
+            {
+                "s": reverse.KEYWORD_SIMILARITY,
+                "queries": ANCHOR_QUERIES,
+                "titles": [*ANCHOR_TITLES, "Senior Developer"],
+            },
+        )
+        rows = await cur.fetchall()
+    assert sum(bool(r["similar"]) for r in rows) >= 10
+    positions = {q: i for i, q in enumerate(ANCHOR_QUERIES)}
+    trigrams = {r["q"]: r["query_trigrams"] for r in rows}
+    for built in (True, False):
+        index = TrigramIndex(reverse.KEYWORD_SIMILARITY)
+        for q in ANCHOR_QUERIES:
+            assert index.add(trigrams[q]) == positions[q]
+        if built:
+            index.build(force=True)
+        for r in rows:
+            found = positions[r["q"]] in index.sharing(r["title_trigrams"]).tolist()
+            assert found or not r["similar"], (r["q"], r["title"], built)
+            if (r["q"], r["title"]) == ("python developer", "Senior Developer"):
+                assert not found
 
 
 async def test_the_search_page_offers_an_alert_on_hits_and_on_an_empty_result(

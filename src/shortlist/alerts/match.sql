@@ -3,35 +3,32 @@
 -- alike (shortlist.indexer.migration fills and switches both).
 
 -- name: listing_vectors
--- The batch's listings' vectors (1-based positions in %(ids)s), for the meaning path's scan in
--- the matcher's memory (shortlist.alerts.query_vectors).
-SELECT b.ord, j.{embedding} AS vector
+-- The batch's listings' vectors and titles' trigrams (1-based positions in %(ids)s), for the
+-- candidates found in the matcher's memory (shortlist.alerts.query_vectors).
+SELECT b.ord, j.{embedding} AS vector, show_trgm(j.job_title) AS trigrams
   FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS b (id, ord)
   JOIN job_listings AS j ON j.id = b.id
  WHERE j.{embedding} IS NOT NULL
 
 -- name: insert_matches
 -- Every saved search each listing of a batch satisfies, written once, in one statement.
--- Candidates, per listing: the meaning path's, the pairs (%(near_ords)s: the listing's position
--- in %(ids)s, %(near_queries)s: the query) whose vectors the matcher found within the radius in
--- its memory (shortlist.alerts.query_vectors), and every query written since the snapshot those
--- vectors were read by (%(seen)s: one saved between that read and this statement); the keyword
--- path's, the queries one of whose anchor keys the title holds (through the GIN index) and
--- whose title similarity is above %(keyword_similarity)s (at or below it, the meaning path
--- answers for them, queries without title words too). Each is scored exactly as job search
--- scores (shortlist.relevance.JOB_SCORE over the cosine of the float4 vectors and pg_trgm's
--- word_similarity of the query's title words and the title, as search.sql computes them);
--- only a query at or above %(floor)s has its saved searches read (by query, through their
--- index), each active one held to its own threshold and filters (job search's: the place a
--- substring of the listing's, the top salary figure at least the floor, the work mode).
--- (subscriber, job) is unique: a job already matched for that subscriber, by another of their
--- searches or as another listing of it (the first in the batch's order), inserts nothing. Only
--- an open listing that repeats no other is matched (a near-duplicate or repost the indexer
--- linked, duplicate_of, never alerts: its original did or will). Answers the saved searches
--- that got a match and the number of matches written.
+-- Candidates, per listing: the pairs (%(near_ords)s: the listing's position in %(ids)s,
+-- %(near_queries)s: the query) the matcher found in its memory (shortlist.alerts.query_vectors)
+-- — the meaning path's, queries whose vectors lie within the radius, and the keyword path's,
+-- queries whose title words' trigrams the title shares enough of —, and every query written
+-- since the snapshot that memory was read by (%(seen)s: one saved between that read and this
+-- statement). Each is scored exactly as job search scores (shortlist.relevance.JOB_SCORE over
+-- the cosine of the float4 vectors and pg_trgm's word_similarity of the query's title words
+-- and the title, as search.sql computes them); only a query at or above %(floor)s has its saved
+-- searches read (by query, through their index), each active one held to its own threshold
+-- and filters (job search's: the place a substring of the listing's, the top salary figure at
+-- least the floor, the work mode). (subscriber, job) is unique: a job already matched for that
+-- subscriber, by another of their searches or as another listing of it (the first in the
+-- batch's order), inserts nothing. Only an open listing that repeats no other is matched (a
+-- near-duplicate or repost the indexer linked, duplicate_of, never alerts: its original did or
+-- will). Answers the saved searches that got a match and the number of matches written.
 WITH l AS MATERIALIZED (
     SELECT j.id, b.ord, j.{embedding} AS vector, j.job_title,
-           alert_title_keys(j.job_title) AS keys,
            lower(j.city_location) AS place, j.work_mode,
            coalesce(j.salary_max_ks, j.salary_min_ks) AS top_ks,
            shortlist_name_key(j.company_name) AS company_key,
@@ -49,11 +46,6 @@ candidates AS (
       FROM l, alert_queries AS q
      WHERE q.written_by >= pg_snapshot_xmin(%(seen)s::pg_snapshot)
        AND NOT pg_visible_in_snapshot(q.written_by, %(seen)s::pg_snapshot)
-    UNION
-    SELECT l.ord, w.query_id
-      FROM l
-      JOIN alert_query_words AS w ON w.anchor_keys && l.keys
-     WHERE word_similarity(nullif(w.title_words, ''), l.job_title) > %(keyword_similarity)s
 ),
 scored AS MATERIALIZED (
     -- Each candidate's vector and words looked up by its key (a join hashed every saved

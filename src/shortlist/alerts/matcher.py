@@ -53,7 +53,7 @@ class MatchQueue:
         self.min_score = min_score
         self.matched = 0
         """Matches written by this queue (benchmarks and tests read it)."""
-        self.vectors = QueryVectors()
+        self.vectors = QueryVectors(similarity=reverse.KEYWORD_SIMILARITY)
         """The active space's saved-query vectors (the meaning path), refreshed per batch."""
 
     async def claim(self, worker_id: str, limit: int, lease: float) -> list[QueuedListing]:

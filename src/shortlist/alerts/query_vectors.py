@@ -1,5 +1,6 @@
-"""The meaning path of reverse search (:mod:`.reverse`): the saved queries' vectors of the active
-model space in the match queue's memory, scanned exactly for a whole batch of listings.
+"""The presearch of reverse search (:mod:`.reverse`) in the match queue's memory: the saved
+queries' vectors of the active model space, scanned exactly for a whole batch of listings, and
+their title words' trigrams.
 
 There are about a tenth as many distinct saved queries as saved searches (100,000 at a million),
 so comparing a batch's listings with every one of them is one matrix product (a batch of 64
@@ -12,19 +13,27 @@ not miss one, hence :data:`CANDIDATE_SLACK`.
 Freshness: before each batch the matcher reads the rows written since its last read, having
 first taken a snapshot, which it keeps (:attr:`QueryVectors.seen`); ``alert_queries.written_by``
 (migration 0048) names the transaction that last wrote a row, so "not seen by that snapshot" is
-exact whatever order transactions commit in. A query committed after that read
-but before the batch's statement is not in memory yet: the statement takes every query its
+exact whatever order transactions commit in. A query committed after that read but before the
+batch's statement is not in memory yet: the statement takes every query its
 snapshot does not see as a candidate of every listing of the batch (few: those written in the
 last moments). A change of the active space (the model migration's switch) reloads everything.
 
-Memory: ``4 × dim`` bytes per distinct query (float32; 100,000 × 384: 147 MiB), in one matrix
-grown by a quarter when full. float16 would halve it, but numpy has no half-precision BLAS:
-the product would be many times slower or need a float32 copy per batch.
+The keyword path is here too (:class:`TrigramIndex`): per query the trigrams of its title
+words, counted per title from inverted lists.
+
+Memory: ``4 × dim`` bytes per distinct query (float32; 100,000 × 384: 147 MiB) in one matrix
+(sized at the first load, grown by a quarter when full), and ~12 bytes per query trigram for
+the keyword path (bench_alerts at 100,000 queries: 167 MiB in all; the first load's peak RSS
+~330 MB above it, 13 s on the loaded 2-core machine). float16 would halve the matrix, but
+numpy has no half-precision BLAS: the product would be many times slower or need a float32
+copy per batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +50,9 @@ QUERIES = load_queries("shortlist.alerts", "query_vectors.sql")
 CANDIDATE_SLACK = 1e-4
 """Cosine below the radius still passed on as a candidate: float32 products of normalised
 vectors here and pgvector's float4 sums differ by ~1e-6."""
+DELTA_MAX = 256
+"""Queries added since the keyword path's inverted lists were built that are checked one by one
+(a set intersection per title each) before the lists are built again (~0.1 s at 100,000)."""
 LOAD_CHUNK = 10_000
 """Rows per statement when loading every vector (a new space, or the first batch)."""
 SCAN_CHUNK = 65_536
@@ -72,10 +84,100 @@ def unit_rows(rows: Sequence[Any], dim: int) -> Matrix:
     return out
 
 
-class QueryVectors:
-    """The saved queries' unit vectors in one space's column, refreshed incrementally."""
+class TrigramIndex:
+    """The keyword path: per saved query (by position) the trigrams of its title words
+    (pg_trgm's, ``show_trgm``), and which queries a title shares more than ``similarity`` of
+    them with. That is necessary for a title similarity above ``similarity``
+    (``word_similarity`` counts the query's trigrams found in a stretch of the title, over the
+    query's number: at most the share found in the whole title), and tighter than the GIN
+    anchor keys (migration 0041), which hold when two trigrams of one group are shared: an
+    inverted list per trigram, counted per title with ``np.bincount``. Queries added since the
+    lists were built are checked one by one until :data:`DELTA_MAX`, then the lists are built
+    again."""
 
-    def __init__(self) -> None:
+    def __init__(self, similarity: float) -> None:
+        self.similarity = similarity
+        self.vocabulary: dict[str, int] = {}
+        self.size = 0
+        self._flat = array("i")
+        """Every query's trigram numbers, query after query (``_lengths`` each)."""
+        self._lengths = array("i")
+        self._need = array("i")
+        """Trigrams a title must share with the query: ⌊similarity·n⌋ + 1 (none: n + 1)."""
+        self._indexed = 0
+        self._postings: npt.NDArray[np.int32] = np.empty(0, dtype=np.int32)
+        self._starts: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._need_indexed: npt.NDArray[np.int32] = np.empty(0, dtype=np.int32)
+        self._delta: dict[int, frozenset[str]] = {}
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self._flat, self._lengths, self._need)
+        return sum(a.itemsize * len(a) for a in arrays) + int(
+            self._postings.nbytes + self._starts.nbytes + self._need_indexed.nbytes
+        )
+
+    def add(self, trigrams: Sequence[str], *, bulk: bool = False) -> int:
+        """A new query's trigrams; returns its position. ``bulk``: one of many, :meth:`build`
+        follows (not kept to be checked alone meanwhile)."""
+        unique = frozenset(trigrams)
+        numbers = [self.vocabulary.setdefault(t, len(self.vocabulary)) for t in unique]
+        self._flat.extend(numbers)
+        self._lengths.append(len(numbers))
+        n = len(numbers)
+        self._need.append(math.floor(self.similarity * n) + 1 if n else 1)
+        position = self.size
+        self.size += 1
+        if n and not bulk:
+            self._delta[position] = unique
+        return position
+
+    def build(self, force: bool = False) -> None:
+        """The inverted lists again, when the queries checked one by one are too many."""
+        if not force and len(self._delta) <= DELTA_MAX:
+            return
+        flat = np.array(self._flat, dtype=np.int32)
+        lengths = np.array(self._lengths, dtype=np.int64)
+        positions = np.repeat(np.arange(self.size, dtype=np.int32), lengths)
+        order = np.argsort(flat, kind="stable")
+        self._postings = positions[order]
+        self._starts = np.zeros(len(self.vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(flat, minlength=len(self.vocabulary)), out=self._starts[1:])
+        self._need_indexed = np.array(self._need, dtype=np.int32)
+        self._indexed = self.size
+        self._delta = {}
+
+    def sharing(self, title: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Positions of the queries ``title``'s trigrams (``show_trgm``) share enough of."""
+        numbers = [n for t in set(title) if (n := self.vocabulary.get(t)) is not None]
+        found: list[npt.NDArray[np.int64]] = []
+        if numbers and self._indexed:
+            hits = np.concatenate(
+                [self._postings[self._starts[n] : self._starts[n + 1]] for n in numbers]
+            )
+            counts = np.bincount(hits, minlength=self._indexed)
+            found.append(np.flatnonzero(counts >= self._need_indexed).astype(np.int64))
+        if self._delta:
+            words = set(title)
+            need = self._need
+            found.append(
+                np.array(
+                    [p for p, q in self._delta.items() if len(q & words) >= need[p]],
+                    dtype=np.int64,
+                )
+            )
+        return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+
+
+class QueryVectors:
+    """The saved queries' unit vectors in one space's column and their title words'
+    trigrams (:class:`TrigramIndex`), refreshed incrementally."""
+
+    def __init__(self, *, similarity: float) -> None:
+        """``similarity``: the title similarity above which the keyword path answers
+        (``reverse.KEYWORD_SIMILARITY``)."""
+        self.similarity = similarity
+        self.words = TrigramIndex(similarity)
         self.column = ""
         self.dim = 0
         self.ids: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
@@ -88,7 +190,7 @@ class QueryVectors:
 
     @property
     def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.ids.nbytes)
+        return int(self.vectors.nbytes + self.ids.nbytes) + self.words.nbytes
 
     def _reset(self, column: str, dim: int) -> None:
         self.column, self.dim = column, dim
@@ -97,24 +199,46 @@ class QueryVectors:
         self.size = 0
         self.seen = None
         self._position = {}
+        self.words = TrigramIndex(self.similarity)
 
-    def _put(self, ids: Sequence[int], rows: Matrix) -> None:
-        """Overwrite the rows of ids already held, append the others."""
-        new = [i for i, qid in enumerate(ids) if qid not in self._position]
-        if self.size + len(new) > len(self.ids):
-            capacity = max(self.size + len(new), len(self.ids) + len(self.ids) // 4 + 1024)
+    def _reserve(self, capacity: int) -> None:
+        if capacity > len(self.ids):
             vectors = np.empty((capacity, self.dim), dtype=np.float32)
             vectors[: self.size] = self.vectors[: self.size]
             grown = np.empty(capacity, dtype=np.int64)
             grown[: self.size] = self.ids[: self.size]
             self.vectors, self.ids = vectors, grown
+
+    def _put(
+        self,
+        ids: Sequence[int],
+        rows: Matrix,
+        trigrams: Sequence[Sequence[str]],
+        *,
+        bulk: bool = False,
+    ) -> None:
+        """Overwrite the vectors of ids already held (a query's words do not change), append
+        the others (``bulk``: a full load, whose words are indexed at its end)."""
+        new = [i for i, qid in enumerate(ids) if qid not in self._position]
+        if self.size + len(new) > len(self.ids):
+            self._reserve(max(self.size + len(new), len(self.ids) + len(self.ids) // 4 + 1024))
         for i, qid in enumerate(ids):
             at = self._position.get(qid)
             if at is None:
                 at = self._position[qid] = self.size
                 self.ids[at] = qid
                 self.size += 1
+                self.words.add(trigrams[i] or (), bulk=bulk)
             self.vectors[at] = rows[i]
+
+    def _put_rows(self, rows: Sequence[Any], *, bulk: bool = False) -> None:
+        if rows:
+            self._put(
+                [int(r["id"]) for r in rows],
+                unit_rows([r["vector"] for r in rows], self.dim),
+                [r["trigrams"] for r in rows],
+                bulk=bulk,
+            )
 
     async def refresh(self, conn: AsyncConn, column: str, dim: int) -> int:
         """Read what was written since the last read on ``conn``: everything when ``column``
@@ -136,46 +260,65 @@ class QueryVectors:
             read = 0
             binary = conn.cursor(binary=True)
             if self.seen is None:
+                cur = await conn.execute(QUERIES["query_count"])
+                row = await cur.fetchone()
+                assert row is not None
+                # Room for those there are and a few more: no copy of the matrix while loading.
+                self._reserve(int(row["n"]) + 1024)
                 after = 0
                 while True:
                     await binary.execute(every, {"after": after, "limit": LOAD_CHUNK})
                     rows = await binary.fetchall()
                     if not rows:
                         break
-                    ids = [int(r["id"]) for r in rows]
-                    self._put(ids, unit_rows([r["vector"] for r in rows], self.dim))
+                    self._put_rows(rows, bulk=True)
                     read += len(rows)
-                    after = ids[-1]
+                    after = int(rows[-1]["id"])
+                self.words.build(force=True)
             else:
                 await binary.execute(written, {"seen": self.seen})
                 rows = await binary.fetchall()
-                if rows:
-                    ids = [int(r["id"]) for r in rows]
-                    self._put(ids, unit_rows([r["vector"] for r in rows], self.dim))
-                    read = len(rows)
+                self._put_rows(rows)
+                read = len(rows)
+                self.words.build()
             self.seen = snapshot
             return read
 
-    def _near(self, listings: Matrix, min_cosine: float) -> tuple[list[int], list[int]]:
-        rows: list[npt.NDArray[np.intp]] = []
-        cols: list[npt.NDArray[np.int64]] = []
-        for first in range(0, self.size, SCAN_CHUNK):
-            chunk = self.vectors[first : min(first + SCAN_CHUNK, self.size)]
-            r, c = np.nonzero(listings @ chunk.T >= min_cosine)
-            rows.append(r)
-            cols.append(self.ids[first + c])
-        if not rows:
+    def _candidates(
+        self, listings: Matrix, titles: Sequence[Sequence[str]], min_cosine: float
+    ) -> tuple[list[int], list[int]]:
+        """(listing row, query id) pairs: within the radius, or sharing enough trigrams."""
+        pairs: list[npt.NDArray[np.int64]] = []
+        size = self.size
+        if not size:
             return [], []
-        return np.concatenate(rows).tolist(), np.concatenate(cols).tolist()
+        for first in range(0, size, SCAN_CHUNK):
+            chunk = self.vectors[first : min(first + SCAN_CHUNK, size)]
+            r, c = np.nonzero(listings @ chunk.T >= min_cosine)
+            pairs.append(r.astype(np.int64) * size + first + c)
+        for i, title in enumerate(titles):
+            pairs.append(i * size + self.words.sharing(title))
+        if not pairs:
+            return [], []
+        both = np.unique(np.concatenate(pairs))
+        return (both // size).tolist(), self.ids[both % size].tolist()
 
-    async def near(self, ords: Sequence[int], listings: Matrix, min_cosine: float) -> Near:
-        """The pairs of ``listings`` (unit rows; ``ords`` their positions in the batch) and
-        saved queries whose cosine is at least ``min_cosine`` less :data:`CANDIDATE_SLACK`
-        (the product in a thread: BLAS lets the event loop run)."""
+    async def candidates(
+        self,
+        ords: Sequence[int],
+        listings: Matrix,
+        titles: Sequence[Sequence[str]],
+        min_cosine: float,
+    ) -> Near:
+        """The pairs of a batch's listings (``listings`` their unit vectors, ``titles`` their
+        titles' trigrams, ``ords`` their positions in the batch) and saved queries that may
+        match: the meaning path's, whose cosine is at least ``min_cosine`` less
+        :data:`CANDIDATE_SLACK`, and the keyword path's (:meth:`TrigramIndex.sharing`). In a
+        thread: BLAS lets the event loop run."""
         async with self._lock:
             if self.seen is None:
                 raise RuntimeError("QueryVectors.refresh() was never awaited")
             found, queries = await asyncio.to_thread(
-                self._near, listings, min_cosine - CANDIDATE_SLACK
+                self._candidates, listings, titles, min_cosine - CANDIDATE_SLACK
             )
             return Near([int(ords[i]) for i in found], queries, self.seen)

@@ -6,18 +6,26 @@
 -- at the next one (migration 0048).
 SELECT pg_current_snapshot()::text AS snapshot
 
+-- name: query_count
+-- The saved queries there are (the matrix's size before a full load).
+SELECT count(*) AS n FROM alert_queries
+
 -- name: query_vectors
--- Saved queries' vectors in the space, by id, from after %(after)s.
-SELECT id, {embedding} AS vector
-  FROM alert_queries
- WHERE id > %(after)s AND {embedding} IS NOT NULL
- ORDER BY id
+-- Saved queries' vectors in the space (NULL: none) and their title words' trigrams, by id, from
+-- after %(after)s.
+SELECT q.id, q.{embedding} AS vector, show_trgm(w.title_words) AS trigrams
+  FROM alert_queries AS q
+  JOIN alert_query_words AS w ON w.query_id = q.id
+ WHERE q.id > %(after)s
+ ORDER BY q.id
  LIMIT %(limit)s
 
 -- name: query_vectors_written
 -- Saved queries written by a transaction snapshot %(seen)s did not see (migration 0048), with
--- their vector in the space (NULL: none).
-SELECT id, {embedding} AS vector
-  FROM alert_queries
- WHERE written_by >= pg_snapshot_xmin(%(seen)s::pg_snapshot)
-   AND NOT pg_visible_in_snapshot(written_by, %(seen)s::pg_snapshot)
+-- their vector in the space (NULL: none) and their title words' trigrams (written with the
+-- query, in its transaction: store.sql, insert_query).
+SELECT q.id, q.{embedding} AS vector, show_trgm(w.title_words) AS trigrams
+  FROM alert_queries AS q
+  JOIN alert_query_words AS w ON w.query_id = q.id
+ WHERE q.written_by >= pg_snapshot_xmin(%(seen)s::pg_snapshot)
+   AND NOT pg_visible_in_snapshot(q.written_by, %(seen)s::pg_snapshot)

@@ -5,22 +5,23 @@ mode) and job search would score the listing at least the search's threshold on 
 shows: ``σ(b + w_cos·cos + w_sim·sim)`` (``shortlist.relevance.JOB_SCORE``), where ``cos`` is
 the cosine of the query's and the listing's vectors and ``sim`` pg_trgm's ``word_similarity``
 of the query's title words and the title. No query is run forward; instead the score is split
-so that each saved query is found through an index by a condition every match of it meets
-(a presearch, as Luwak does for stored Lucene queries), and the few found are checked exactly:
+so that each saved query is found by a condition every match of it meets (a presearch, as
+Luwak does for stored Lucene queries), and the few found are checked exactly:
 
 * **keywords** (``sim > KEYWORD_SIMILARITY``): the title then holds more than that share of
-  the query's ``n`` trigrams, so at least ``g + 1`` of them, ``g = ⌊s·n⌋``. Dealt into ``g``
-  groups, two of those fall in one group: each pair of trigrams within a group is an *anchor
-  key*, and a listing finds the queries one of whose keys its title holds (both trigrams),
-  through a GIN index (``alert_anchor_keys``, migration 0041). Exact: an index lookup, no
-  approximation. Pairs of two words' rare trigrams are seldom in a title that is not a match
-  (single trigrams were: any word sharing one, ~6 % of a million queries per listing).
+  the query's ``n`` trigrams (``word_similarity`` counts those found in a stretch of the title),
+  so at least ``⌊s·n⌋ + 1`` of them. The match queue holds every query's trigrams (pg_trgm's) in
+  memory as inverted lists and counts, per title, how many each query shares
+  (:class:`.query_vectors.TrigramIndex`): exact, and tighter than the GIN *anchor keys*
+  (migration 0041: the trigrams dealt into ``⌊s·n⌋`` groups, each pair within a group a key a
+  title similar enough holds), which are still written (``alert_anchor_keys``,
+  :func:`anchor_order`) but no longer read by the matcher.
 * **meaning** (``sim ≤ KEYWORD_SIMILARITY``, queries without title words too: their ``sim`` is
   0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`),
   a range around the listing's vector. The distinct queries' vectors (identical queries are one
-  row) are held in the match queue's memory and compared with a whole batch of listings in one
-  matrix product (:mod:`.query_vectors`): exact, where an HNSW range scan per listing was
-  approximate and cost more (bench_alerts).
+  row) are held in the match queue's memory too and compared with a whole batch of listings in
+  one matrix product (:mod:`.query_vectors`): exact, where an HNSW range scan per listing was
+  approximate and cost more (bench_alerts), as did the GIN presearch per listing.
 
 Whatever either path finds is scored exactly as job search scores it, then each saved search of
 the query is held to its own threshold and filters (indexed columns of ``saved_searches``), and
@@ -181,16 +182,18 @@ async def match_batch(
 ) -> Matched:
     """Write the matches of ``listing_ids`` in the caller's transaction, in the batch's order
     (a job two of them are listings of goes to a subscriber once, as the first), ``vectors``
-    refreshed before the transaction began. Listings not to be matched (closed, a duplicate, no
-    vector) get none. Two statements: the listings' vectors, then the matches."""
+    refreshed before (made with :data:`KEYWORD_SIMILARITY`). Listings not to be matched
+    (closed, a duplicate, no vector) get none. Two statements: the listings' vectors and
+    titles, then the matches."""
     if not listing_ids:
         return Matched([], 0)
     ids = list(listing_ids)
     cur = await conn.execute(statements.listing_vectors, {"ids": ids}, binary=True)
     rows = await cur.fetchall()
-    near = await vectors.near(
+    near = await vectors.candidates(
         [int(r["ord"]) for r in rows],
         unit_rows([r["vector"] for r in rows], vectors.dim),
+        [r["trigrams"] or () for r in rows],
         1.0 - meaning_radius(floor),
     )
     cur = await conn.execute(
