@@ -151,20 +151,26 @@ def pytest_configure(config: pytest.Config) -> None:
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 
 
+def _is_long(item: pytest.Item) -> bool:
+    """An end-to-end test, or one marked ``slow`` (a real model, processes, seconds of work)."""
+    return E2E_DIR in item.path.parents or item.get_closest_marker("slow") is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With workers, the end-to-end tests (processes, servers, browsers, leases: the long ones)
-    first in every worker's share, dealt out in turn. ``--dist worksteal`` gives each worker a
-    contiguous share of the collection (the first ``len // n``, the next ``rest // (n - 1)``,
-    ...) and an idle one steals from the end of a busy one's queue: in collection order, one
-    worker drew all of them, and the long ones it had not reached were stolen last, to run
-    alone at the end (a whole suite took 320-400 s by where they fell)."""
+    """With workers, the long tests (end-to-end: processes, servers, browsers, leases; and those
+    marked ``slow``) first in every worker's share, dealt out in turn. ``--dist worksteal``
+    gives each worker a contiguous share of the collection (the first ``len // n``, the next
+    ``rest // (n - 1)``, ...) and an idle one steals from the end of a busy one's queue: in
+    collection order, one worker drew all of them, and the long ones it had not reached were
+    stolen last, to run alone at the end (a whole suite took 320-400 s by where they fell)."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 0))
     if workers < 2:
         return
-    long = [item for item in items if E2E_DIR in item.path.parents]
+    first = [_is_long(item) for item in items]
+    long = [item for item, is_long in zip(items, first, strict=True) if is_long]
     if not long:
         return
-    rest = iter([item for item in items if E2E_DIR not in item.path.parents])
+    rest = iter([item for item, is_long in zip(items, first, strict=True) if not is_long])
     ordered: list[pytest.Item] = []
     left = len(items)
     for k in range(workers):

@@ -839,6 +839,7 @@ async def test_demo_accounts_are_made_once_with_random_passwords(
     assert await setup_link_if_nobody(pool, services.settings) is not None
 
 
+@pytest.mark.slow
 async def test_the_sample_loader_logs_the_demo_sign_ins(
     services: Services, pool: AsyncPool, caplog: pytest.LogCaptureFixture
 ) -> None:

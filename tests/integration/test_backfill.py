@@ -263,6 +263,7 @@ async def test_concurrent_appends_keep_ranks_contiguous_and_people_unique(
 # --- failures ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_discovery_timing_out_twice_fails_its_tier_and_the_others_go_on(
     client: httpx.AsyncClient,
     services: Services,
@@ -299,6 +300,7 @@ async def test_discovery_timing_out_twice_fails_its_tier_and_the_others_go_on(
     assert stats["calls"]["search"]["hang"] == 4
 
 
+@pytest.mark.slow
 async def test_a_hung_enrichment_holds_back_only_itself(
     client: httpx.AsyncClient,
     services: Services,
@@ -371,6 +373,7 @@ async def test_missing_email_fails_the_candidate_and_a_retry_succeeds(
     assert again.json()["error"]["code"] == "conflict"
 
 
+@pytest.mark.slow
 async def test_a_profile_enriched_before_the_embedder_throttled_is_not_enriched_again(
     client: httpx.AsyncClient,
     services: Services,
@@ -421,6 +424,7 @@ async def test_a_profile_enriched_before_the_embedder_throttled_is_not_enriched_
 # --- ranks and paging with two workers ---------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_ranks_contiguous_and_stable_and_after_paging_exact_with_two_workers(
     client: httpx.AsyncClient,
     services: Services,

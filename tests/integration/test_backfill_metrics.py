@@ -59,6 +59,7 @@ async def start(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> 
     return search_id
 
 
+@pytest.mark.slow
 async def test_a_backfilled_search_is_counted_timed_and_scored_against_its_target(
     client: httpx.AsyncClient,
     services: Services,

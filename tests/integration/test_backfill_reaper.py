@@ -66,6 +66,7 @@ async def execute(services: Services, query: str, *params: Any) -> None:
         await conn.commit()
 
 
+@pytest.mark.slow
 async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_lease(
     client: httpx.AsyncClient,
     services: Services,
@@ -195,6 +196,7 @@ async def test_reaper_fails_a_candidate_forward_after_repeated_lost_workers(
     assert (await reap_once(services.pool, services.settings)).requeued_candidates == 1
 
 
+@pytest.mark.slow
 async def test_a_silent_search_goes_stale_and_a_retry_resumes_it_to_complete(
     client: httpx.AsyncClient,
     services: Services,

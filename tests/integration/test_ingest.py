@@ -272,6 +272,7 @@ async def test_email_addresses_never_reach_the_logs(
 # --- the sample corpus ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_load_sample_listings_once_even_when_raced(pool: AsyncPool) -> None:
     async def load() -> int:
         async with pool.connection() as conn:

@@ -115,6 +115,7 @@ def server(db_url: str) -> Iterator[tuple[LiveServer, int]]:
             sock.close()
 
 
+@pytest.mark.slow
 def test_a_flood_of_one_companys_posts_leaves_probes_searches_and_workers_their_connections(
     server: tuple[LiveServer, int], db_url: str
 ) -> None:

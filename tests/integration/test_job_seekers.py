@@ -263,6 +263,7 @@ async def test_similar_jobs_leave_out_the_same_company_and_duplicates(
     assert missing.status_code == 404
 
 
+@pytest.mark.slow
 async def test_the_default_corpus_salary_facet_for_engineer_is_six_bands_at_most(
     client: httpx.AsyncClient, pool: AsyncPool
 ) -> None:

@@ -405,6 +405,7 @@ async def test_copy_listings_in_the_callers_transaction(pool: AsyncPool) -> None
     assert row == {"n": 1, "s": "file"}
 
 
+@pytest.mark.slow
 async def test_sample_listings_load_once_into_an_empty_table(pool: AsyncPool) -> None:
     async with pool.connection() as a, pool.connection() as b:
         loaded = await asyncio.gather(load_sample_listings(a), load_sample_listings(b))

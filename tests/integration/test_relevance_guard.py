@@ -31,6 +31,7 @@ def guard_db(pg_server: Any, template_url: str) -> Iterator[tuple[str, dict[str,
         admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.mark.slow
 async def test_held_out_queries_rank_as_well_as_recorded(
     guard_db: tuple[str, dict[str, str]],
 ) -> None:

@@ -228,6 +228,7 @@ async def search_the_rare_town(
 
 
 @pytest.mark.parametrize("method", ["hnsw", "ivfflat"])
+@pytest.mark.slow
 async def test_filtered_search_still_fills_the_page(
     db_url: str,
     pool: AsyncPool,

@@ -106,6 +106,7 @@ async def count_listings(db_url: str, spec: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+@pytest.mark.slow
 async def test_crawl_killed_by_sigkill_resumes_without_loss_or_duplicates(
     db_url: str, pool: AsyncPool, boards: FakeBoards
 ) -> None:

@@ -135,6 +135,7 @@ async def test_tokens_are_listed_revoked_and_expire_and_revoking_keeps_the_work(
 # --- event streams: revocation, caps, endings, wake-ups -----------------------------------------
 
 
+@pytest.mark.slow
 def test_streams_end_on_revocation_and_stale_and_are_capped(db_url: str) -> None:
     overrides = {"sse_per_token": 2, "sse_max_streams": 3, "backfill_min_results": 15}
     with LiveServer(

@@ -429,6 +429,7 @@ async def test_the_shortlist_and_attempts_handed_out_are_audited(
 # --- point 2: a request holds no connection while its client sends ------------------------------
 
 
+@pytest.mark.slow
 def test_silent_email_posts_hold_no_database_connection(db_url: str) -> None:
     import socket as socketlib
 

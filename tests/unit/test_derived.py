@@ -123,6 +123,7 @@ print(derived.load_or_build(folder, "shared.pickle", Index, build).words[0])
 """
 
 
+@pytest.mark.slow
 def test_of_processes_starting_at_once_one_builds_and_the_others_load(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     root = Path(__file__).resolve().parents[2]

@@ -68,6 +68,7 @@ async def stats(client: httpx.AsyncClient) -> dict[str, Any]:
 # --- population ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_population_is_deterministic_and_about_12_percent_have_no_email() -> None:
     sample = build_population.__wrapped__(42, 3000)  # bypass the cache: really rebuild
     assert sample == build_population(42, 3000)
