@@ -202,6 +202,44 @@ async def test_a_webhook_search_saved_with_a_key_delivers_at_once_and_mails_once
     assert rows == [True]
 
 
+async def test_an_address_that_never_confirms_gets_no_mail_queued_for_ever(
+    client: httpx.AsyncClient,
+    services: Services,
+    make_token: MakeToken,
+    embed_pending: EmbedPending,
+    receiver: WebhookReceiver,
+) -> None:
+    """A search active for webhooks whose address let its link expire: the purge cancels its
+    queued e-mail matches (never to be mailed), the webhook deliveries are untouched, and a
+    search still within its link's time keeps its matches for the digest it may yet get."""
+    from shortlist import privacy
+    from shortlist.alerts import store, tokens
+
+    agency = bearer(await make_token("agency", Role.recruiter))
+    search = await webhook_search(client, receiver, agency, "team@agency.example")
+    await add_listing(services.pool, "Python Developer", "python developer, Django")
+    await embed_pending()
+    await match_all(services)
+    assert await send_due(services.pool) == 1
+    queued = "SELECT status FROM alert_matches ORDER BY id"
+    assert await status_of(services.pool, queued) == ["queued"]
+
+    await store.purge_unconfirmed(services.pool, valid_for=3600.0)  # the link still valid
+    assert await status_of(services.pool, queued) == ["queued"]
+    await store.purge_unconfirmed(services.pool, valid_for=0.0)  # the link has expired
+    assert await status_of(services.pool, queued) == ["cancelled"]
+    assert await status_of(services.pool, "SELECT status FROM saved_searches") == ["active"]
+    assert await status_of(services.pool, "SELECT status FROM webhook_deliveries") == [
+        "delivered"
+    ]
+    # Following the expired link now confirms nothing, so nothing is mailed later either.
+    async with services.pool.connection() as conn:
+        key = await privacy.privacy_key(conn, services.settings.privacy_key)
+    token = tokens.make(key, tokens.CONFIRM, uuid.UUID(search))
+    with pytest.raises(store.NotFound):
+        await store.confirm(services.pool, token, valid_for=0.0)
+
+
 async def test_ending_a_search_cancels_its_pending_webhook_deliveries(
     client: httpx.AsyncClient,
     services: Services,

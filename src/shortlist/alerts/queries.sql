@@ -156,6 +156,18 @@ SELECT email FROM users WHERE id = %(user_id)s
 DELETE FROM saved_searches
  WHERE status = 'pending' AND created_at < now() - make_interval(secs => %(valid_for)s)
 
+-- name: cancel_unconfirmed_mail
+-- A search active for an organisation's webhooks whose address did not confirm its e-mail while
+-- the link was valid (confirm_email) will never be mailed: its queued matches are cancelled, not
+-- kept queued for ever (the webhook deliveries are apart and go on). Cancelled, not deleted:
+-- each (subscriber, job) is still matched once ever.
+UPDATE alert_matches AS m
+   SET status = 'cancelled'
+  FROM saved_searches AS s
+ WHERE m.search_id = s.id AND m.status = 'queued'
+   AND s.status = 'active' AND NOT s.email_confirmed
+   AND s.created_at <= now() - make_interval(secs => %(valid_for)s)
+
 -- name: purge_lone_subscribers
 -- Addresses left with no saved search are removed (with them, nothing of theirs is kept).
 DELETE FROM alert_subscribers AS sub

@@ -320,9 +320,11 @@ async def user_email(conn: AsyncConn, user_id: int) -> str | None:
 
 async def purge_unconfirmed(pool: AsyncPool, valid_for: float) -> int:
     """Remove saved searches nobody confirmed within ``valid_for`` seconds, and addresses left
-    with none (the reaper's)."""
+    with none (the reaper's); cancel the queued e-mail matches of searches active for webhooks
+    whose address did not confirm in that time (they will never be mailed)."""
     async with pool.connection() as conn, conn.transaction():
         cur = await conn.execute(SQL["purge_unconfirmed"], {"valid_for": valid_for})
         n = cur.rowcount
+        await conn.execute(SQL["cancel_unconfirmed_mail"], {"valid_for": valid_for})
         await conn.execute(SQL["purge_lone_subscribers"])
     return n
