@@ -229,9 +229,7 @@ async def test_an_address_that_never_confirms_gets_no_mail_queued_for_ever(
     await store.purge_unconfirmed(services.pool, valid_for=0.0)  # the link has expired
     assert await status_of(services.pool, queued) == ["cancelled"]
     assert await status_of(services.pool, "SELECT status FROM saved_searches") == ["active"]
-    assert await status_of(services.pool, "SELECT status FROM webhook_deliveries") == [
-        "delivered"
-    ]
+    assert await status_of(services.pool, "SELECT status FROM webhook_deliveries") == ["delivered"]
     # Following the expired link now confirms nothing, so nothing is mailed later either.
     async with services.pool.connection() as conn:
         key = await privacy.privacy_key(conn, services.settings.privacy_key)
