@@ -179,8 +179,8 @@ def _statement(
 def _limits(name: str) -> dict[str, sql.Composable]:
     """The candidate lists' lengths (search.sql ``{k}``, ``{broad_window}``): constants in the
     first page's statement, whose window is always :data:`FIRST_WINDOW`, so that its generic
-    plan (:func:`execute_generic`) is made knowing them (a LIMIT the planner does not know it takes for
-    a tenth of the table); parameters in a deeper page's."""
+    plan (:func:`execute_generic`) is made knowing them (a LIMIT the planner does not know it
+    takes for a tenth of the table); parameters in a deeper page's."""
     if name == "first_page":
         return {
             "k": sql.Literal(FIRST_WINDOW),
