@@ -458,7 +458,7 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
                 " WHERE c.relname IN ('alert_queries', 'saved_searches', 'alert_subscribers',"
                 " 'alert_queries_embedding_idx', 'alert_query_words_keys_idx',"
                 " 'alert_query_words',"
-                " 'saved_searches_match_idx', 'alert_matches')"
+                " 'saved_searches_match_idx', 'saved_searches_id_subscriber_idx', 'alert_matches')"
             )
             sizes = {r["name"]: int(r["bytes"]) for r in await cur.fetchall()}
     finally:
