@@ -155,3 +155,15 @@ if __name__ == "__main__":
         + "\n"
     )
     print(f"wrote {REFERENCE}")
+
+
+@pytest.mark.slow
+def test_one_intra_op_thread_gives_the_same_vectors_to_the_bit() -> None:
+    """The query copy runs on one thread (shortlist.embedding.local.QUERY_THREADS), the bulk
+    copy on ONNX Runtime's default: a text's vector must not depend on which copy made it."""
+    model_path = default_model_path()
+    graph = ensure_graph(default_cache_dir(), model_path)
+    one, default = OnnxModel(graph, model_path, threads=1), OnnxModel(graph, model_path)
+    assert one.session.get_session_options().intra_op_num_threads == 1
+    for batch in ([TEST_SET[0]], TEST_SET[:3], TEST_SET):
+        assert np.array_equal(one.encode(batch), default.encode(batch))

@@ -18,11 +18,12 @@ a search's query, a candidate's profile — and the other the indexer's bulk bat
 never waits for indexing work (with one copy it waited for the mini-batch in flight: ~0.5 s
 p50 while the sample corpora were being embedded; bench/bench_first_run.py). The bulk copy is
 loaded only by the first bulk call: a process that runs no indexer never loads it. Each copy
-runs one call at a time (``_Loaded.lock``; the session already spreads one call over the
-cores). Small calls that arrive while their copy is busy are coalesced into its next call
-(``_Coalescer``), and bulk calls are split into length-sorted mini-batches. The coalescer is
-written here rather than taken from a micro-batching library because it must add no batching
-window to a lone query and must hand each caller only its own error.
+runs one call at a time (``_Loaded.lock``; the bulk copy's session already spreads one call
+over the cores, the query copy's runs on one thread: :data:`QUERY_THREADS`). Small calls that
+arrive while their copy is busy are coalesced into its next call (``_Coalescer``), and bulk
+calls are split into length-sorted mini-batches. The coalescer is written here rather than
+taken from a micro-batching library because it must add no batching window to a lone query and
+must hand each caller only its own error.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ DIM = 384
 
 
 class _Loaded:
-    """A loaded model and the lock that serialises calls into it (one call already spreads
+    """A loaded model and the lock that serialises calls into it (a bulk call already spreads
     over every core; two at once would only contend)."""
 
     def __init__(self, model: OnnxModel) -> None:
@@ -81,9 +82,20 @@ def _load(path: Path, role: Role, cache_dir: Path | None = None) -> _Loaded:
         loaded = _models.get(key)
         if loaded is None:
             graph = ensure_graph(cache_dir or default_cache_dir(), path)
-            loaded = _models[key] = _Loaded(OnnxModel(graph, path))
+            threads = QUERY_THREADS if role == "query" else 0
+            loaded = _models[key] = _Loaded(OnnxModel(graph, path, threads=threads))
     return loaded
 
+
+QUERY_THREADS = 1
+"""ONNX Runtime's intra-op threads for the query copy (the bulk copy: one per core). Its calls
+are small (a search's query, one profile, or the few that arrive together), and splitting each
+of the graph's ~100 operators over two threads that sleep between them (no spinning, see
+OnnxModel) cost more than it saved: 4.5–5.1 ms of CPU for one query on one thread against
+5.7–6.3 ms on two, 3.1–3.4 against 3.8–4.7 a query in pairs, 2.3–2.6 against 2.5–3.5 in eights
+(three alternating rounds, load ~4); a lone query on an idle second core waits ~0.7 ms longer.
+The vectors are the same to the bit (520 texts, queries and whole listings, in batches of 1, 3
+and 8; bench/README.md, search-http)."""
 
 COALESCE_MAX_TEXTS = 4
 """Calls with at most this many texts (search queries, one candidate profile) are coalesced."""
