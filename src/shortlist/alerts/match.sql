@@ -26,7 +26,8 @@ SELECT b.ord, j.{embedding} AS vector, show_trgm(j.job_title) AS trigrams
 -- subscriber, by another of their searches or as another listing of it (the first in the
 -- batch's order), inserts nothing. Only an open listing that repeats no other is matched (a
 -- near-duplicate or repost the indexer linked, duplicate_of, never alerts: its original did or
--- will). Answers the saved searches that got a match and the number of matches written.
+-- will). Answers the saved searches that got a match (in order) and the number of matches
+-- written.
 WITH l AS MATERIALIZED (
     SELECT j.id, b.ord, j.{embedding} AS vector, j.job_title,
            lower(j.city_location) AS place, j.work_mode,
@@ -79,7 +80,7 @@ inserted AS (
     ON CONFLICT (subscriber_id, job_key) DO NOTHING
     RETURNING search_id
 )
-SELECT array(SELECT DISTINCT search_id FROM inserted) AS searches,
+SELECT array(SELECT DISTINCT search_id FROM inserted ORDER BY search_id) AS searches,
        (SELECT count(*) FROM inserted) AS written
 
 -- name: schedule_digests

@@ -200,15 +200,21 @@ async def match_batch(
         statements.insert,
         {
             "ids": ids,
-            "near_ords": near.ords,
-            "near_queries": near.queries,
+            # Array literals: psycopg's list dumper took ~0.7 ms of CPU per listing for the
+            # ~15,000 numbers of a batch at a million saved searches.
+            "near_ords": _array_literal(near.ords),
+            "near_queries": _array_literal(near.queries),
             "seen": near.seen,
             **score_params(floor),
         },
     )
     row = await cur.fetchone()
     assert row is not None
-    return Matched(sorted(row["searches"]), int(row["written"]))
+    return Matched(list(row["searches"]), int(row["written"]))
+
+
+def _array_literal(numbers: Sequence[int]) -> str:
+    return "{" + ",".join(map(str, numbers)) + "}"
 
 
 async def schedule(conn: AsyncConn, searches: Sequence[uuid.UUID]) -> None:
