@@ -271,16 +271,19 @@ class QueryVectors:
                     rows = await binary.fetchall()
                     if not rows:
                         break
-                    self._put_rows(rows, bulk=True)
+                    await asyncio.to_thread(self._put_rows, rows, bulk=True)
                     read += len(rows)
                     after = int(rows[-1]["id"])
-                self.words.build(force=True)
+                await asyncio.to_thread(self.words.build, True)
             else:
                 await binary.execute(written, {"seen": self.seen})
                 rows = await binary.fetchall()
-                self._put_rows(rows)
+                # In a thread, as the scan is: at 100,000 queries a chunk's rows or a rebuild
+                # of the trigram lists is ~0.1 s of CPU, which the event loop (the API's, in
+                # serve) must not wait for. The lock keeps every other use of them out.
+                await asyncio.to_thread(self._put_rows, rows)
                 read = len(rows)
-                self.words.build()
+                await asyncio.to_thread(self.words.build)
             self.seen = snapshot
             return read
 
