@@ -16,14 +16,15 @@ its queue rows removed):
   the sizes of what the reverse search keeps in PostgreSQL (tables and indexes);
 * recall against an exhaustive check on a sample of listings: every saved query scored against
   the listing without an index (``reverse.exhaustive_matches``'s rule, per query), split by how
-  the presearch must find it — *keyword* (title similarity > KEYWORD_SIMILARITY: the GIN
-  anchors; target 1.000) and *meaning* (the radius, scanned in memory; target ≥ 0.99).
+  the presearch must find it — *keyword* (title similarity > KEYWORD_SIMILARITY: the shared
+  trigrams counted in memory; target 1.000) and *meaning* (the radius, scanned in memory;
+  target ≥ 0.99).
 
 The vectors are synthetic (no model run: a million queries would take the local model hours
 here): each word has a fixed random unit vector (seeded by its hash), a text's vector is the
 normalised sum of its words' (a title's words twice), so texts sharing words are near and
-others near-orthogonal, as a sentence model's are. Scores, anchors, trigrams and filters are
-the product's, in PostgreSQL.
+others near-orthogonal, as a sentence model's are. Scores, trigrams and filters are the
+product's, in PostgreSQL.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
     the matcher by the product's trigger). Returns the listings' ids."""
     import psycopg
 
-    from shortlist.alerts import reverse, store
+    from shortlist.alerts import store
     from shortlist.relevance import normalise_query, text_terms
 
     rng = random.Random(42)
@@ -301,9 +302,6 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
     texts = distinct_queries(queries, rng)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute("SET maintenance_work_mem = '512MB'")
-        # The indexes are built after the load, as a bulk load would.
-        await conn.execute("DROP INDEX alert_queries_embedding_idx")
-        await conn.execute("DROP INDEX alert_query_words_keys_idx")
         started = time.perf_counter()
         async with conn.cursor().copy(
             "COPY alert_queries (normalised, embedding) FROM STDIN"
@@ -311,39 +309,20 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
             for q in texts:
                 normalised = normalise_query(q)
                 await copy.write_row((normalised, _vector_text(embed(normalised))))
-        # Title words and anchor keys as the product computes them (store.query_id: the
-        # title_trigrams statement on the query's terms, reverse.anchor_order, then
-        # alert_anchor_keys), in bulk.
+        # Title words as the product computes them (store.query_id: the title_words statement
+        # on the query's terms), in bulk.
         cur = await conn.execute("SELECT id, normalised FROM alert_queries")
         terms = [(r[0], text_terms(r[1])) for r in await cur.fetchall()]
         await conn.execute("CREATE TEMP TABLE qt (id bigint, terms text)")
         async with conn.cursor().copy("COPY qt (id, terms) FROM STDIN") as copy:
             for row in terms:
                 await copy.write_row(row)
-        title_words = store.SQL["title_trigrams"].replace("%(terms)s", "qt.terms")
-        cur = await conn.execute(
-            f"SELECT qt.id, w.title_words, w.words FROM qt, LATERAL ({title_words}) AS w"
-        )
-        rows = await cur.fetchall()
-        await conn.execute("CREATE TEMP TABLE o (id bigint, words text, trigrams text[])")
-        async with conn.cursor().copy("COPY o (id, words, trigrams) FROM STDIN") as copy:
-            for qid, words, per_word in rows:
-                await copy.write_row((qid, words, reverse.anchor_order(per_word)))
+        title_words = store.SQL["title_words"].replace("%(terms)s", "qt.terms")
         await conn.execute(
-            "INSERT INTO alert_query_words (query_id, title_words, anchor_keys)"
-            " SELECT id, words, alert_anchor_keys(trigrams, %s) FROM o",
-            (reverse.KEYWORD_SIMILARITY,),
+            "INSERT INTO alert_query_words (query_id, title_words)"
+            f" SELECT qt.id, w.title_words FROM qt, LATERAL ({title_words}) AS w"
         )
         ctx.log(f"alerts: {queries:,} queries loaded in {time.perf_counter() - started:.0f}s")
-        started = time.perf_counter()
-        await conn.execute(
-            "CREATE INDEX alert_query_words_keys_idx ON alert_query_words USING gin (anchor_keys)"
-        )
-        await conn.execute(
-            "CREATE INDEX alert_queries_embedding_idx ON alert_queries"
-            " USING hnsw (embedding vector_cosine_ops)"
-        )
-        ctx.log(f"alerts: query indexes built in {time.perf_counter() - started:.0f}s")
         started = time.perf_counter()
         # One subscriber per search (so each search's matches are its own to count).
         await conn.execute("DROP INDEX saved_searches_match_idx")
@@ -456,7 +435,6 @@ async def measure(url: str, ids: list[str], sample: int) -> dict[str, Any]:
             cur = await conn.execute(
                 "SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes FROM pg_class c"
                 " WHERE c.relname IN ('alert_queries', 'saved_searches', 'alert_subscribers',"
-                " 'alert_queries_embedding_idx', 'alert_query_words_keys_idx',"
                 " 'alert_query_words',"
                 " 'saved_searches_match_idx', 'saved_searches_id_subscriber_idx', 'alert_matches')"
             )
@@ -562,7 +540,7 @@ def run(ctx: Context) -> list[Record]:
     from shortlist.alerts import reverse
 
     if ctx.options.get("alert_keyword_similarity"):
-        # A knob to explore (the anchors are made by it, so it is set before the build).
+        # A knob to explore (the matcher's trigram counts are made by it).
         reverse.KEYWORD_SIMILARITY = float(ctx.options["alert_keyword_similarity"])
     searches = int(ctx.options.get("alert_searches") or ctx.size(1_000_000, 5_000))
     listings = int(ctx.options.get("alert_listings") or ctx.size(10_000, 100))

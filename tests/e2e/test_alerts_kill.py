@@ -26,7 +26,6 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from shortlist.alerts import reverse
 from shortlist.db.types import AsyncPool
 from tests.fakes import hash_embed
 from tests.helpers import wait_for, wait_for_sync
@@ -86,14 +85,8 @@ async def save_searches(pool: AsyncPool) -> None:
         row = await cur.fetchone()
         assert row is not None
         await conn.execute(
-            "INSERT INTO alert_query_words (query_id, title_words, anchor_keys)"
-            " VALUES (%s, %s, alert_anchor_keys(%s, %s))",
-            (
-                row["id"],
-                normalised,
-                sorted(reverse.title_trigrams(normalised)),
-                reverse.KEYWORD_SIMILARITY,
-            ),
+            "INSERT INTO alert_query_words (query_id, title_words) VALUES (%s, %s)",
+            (row["id"], normalised),
         )
         for n in range(SUBSCRIBERS):
             cur = await conn.execute(

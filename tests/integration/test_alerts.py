@@ -635,7 +635,7 @@ async def test_the_matcher_matches_a_query_saved_after_its_first_batch(
     assert queue.vectors.size == 2
 
 
-ANCHOR_QUERIES = [
+KEYWORD_QUERIES = [
     "python",
     "python developer",
     "senior python engineer",
@@ -651,7 +651,7 @@ ANCHOR_QUERIES = [
     "the python",
     "",
 ]
-ANCHOR_TITLES = [
+KEYWORD_TITLES = [
     "Python Developer",
     "Senior Python Developer (Django)",
     "Pythonista",
@@ -676,53 +676,6 @@ ANCHOR_TITLES = [
 ]
 
 
-async def test_anchor_keys_cover_every_title_similar_enough(services: Services) -> None:
-    """The keyword path's presearch is exact: every title whose similarity to a query is above
-    KEYWORD_SIMILARITY holds one of the query's anchor keys (for the product's order of the
-    trigrams and for another), and the keys are few (pairs, not every trigram)."""
-    async with services.pool.connection() as conn:
-        for query in ANCHOR_QUERIES:
-            cur = await conn.execute(store.SQL["title_trigrams"], {"terms": query})
-            row = await cur.fetchone()
-            assert row is not None
-            order = reverse.anchor_order(row["words"])
-            for trigrams in (order, sorted(order), order[::-1]):
-                cur = await conn.execute(
-                    "SELECT alert_anchor_keys(%(t)s::text[], %(s)s) AS keys",
-                    {"t": trigrams, "s": reverse.KEYWORD_SIMILARITY},
-                )
-                keys = (await cur.fetchone() or {})["keys"]
-                assert len(keys) <= max(1, len(trigrams)), (query, keys)
-                cur = await conn.execute(
-                    "SELECT t.title,"
-                    " word_similarity(nullif(%(q)s, ''), t.title) > %(s)s AS similar,"
-                    " %(keys)s::text[] && alert_title_keys(t.title) AS found"
-                    " FROM unnest(%(titles)s::text[]) AS t (title)",
-                    {
-                        "q": row["title_words"],
-                        "s": reverse.KEYWORD_SIMILARITY,
-                        "keys": keys,
-                        "titles": ANCHOR_TITLES,
-                    },
-                )
-                for r in await cur.fetchall():
-                    assert r["found"] or not r["similar"], (query, r["title"], keys)
-        # Pairs: "python developer" (17 trigrams, 12 to share) has 6 keys of two trigrams each,
-        # one of "python" and one of "developer" (a title with only "Developer" holds none).
-        cur = await conn.execute(store.SQL["title_trigrams"], {"terms": "python developer"})
-        row = await cur.fetchone()
-        assert row is not None
-        cur = await conn.execute(
-            "SELECT alert_anchor_keys(%s::text[], %s) AS keys,"
-            " alert_anchor_keys(%s::text[], %s) && alert_title_keys('Senior Developer') AS hit",
-            [reverse.anchor_order(row["words"]), reverse.KEYWORD_SIMILARITY] * 2,
-        )
-        got = await cur.fetchone()
-        assert got is not None
-        assert len(got["keys"]) == 6 and all("|" in k for k in got["keys"])
-        assert not got["hit"]
-
-
 async def test_the_trigram_counts_find_every_title_similar_enough(services: Services) -> None:
     """The keyword path in the matcher's memory is exact: every (query, title) whose
     word_similarity is above KEYWORD_SIMILARITY is found by counting shared trigrams, from the
@@ -734,22 +687,22 @@ async def test_the_trigram_counts_find_every_title_similar_enough(services: Serv
             " show_trgm(t.title) AS title_trigrams,"
             " word_similarity(nullif(w.words, ''), t.title) > %(s)s AS similar"
             " FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS q (q, o),"
-            " LATERAL (" + store.SQL["title_trigrams"].replace("%(terms)s", "q.q") + ") AS w0,"
+            " LATERAL (" + store.SQL["title_words"].replace("%(terms)s", "q.q") + ") AS w0,"
             " LATERAL (SELECT w0.title_words AS words) AS w,"
             " unnest(%(titles)s::text[]) AS t (title) ORDER BY q.o",
             {
                 "s": reverse.KEYWORD_SIMILARITY,
-                "queries": ANCHOR_QUERIES,
-                "titles": [*ANCHOR_TITLES, "Senior Developer"],
+                "queries": KEYWORD_QUERIES,
+                "titles": [*KEYWORD_TITLES, "Senior Developer"],
             },
         )
         rows = await cur.fetchall()
     assert sum(bool(r["similar"]) for r in rows) >= 10
-    positions = {q: i for i, q in enumerate(ANCHOR_QUERIES)}
+    positions = {q: i for i, q in enumerate(KEYWORD_QUERIES)}
     trigrams = {r["q"]: r["query_trigrams"] for r in rows}
     for built in (True, False):
         index = TrigramIndex(reverse.KEYWORD_SIMILARITY)
-        for q in ANCHOR_QUERIES:
+        for q in KEYWORD_QUERIES:
             assert index.add(trigrams[q]) == positions[q]
         if built:
             index.build(force=True)

@@ -12,30 +12,26 @@ RETURNING id, status
 -- name: find_query
 SELECT id FROM alert_queries WHERE normalised = %(normalised)s
 
--- name: title_trigrams
+-- name: title_words
 -- A query's title words, as job search compares them with titles (search.sql, candidate_ctes:
--- the words but stop words), and each word's trigrams as pg_trgm reads them.
-SELECT t.title_words,
-       coalesce((SELECT jsonb_agg(show_trgm(w) ORDER BY o)
-                   FROM regexp_split_to_table(t.title_words, '\s+') WITH ORDINALITY AS x (w, o)),
-                '[]') AS words
-  FROM (SELECT coalesce((SELECT string_agg(w, ' ')
-                           FROM regexp_split_to_table(%(terms)s, '\s+') AS w
-                          WHERE to_tsvector('english', w) <> ''), '') AS title_words) AS t
+-- the words but stop words).
+SELECT coalesce((SELECT string_agg(w, ' ')
+                   FROM regexp_split_to_table(%(terms)s, '\s+') AS w
+                  WHERE to_tsvector('english', w) <> ''), '') AS title_words
 
 -- name: insert_query
 -- A distinct query, stored once (a concurrent save of the same text inserts nothing), with its
 -- vector in each model space in use ({columns}: the active one's, and during a model migration
--- the one being built; {vectors} their values), its title words and anchor keys (the keyword
--- path's row; alert_anchor_keys pairs the trigrams in the order given).
+-- the one being built; {vectors} their values) and its title words (the keyword path's, whose
+-- trigrams the match queue reads: shortlist.alerts.query_vectors).
 WITH q AS (
     INSERT INTO alert_queries (normalised, {columns})
     VALUES (%(normalised)s, {vectors})
     ON CONFLICT (normalised) DO NOTHING
     RETURNING id
 ), w AS (
-    INSERT INTO alert_query_words (query_id, title_words, anchor_keys)
-    SELECT id, %(title_words)s, alert_anchor_keys(%(trigrams)s::text[], %(similarity)s) FROM q
+    INSERT INTO alert_query_words (query_id, title_words)
+    SELECT id, %(title_words)s FROM q
 )
 SELECT id FROM q
 

@@ -12,16 +12,16 @@ Luwak does for stored Lucene queries), and the few found are checked exactly:
   the query's ``n`` trigrams (``word_similarity`` counts those found in a stretch of the title),
   so at least ``⌊s·n⌋ + 1`` of them. The match queue holds every query's trigrams (pg_trgm's) in
   memory as inverted lists and counts, per title, how many each query shares
-  (:class:`.query_vectors.TrigramIndex`): exact, and tighter than the GIN *anchor keys*
-  (migration 0041: the trigrams dealt into ``⌊s·n⌋`` groups, each pair within a group a key a
-  title similar enough holds), which are still written (``alert_anchor_keys``,
-  :func:`anchor_order`) but no longer read by the matcher.
+  (:class:`.query_vectors.TrigramIndex`): exact, and tighter than the GIN *anchor keys* it
+  replaced (migration 0041: pairs of the query's trigrams a title similar enough holds;
+  dropped by 0049).
 * **meaning** (``sim ≤ KEYWORD_SIMILARITY``, queries without title words too: their ``sim`` is
   0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`),
   a range around the listing's vector. The distinct queries' vectors (identical queries are one
   row) are held in the match queue's memory too and compared with a whole batch of listings in
   one matrix product (:mod:`.query_vectors`): exact, where an HNSW range scan per listing was
-  approximate and cost more (bench_alerts), as did the GIN presearch per listing.
+  approximate and cost more (bench_alerts), as did the GIN presearch per listing (both
+  dropped by migration 0049).
 
 Whatever either path finds is scored exactly as job search scores it, then each saved search of
 the query is held to its own threshold and filters (indexed columns of ``saved_searches``), and
@@ -31,16 +31,10 @@ the matches are inserted ``ON CONFLICT DO NOTHING``: the whole batch in one stat
 
 from __future__ import annotations
 
-import functools
-import itertools
-import json
 import math
-import re
 import uuid
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 from psycopg import sql
 
@@ -76,60 +70,6 @@ def meaning_radius(floor: float) -> float:
         JOB_SCORE.cosine
     )
     return max(0.0, 1.0 - cos) + 1e-6
-
-
-# Words in most job titles: their trigrams are the last chosen as anchors.
-COMMON_TITLE_WORDS = (
-    "engineer developer manager senior junior lead specialist assistant analyst associate"
-    " director head staff principal officer coordinator consultant administrator technician"
-    " representative executive intern software data and of the for"
-)
-_WORD = re.compile(r"[^\W_]+")
-
-
-def title_trigrams(text: str) -> set[str]:
-    """The trigrams pg_trgm reads in ``text`` (lower case, each alphanumeric word padded with
-    two blanks before and one after), near enough to rank them by how common they are."""
-    out: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        padded = f"  {word} "
-        out.update(padded[i : i + 3] for i in range(len(padded) - 2))
-    return out
-
-
-@functools.cache
-def trigram_commonness() -> Counter[str]:
-    """How many of the bundled sample listings' titles (and the common title words) hold each
-    trigram: a stand-in for how often a new listing's title will."""
-    tables = json.loads(
-        resources.files("shortlist.listings").joinpath("data/sample.json").read_text("utf-8")
-    )
-    counts: Counter[str] = Counter()
-    for family in tables["families"]:
-        for title in family["titles"]:
-            counts.update(title_trigrams(title))
-    for word in COMMON_TITLE_WORDS.split():
-        for t in title_trigrams(word):
-            counts[t] += 20
-    return counts
-
-
-def anchor_order(words: Sequence[Sequence[str]]) -> list[str]:
-    """A query's trigrams (pg_trgm's, word by word) in the order ``alert_anchor_keys`` pairs
-    them: each trigram once (with the first word holding it), each word's rarest in job titles
-    first, the words interleaved, so that a pair joins two words' rare trigrams (a title holding
-    both is most likely a match). Any order is exact; this one makes the keyword path read few
-    queries that do not match."""
-    common = trigram_commonness()
-    seen: set[str] = set()
-    ranked: list[list[str]] = []
-    for word in words:
-        mine = sorted(
-            {t for t in word if t not in seen}, key=lambda t: (common[t], t.count(" "), t)
-        )
-        seen.update(mine)
-        ranked.append(mine)
-    return [t for tier in itertools.zip_longest(*ranked) for t in tier if t is not None]
 
 
 def score_params(floor: float) -> dict[str, float]:

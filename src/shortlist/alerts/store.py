@@ -22,7 +22,7 @@ from psycopg import sql
 from psycopg.rows import DictRow
 
 from shortlist import privacy
-from shortlist.alerts import reverse, tokens
+from shortlist.alerts import tokens
 from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import vector_text
@@ -113,7 +113,7 @@ class Saved:
 
 async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
     """The ``alert_queries`` row of a query (normalised as job search reads it), made once:
-    identical queries share their vector and anchor keys."""
+    identical queries share their vector and title words."""
     normalised = normalise_query(text)
     cur = await conn.execute(SQL["find_query"], {"normalised": normalised})
     row = await cur.fetchone()
@@ -121,7 +121,7 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
         return int(row["id"])
     vectors = await embed(normalised)
     columns = sorted(vectors)
-    cur = await conn.execute(SQL["title_trigrams"], {"terms": text_terms(normalised)})
+    cur = await conn.execute(SQL["title_words"], {"terms": text_terms(normalised)})
     words = await cur.fetchone()
     assert words is not None
     insert = compose(
@@ -136,8 +136,6 @@ async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
         {
             "normalised": normalised,
             "title_words": words["title_words"],
-            "trigrams": reverse.anchor_order(words["words"]),
-            "similarity": reverse.KEYWORD_SIMILARITY,
             **{f"v{i}": vector_text(vectors[c]) for i, c in enumerate(columns)},
         },
     )

@@ -13,8 +13,9 @@
         embeds the alerts' saved queries (``alert_queries``) with the new model into their
         column of the space (:func:`fill_saved_queries`; a query saved meanwhile is embedded by
         both models when saved); once the space covers every row of both corpora and every
-        saved query: its vector indexes (HNSW, or IVFFlat for a large table:
-        shortlist.db.vector_index; the saved queries' HNSW), built CONCURRENTLY;
+        saved query: its vector indexes on the corpora (HNSW, or IVFFlat for a large table:
+        shortlist.db.vector_index), built CONCURRENTLY (the saved queries need none: the match
+        queue reads their vectors into memory, shortlist.alerts.query_vectors);
         then the switch, in ONE transaction (rows the new model rejected are marked failed, the
         old model retired, the new one active, the corpus's "embedded means a vector" check
         moved to the new column). NOTIFY reloads every process: from then on queries are
@@ -33,7 +34,6 @@ rows' hashes, an interrupted index build is dropped and built again.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,10 +46,8 @@ from psycopg.rows import dict_row
 from shortlist.db.sql import compose, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import (
-    HNSW,
     NO_OVERRIDES,
     BuildOverrides,
-    VectorIndex,
     ensure_space_indexes,
     vector_text,
 )
@@ -151,13 +149,6 @@ def _each_corpus(name: str, space: ModelSpace) -> list[sql.Composed]:
 def _queries(name: str, space: ModelSpace, **extra: sql.Composable) -> sql.Composed:
     """``name`` for ``space`` on the saved queries (its column, its todo index)."""
     return _in(QUERIES[name], space, SAVED_QUERIES, **extra)
-
-
-def saved_query_index(space: ModelSpace) -> VectorIndex:
-    """The space's vector index on the saved queries: HNSW whatever their number, since the
-    meaning path reads it in distance order until a radius (an iterative scan in strict order,
-    which pgvector's IVFFlat does not offer)."""
-    return VectorIndex(SAVED_QUERIES, space.vector_column, space.dim)
 
 
 async def _ddl(url: str, step: Callable[[AsyncConn], Awaitable[None]]) -> None:
@@ -473,12 +464,6 @@ async def _coordinate(
         await fill_saved_queries(pool, building)
     if building is not None and await _covers_everything(pool, building.space):
         await asyncio.to_thread(ensure_space_indexes, url, building.space.indexes(), overrides)
-        await asyncio.to_thread(
-            ensure_space_indexes,
-            url,
-            [saved_query_index(building.space)],
-            dataclasses.replace(overrides, method=HNSW),
-        )
         if await switch(url, building.space, spaces.active().space):
             done = f"switched to space {building.space.id}"
             await spaces.refresh()
