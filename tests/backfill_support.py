@@ -223,6 +223,20 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+@pytest.fixture
+async def recruiter(make_token: MakeToken) -> str:
+    """A recruiter's token (``make_token``: the API fixtures')."""
+    return await make_token("recruiter", Role.recruiter)
+
+
+async def start_search(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> str:
+    """``POST /api/searches``: a backfilled search started; its id."""
+    response = await client.post("/api/searches", json=body, headers=auth(token))
+    assert response.status_code == 202, response.text
+    search_id: str = response.json()["searchId"]
+    return search_id
+
+
 async def get_results(
     client: httpx.AsyncClient, token: str, search_id: str, **params: Any
 ) -> dict[str, Any]:

@@ -40,10 +40,13 @@ import html
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import pytest
 
 
 @dataclass
@@ -386,3 +389,26 @@ def job_posting_page(title: str, **fields: Any) -> str:
         f'<script type="application/ld+json">{data}</script></head>'
         f"<body><h1>{html.escape(title)}</h1></body></html>"
     )
+
+
+@pytest.fixture
+def boards() -> Iterator[FakeBoards]:
+    """An empty :class:`FakeBoards` on a loopback port for one test."""
+    fake = FakeBoards().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def board_env(db_url: str, boards: FakeBoards) -> dict[str, str]:
+    """A ``shortlist`` process's environment that crawls ``boards`` (a loopback address)."""
+    return {
+        "SHORTLIST_DATABASE_URL": db_url,
+        "SHORTLIST_LOG_LEVEL": "WARNING",
+        "SHORTLIST_GREENHOUSE_API_URL": boards.base_url,
+        "SHORTLIST_LEVER_API_URL": boards.base_url,
+        "SHORTLIST_ASHBY_API_URL": boards.base_url,
+        "SHORTLIST_CRAWL_HOST_DELAY": "0",
+        "SHORTLIST_CRAWL_ALLOW_PRIVATE": "true",
+    }

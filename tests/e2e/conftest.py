@@ -9,5 +9,6 @@ from tests.api_fixtures import (  # noqa: F401 (fixtures)
     make_token,
     services,
 )
+from tests.job_boards import boards  # noqa: F401 (fixture)
 from tests.live_server import live_server, live_server_factory  # noqa: F401 (fixtures)
 from tests.oidc_provider import oidc_provider_factory  # noqa: F401 (fixtures)

@@ -34,15 +34,6 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def boards() -> Iterator[FakeBoards]:
-    fake = FakeBoards().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
-
-
-@pytest.fixture
 def seeker_server(live_server_factory: Callable[..., LiveServer], boards: FakeBoards) -> LiveServer:
     return live_server_factory(
         settings_overrides={

@@ -9,3 +9,4 @@ from tests.api_fixtures import (  # noqa: F401 (fixtures)
     make_token,
     services,
 )
+from tests.job_boards import boards  # noqa: F401 (fixture)

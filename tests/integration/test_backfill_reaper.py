@@ -1,21 +1,15 @@
-"""Recovery: the reaper and the retries. A worker process killed with SIGKILL mid-enrichment, a
-search that goes silent and is resumed, lost tier claims, searches whose last worker died
-before it could mark them complete."""
+"""Recovery: the reaper and the retries. A search that goes silent and is resumed, lost tier
+claims, searches whose last worker died before it could mark them complete (a worker process
+killed with SIGKILL mid-enrichment is end-to-end: tests/e2e/test_backfill_worker_kill.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import sys
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
 import psycopg
 import pytest
 
-from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.db.types import AsyncPool
 from shortlist.simulator import SimulatorServer
@@ -24,20 +18,18 @@ from shortlist.talent.reaper import MAX_LOST_WORKERS, Reaper, reap_once
 from tests.backfill_support import (
     BACKFILL,
     ON_SIMULATOR,
-    MakeToken,
     auth,
     fast_settings,
     get_results,
     running_workers,
-    set_behaviour,
-    stub_rows,
+    start_search,
     wait_complete,
 )
+from tests.backfill_support import recruiter as recruiter  # the fixture
 from tests.backfill_support import simulator as simulator  # the fixture
 from tests.helpers import wait_for
 
 NICHE = {"query": "FPGA verification with UVM", "role": "FPGA Verification Engineer"}
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Tiers only reach exhausted/failed from running (migration 0005's state machine).
 CLAIM_TIERS = (
     "UPDATE search_tiers SET status = 'running', locked_by = 'test',"
@@ -48,114 +40,14 @@ CLAIM_TIERS = (
 pytestmark = pytest.mark.settings(BACKFILL, **ON_SIMULATOR)
 
 
-@pytest.fixture
-async def recruiter(make_token: MakeToken) -> str:
-    return await make_token("recruiter", Role.recruiter)
-
-
 async def start(client: httpx.AsyncClient, token: str) -> str:
-    response = await client.post("/api/searches", json=NICHE, headers=auth(token))
-    assert response.status_code == 202, response.text
-    search_id: str = response.json()["searchId"]
-    return search_id
+    return await start_search(client, token, NICHE)
 
 
 async def execute(services: Services, query: str, *params: Any) -> None:
     async with services.pool.connection() as conn:
         await conn.execute(query, params)
         await conn.commit()
-
-
-@pytest.mark.slow
-async def test_worker_killed_mid_enrichment_hands_its_candidates_back_after_its_lease(
-    client: httpx.AsyncClient,
-    services: Services,
-    recruiter: str,
-    simulator: SimulatorServer,
-    db_url: str,
-    tmp_path: Path,
-) -> None:
-    # Enrichment takes ~100 s (scaled): the worker process is surely inside one when killed.
-    await set_behaviour(simulator, enrich_mean_s=10_000, enrich_max_s=100_000, enrich_tail_rate=0)
-    search_id = await start(client, recruiter)
-    lease = 2.0  # heartbeats every 0.5 s: a loaded machine does not miss a whole lease
-    env = {
-        **os.environ,
-        "SHORTLIST_DATABASE_URL": db_url,
-        "SHORTLIST_TALENT_API_URL": simulator.base_url,
-        "SHORTLIST_SERP_API_URL": simulator.base_url,
-        "SHORTLIST_TALENT_API": "generic",
-        "SHORTLIST_SERP_API": "generic",
-        "SHORTLIST_LEASE_SECONDS": str(lease),
-        "SHORTLIST_HEARTBEAT_INTERVAL": str(lease / 4),
-        "SHORTLIST_DISCOVERY_TIMEOUT": "0.8",
-        "SHORTLIST_RETRY_DELAY": "0.05",
-        "SHORTLIST_ENRICHMENT_TIMEOUT": "600",
-        "SHORTLIST_LOG_LEVEL": "WARNING",
-    }
-    log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.backfill_support",
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log,
-        )
-    try:
-
-        async def mid_enrichment() -> list[dict[str, Any]]:
-            assert proc.returncode is None, log_path.read_text()
-            stubs = await stub_rows(services.pool, search_id)
-            return [
-                s
-                for s in stubs
-                if s["status"] == "running" and f":{proc.pid}:" in (s["locked_by"] or "")
-            ]
-
-        held = await wait_for(mid_enrichment, timeout=30, message="the worker enriching")
-        # A live worker heartbeats its leases: the reaper leaves its candidates alone.
-        assert (await reap_once(services.pool, services.settings)).requeued_candidates == 0
-        proc.send_signal(signal.SIGKILL)
-        assert await asyncio.wait_for(proc.wait(), 10) == -signal.SIGKILL
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-    held_ids = {s["id"] for s in held}
-
-    # Once their lease runs out, the reaper hands them back to the queue: the worker died,
-    # nothing was wrong with the candidates.
-    async def reaped() -> bool:
-        await reap_once(services.pool, services.settings)
-        stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
-        return all(stubs[i]["status"] == "queued" for i in held_ids)
-
-    await wait_for(reaped, timeout=lease * 10, interval=0.1, message="stubs reaped")
-    body = await get_results(client, recruiter, search_id)
-    assert body["isRunning"] is True
-
-    # A healthy worker takes every one of them to an outcome, without a retry.
-    await set_behaviour(simulator, enrich_mean_s=None, enrich_max_s=None, enrich_tail_rate=None)
-    async with running_workers(services):
-
-        async def all_done() -> bool:
-            stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
-            return all(stubs[i]["status"] not in ("queued", "running") for i in held_ids)
-
-        await wait_for(all_done, timeout=30, message="the lost candidates")
-    # Each ended on its own merits (a result, no e-mail, below the floor, not needed once the
-    # target was reached), never as a casualty of the dead worker.
-    stubs = {s["id"]: s for s in await stub_rows(services.pool, search_id)}
-    assert {stubs[i]["status"] for i in held_ids} <= {
-        "succeeded",
-        "failed_no_email",
-        "below_threshold",
-        "skipped",
-    }
 
 
 async def test_reaper_fails_a_candidate_forward_after_repeated_lost_workers(

@@ -31,16 +31,6 @@ from tests.job_boards import (
     lever_posting,
 )
 
-
-@pytest.fixture
-def boards() -> Iterator[FakeBoards]:
-    fake = FakeBoards().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
-
-
 BOARDS = FromFixture("boards", lambda boards: boards.base_url)
 pytestmark = pytest.mark.settings(
     greenhouse_api_url=BOARDS,

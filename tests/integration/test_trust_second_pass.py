@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -27,7 +25,6 @@ from tests.backfill_support import (
     running_workers,
     wait_complete,
 )
-from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.settings(BACKFILL)
 
@@ -424,45 +421,3 @@ async def test_the_shortlist_and_attempts_handed_out_are_audited(
             "attempt_ids": [stub["id"]],
         },
     ]
-
-
-# --- point 2: a request holds no connection while its client sends ------------------------------
-
-
-@pytest.mark.slow
-def test_silent_email_posts_hold_no_database_connection(db_url: str) -> None:
-    import socket as socketlib
-
-    with LiveServer(
-        db_url,
-        use_simulator=False,
-        workers=set(),
-        settings_overrides={"mail_body_timeout": 60.0},
-        pool_max=4,
-    ) as server:
-        acme = server.token("acme", Role.company)
-        host, port = urlsplit(server.base_url).hostname, urlsplit(server.base_url).port
-        silent = []
-        try:
-            # Twelve posts that send their headers, promise a body and go silent: three times
-            # the pool.
-            for _ in range(12):
-                s = socketlib.create_connection((host, port))
-                s.sendall(
-                    f"POST /api/jobs/email HTTP/1.1\r\nHost: {host}\r\n"
-                    f"Authorization: Bearer {acme}\r\nContent-Type: message/rfc822\r\n"
-                    "Content-Length: 5000\r\n\r\n".encode()
-                )
-                silent.append(s)
-            with httpx.Client(base_url=server.base_url, timeout=30) as client:
-                # Longer than the pool's wait for a connection (5 s): a post holding one each
-                # would have turned these into 503s by now.
-                until = time.monotonic() + 8
-                while time.monotonic() < until:
-                    ready = client.get("/readyz")
-                    assert ready.status_code == 200, ready.text
-                    search = client.get("/api/jobs/search", params={"q": "engineer"})
-                    assert search.status_code == 200, search.text
-        finally:
-            for s in silent:
-                s.close()
