@@ -16,6 +16,7 @@ from pathlib import Path
 
 from shortlist.alerts.digests import DigestQueue
 from shortlist.alerts.matcher import MatchQueue
+from shortlist.bootstrap import ALERT_MATCH_CONCURRENCY
 from shortlist.config import Settings
 from shortlist.db.pool import open_async_pool
 from shortlist.listings.mail.reply import Relay
@@ -41,7 +42,10 @@ async def run(url: str, relay_url: str, ready: Path) -> None:
     try:
         matcher = QueueWorker(
             MatchQueue(pool, None, min_score=0.8),
-            WorkerConfig(**{**config.__dict__, "batch_size": 4}),
+            # As the product runs it: two batches in flight.
+            WorkerConfig(
+                **{**config.__dict__, "batch_size": 4, "concurrency": ALERT_MATCH_CONCURRENCY}
+            ),
             keeper=keeper,
         )
         sender = QueueWorker(

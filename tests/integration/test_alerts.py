@@ -341,6 +341,56 @@ async def test_a_repost_and_a_near_duplicate_of_an_alerted_job_alert_nobody_agai
     assert await scalar(services.pool, "SELECT count(*) FROM alert_matches") == 1
 
 
+async def test_two_batches_in_flight_with_listings_of_the_same_jobs_write_each_job_once(
+    services: Services, embed_pending: EmbedPending
+) -> None:
+    """The product runs two match batches at once (bootstrap.ALERT_MATCH_CONCURRENCY). Here
+    both hold a listing of each of the same jobs, one batch in the jobs' order and the other in
+    the reverse: their transactions insert the same (subscriber, job) rows and schedule the
+    same searches, in one order both keep, so neither deadlocks nor is rolled back, and each
+    subscriber gets each job once."""
+    subscribers = 6
+    for i in range(subscribers):
+        await active_search(services, email_address=f"s{i}@example.com")
+    queue = MatchQueue(services.pool, services.spaces, min_score=0.8)
+    for round_ in range(3):
+        jobs = [f"Company {round_}-{j}" for j in range(8)]
+        first = [
+            await add_listing(
+                services.pool, "Python Developer", company=c, description=f"python developer {c}"
+            )
+            for c in jobs
+        ]
+        second = [
+            await add_listing(
+                services.pool,
+                "Python Developer",
+                company=c,
+                description=f"python developer at {c} again, remote, kotlin and go",
+            )
+            for c in jobs
+        ]
+        await embed_pending()
+        assert not await scalar(
+            services.pool, "SELECT count(*) FROM job_listings WHERE duplicate_of IS NOT NULL"
+        )
+        claimed = {i.id: i for i in await queue.claim("w", 100, 30.0)}
+        assert set(claimed) == set(first) | set(second)
+        batches = [
+            Batch("w", [claimed[i] for i in first], queue.leases),
+            Batch("w", [claimed[i] for i in reversed(second)], queue.leases),
+        ]
+        await asyncio.gather(*(queue.handle(b) for b in batches))
+        assert await scalar(services.pool, "SELECT count(*) FROM alert_listing_queue") == 0
+        assert await scalar(
+            services.pool, "SELECT count(*) FROM alert_matches WHERE company_key LIKE %s",
+            f"company {round_}-%",
+        ) == subscribers * len(jobs)  # fmt: skip
+    assert await scalar(
+        services.pool, "SELECT count(DISTINCT (subscriber_id, job_key)) FROM alert_matches"
+    ) == await scalar(services.pool, "SELECT count(*) FROM alert_matches")
+
+
 # --- delivery trouble --------------------------------------------------------------------------
 
 

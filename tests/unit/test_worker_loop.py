@@ -9,8 +9,10 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
+from shortlist.errors import TransientError
 from shortlist.queue import QueueWorker, WorkerConfig, backoff_delay, wait_any
 from shortlist.queue import worker as worker_module
+from shortlist.queue.worker import database_trouble, transaction_conflict
 from tests.helpers import RecordedWaits, wait_for
 from tests.memory_queue import Flaky, Job, MemoryQueue, NoKeeper
 
@@ -175,3 +177,15 @@ async def test_a_database_outage_does_not_grow_the_work_backoff() -> None:
     assert isinstance(hook, Flaky)
     first, second = hook.calls
     assert 0.05 <= second - first < 0.5
+
+
+def test_a_transaction_rolled_back_for_a_conflict_is_the_works_not_the_databases() -> None:
+    # A deadlock or serialization failure is an OperationalError in psycopg, but the server is
+    # there: the work's back-off and retry, not the wait for a database to come back.
+    conflict = psycopg.errors.DeadlockDetected("deadlock detected")
+    assert not database_trouble(conflict)
+    wrapped = TransientError("batch rolled back")
+    wrapped.__cause__ = psycopg.errors.SerializationFailure("could not serialize")
+    assert not database_trouble(wrapped)
+    assert database_trouble(psycopg.OperationalError("the database is restarting"))
+    assert transaction_conflict(conflict)

@@ -76,7 +76,9 @@ inserted AS (
        AND (s.location IS NULL OR strpos(l.place, s.location) > 0)
        AND (s.salary_min IS NULL OR l.top_ks >= s.salary_min)
        AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
-     ORDER BY l.ord
+     -- One order for every batch (the key's, then the batch's): two batches in flight that
+     -- insert the same (subscriber, job) wait on each other in that order and cannot deadlock.
+     ORDER BY s.subscriber_id, l.job_key, l.ord
     ON CONFLICT (subscriber_id, job_key) DO NOTHING
     RETURNING search_id
 )
@@ -88,9 +90,17 @@ SELECT array(SELECT DISTINCT search_id FROM inserted ORDER BY search_id) AS sear
 -- (alert_next_slot); one already due keeps its time and is not written again (a new row version
 -- and an entry in each of its indexes, for a search that most listings match again). A search
 -- whose address has not confirmed its e-mail yet (one active for webhooks) gets no digest.
-UPDATE saved_searches
-   SET due_at = alert_next_slot(frequency, timezone, local_hour, last_digest_at)
- WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL AND email_confirmed
+-- Rows locked in id order whatever the plan: two batches in flight that schedule the same
+-- searches wait on each other in that order and cannot deadlock (the later finds them due).
+UPDATE saved_searches AS s
+   SET due_at = alert_next_slot(s.frequency, s.timezone, s.local_hour, s.last_digest_at)
+  FROM (SELECT id
+          FROM saved_searches
+         WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL
+           AND email_confirmed
+         ORDER BY id
+           FOR NO KEY UPDATE) AS due
+ WHERE s.id = due.id
 
 -- name: exhaustive_matches
 -- The check the presearch must agree with (tests and the bench): every active saved search

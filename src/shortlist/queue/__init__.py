@@ -22,6 +22,7 @@ from shortlist.queue.worker import (
     backoff_delay,
     each,
     run_batch,
+    transaction_conflict,
     wait_any,
 )
 
@@ -44,5 +45,6 @@ __all__ = [
     "backoff_delay",
     "each",
     "run_batch",
+    "transaction_conflict",
     "wait_any",
 ]

@@ -54,14 +54,24 @@ DATABASE_RETRY_BASE = 1.0
 """First wait (seconds) after the database failed a claim or a batch; doubles up to 10 s."""
 
 
+def transaction_conflict(exc: BaseException) -> bool:
+    """The server rolled the transaction back for a conflict with another one (SQLSTATE class
+    40: a deadlock, a serialization failure); running it again may well succeed."""
+    return isinstance(exc, psycopg.Error) and (exc.sqlstate or "").startswith("40")
+
+
 def database_trouble(exc: BaseException) -> bool:
     """The database (or the way to it) failed, not the work: a connection lost or refused, the
     pool out of connections (``PoolTimeout`` is one), wrapped in a ``TransientError`` or not.
     psycopg reports a socket's trouble as ``OperationalError``; a bare ``OSError`` is some
-    other peer's (a provider's), and stays the work's."""
+    other peer's (a provider's), and stays the work's. So is a transaction the server rolled
+    back for a conflict with another (a deadlock, a serialization failure: an
+    ``OperationalError`` too in psycopg): the work's to retry."""
     seen: BaseException | None = exc
     for _ in range(4):
         if seen is None:
+            return False
+        if transaction_conflict(seen):
             return False
         if isinstance(seen, psycopg.OperationalError):
             return True
