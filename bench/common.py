@@ -25,6 +25,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
+from shortlist.config import Settings
 from shortlist.db.embedded import EmbeddedServer
 from shortlist.db.migrate import migrate
 from shortlist.listings import rates
@@ -164,7 +165,12 @@ def embedded_postgres(keep: Path | None = None) -> Iterator[Postgres]:
     root = keep or Path(tempfile.mkdtemp(prefix="shortlist-bench-pg-"))
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
-    server = EmbeddedServer(root, delete_on_close=keep is None)
+    # As the product's embedded server is: SHORTLIST_EMBEDDED_SHARED_BUFFERS, if set.
+    server = EmbeddedServer(
+        root,
+        delete_on_close=keep is None,
+        shared_buffers=Settings().embedded_shared_buffers,
+    )
     try:
         yield Postgres(server, root)
     finally:

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """External PostgreSQL (pgvector required). Unset: an embedded server in ``data_dir``."""
     data_dir: Path = Field(default_factory=default_data_dir)
+    embedded_shared_buffers: str | None = Field(None, pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$")
+    """The embedded server's ``shared_buffers`` (``1GB``), kept in its data dir; unset:
+    PostgreSQL's 128 MB. Alerts at a million saved searches want ~1 GB (bench/README)."""
     db_pool_min: int = Field(2, ge=1)
     db_pool_max: int = Field(10, ge=1)
     db_worker_pool_max: int = Field(6, ge=1)

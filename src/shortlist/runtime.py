@@ -62,7 +62,7 @@ def open_database(settings: Settings) -> Database:
     if settings.database_url:
         return Database(settings.database_url)
     try:
-        server = EmbeddedServer(settings.data_dir)
+        server = EmbeddedServer(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
     except Exception as exc:
         raise StartupError(
             f"cannot start the embedded PostgreSQL in {settings.data_dir}: {_first_line(exc)}"

@@ -179,3 +179,18 @@ def test_the_last_live_holder_stops_the_server_even_when_others_were_killed(
     assert _postmaster_running(tmp_path)
     server.close()
     assert not _postmaster_running(tmp_path)
+
+
+def test_the_embedded_server_runs_with_the_shared_buffers_it_is_given(tmp_path: Path) -> None:
+    # PostgreSQL's 128 MB default is set in the data dir and the server restarted for it (this
+    # process is its only holder); asked again, nothing changes.
+    server = EmbeddedServer(tmp_path, delete_on_close=True, shared_buffers="48MB")
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            row = conn.execute("SHOW shared_buffers").fetchone()
+        assert row is not None and row[0] == "48MB"
+        pid = _postmaster_pid(server)
+        assert server.keep_shared_buffers("48MB") is True
+        assert _postmaster_pid(server) == pid
+    finally:
+        server.close()

