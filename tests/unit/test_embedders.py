@@ -20,6 +20,7 @@ from shortlist.embedding import (
     EmbeddingTransientError,
     classify_http_status,
     embed_isolating_failures,
+    local,
     make_embedder,
 )
 from shortlist.embedding.local import LocalEmbedder
@@ -454,6 +455,28 @@ async def test_concurrent_small_calls_share_model_calls_and_keep_their_own_vecto
     started = time.perf_counter()
     assert await embedder.embed(["solo"]) == [[4.0]]
     assert time.perf_counter() - started < 0.5
+
+
+async def test_a_call_arriving_among_others_waits_for_them_to_join(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Long bounds: only a full mini-batch ends the hold here, so the test waits on nothing timed.
+    monkeypatch.setattr(local, "HOLD_SECONDS", 60.0)
+    monkeypatch.setattr(local, "BUSY_SECONDS", 60.0)
+    embedder = LocalEmbedder(batch_size=2)
+    encode = SlowEncode(0)
+    embedder._encode = encode  # type: ignore[method-assign]
+    async with asyncio.timeout(30):
+        # Nothing arrived before it: a lone call is not held back.
+        assert await embedder.embed(["lone"]) == [[4.0]]
+        # Another call arrived just before: this one waits, and the next one joins its call.
+        held = asyncio.ensure_future(embedder.embed(["held"]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not held.done() and encode.calls == [["lone"]]
+        assert await embedder.embed(["joins"]) == [[5.0]]
+        assert await held == [[4.0]]
+    assert encode.calls == [["lone"], ["held", "joins"]]
 
 
 async def test_a_failing_text_fails_only_its_own_call() -> None:

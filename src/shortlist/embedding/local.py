@@ -22,13 +22,16 @@ runs one call at a time (``_Loaded.lock``; the bulk copy's session already sprea
 over the cores, the query copy's runs on one thread: :data:`QUERY_THREADS`). Small calls that
 arrive while their copy is busy are coalesced into its next call (``_Coalescer``), and bulk
 calls are split into length-sorted mini-batches. The coalescer is written here rather than
-taken from a micro-batching library because it must add no batching window to a lone query and
-must hand each caller only its own error.
+taken from a micro-batching library because it must add no batching window to a lone query (it
+holds a query back only while other queries keep arriving: :data:`HOLD_SECONDS`) and must hand
+each caller only its own error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import threading
 import time
 import weakref
@@ -100,6 +103,17 @@ and 8; bench/README.md, search-http)."""
 COALESCE_MAX_TEXTS = 4
 """Calls with at most this many texts (search queries, one candidate profile) are coalesced."""
 
+HOLD_SECONDS = 0.005
+"""How long a call that finds the model idle waits for others to join it, when another call
+arrived less than :data:`BUSY_SECONDS` before it. A model call's CPU is mostly a fixed cost
+(~2.7 ms on one thread, then ~2.1 ms a query), and under 8 concurrent searches the calls that
+went at once averaged ~3 queries; held up to 5 ms, the query copy's CPU per search fell by
+~0.3–0.4 ms (bench/README.md, search-http). A lone search never waits: nothing arrived before
+it."""
+BUSY_SECONDS = 0.05
+"""Another call arrived this recently: queries are coming at ≥ 20 a second, and holding one
+back for :data:`HOLD_SECONDS` is likely to fill its model call."""
+
 Encode = Callable[[list[str]], list[list[float]]]
 
 
@@ -109,7 +123,9 @@ class _Coalescer:
     One short text costs the model ~13 ms on this CPU, eight together ~21 ms: one call at a time,
     concurrent searches queue for the model one by one. Here, while a model call runs, the calls
     that arrive wait, and the next model call takes all of them (up to a mini-batch). A call
-    that finds the model idle goes at once, so a lone search waits for nothing extra.
+    that finds the model idle goes at once, so a lone search waits for nothing extra; only
+    when another call arrived just before it (:data:`BUSY_SECONDS`) does it wait up to
+    :data:`HOLD_SECONDS` for more to join.
     If a coalesced model call fails, each of its callers' texts is encoded on its own again, so
     an error reaches only the caller whose text caused it.
 
@@ -121,13 +137,29 @@ class _Coalescer:
         self._max_texts = max_texts
         self._waiting: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
         self._drain_task: asyncio.Task[None] | None = None
+        self._arrived = asyncio.Event()
+        self._last_arrival = -math.inf
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
-        future: asyncio.Future[list[list[float]]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[list[float]]] = loop.create_future()
         self._waiting.append((texts, future))
+        self._arrived.set()
+        now = loop.time()
         if self._drain_task is None or self._drain_task.done():
-            self._drain_task = asyncio.create_task(self._drain())
+            busy = now - self._last_arrival < BUSY_SECONDS
+            self._drain_task = asyncio.create_task(self._drain(hold=busy))
+        self._last_arrival = now
         return await future
+
+    async def _hold(self) -> None:
+        """Wait up to :data:`HOLD_SECONDS` for calls to join the waiting ones (until a
+        mini-batch is full)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HOLD_SECONDS):
+                while sum(len(texts) for texts, _ in self._waiting) < self._max_texts:
+                    self._arrived.clear()
+                    await self._arrived.wait()
 
     def _take(self) -> list[tuple[list[str], asyncio.Future[list[list[float]]]]]:
         taken: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
@@ -140,9 +172,11 @@ class _Coalescer:
             count += len(call[0])
         return taken
 
-    async def _drain(self) -> None:
+    async def _drain(self, *, hold: bool) -> None:
         calls: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
         try:
+            if hold:
+                await self._hold()
             while self._waiting:
                 calls = self._take()
                 if calls:
