@@ -848,6 +848,62 @@ async def test_a_people_search_alert_reports_new_people_who_fit_once_and_spends_
     assert await scalar(services.pool, "SELECT count(*) FROM provider_calls") == 0
 
 
+async def test_a_people_alert_finds_a_new_person_however_many_older_people_rank_above(
+    client: httpx.AsyncClient, services: Services, make_token: Any
+) -> None:
+    """The new people are scored themselves, not looked for among the corpus's nearest: 450
+    older people who fit the brief better than a newcomer (the search's two lists hold 200
+    each) do not hide the newcomer."""
+    from shortlist.alerts import people
+    from shortlist.auth import Role
+    from tests.integration.rows import insert_candidate
+
+    token = await make_token("rita", Role.recruiter)
+    token_hash = hashlib.sha256(token.encode()).digest()
+    brief = "rust firmware engineer"
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO searches (owner_token_id, user_id, query, role, location,"
+            " query_embedding, target_count, status, brief)"
+            " SELECT t.id, t.user_id, %s, 'Firmware Engineer', 'Berlin', %s, 15, 'stale', %s"
+            " FROM api_tokens t WHERE t.token_hash = %s RETURNING id",
+            (
+                brief,
+                str(hash_embed(brief)),
+                Jsonb({"role": "Firmware Engineer", "location": "Berlin"}),
+                token_hash,
+            ),
+        )
+        search = await cur.fetchone()
+        assert search is not None
+        first = await insert_candidate(
+            conn, "Old 0", role_title="Rust Firmware Engineer", text=brief
+        )
+        await conn.execute(
+            "INSERT INTO candidates (full_name, email, role_title, skills, location,"
+            " years_experience, embedding, embedding_status, embedded_at)"
+            " SELECT 'Old ' || n, email, role_title, skills, location, years_experience,"
+            " embedding, 'embedded', now() FROM candidates, generate_series(1, 449) AS n"
+            " WHERE id = %s",
+            (first,),
+        )
+    made = await client.post(
+        f"/api/searches/{search['id']}/alert", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert made.status_code == 201, made.text
+    assert await people.check(services.pool, services.spaces, services.settings, None) == 0
+    async with services.pool.connection() as conn:
+        newcomer = await insert_candidate(
+            conn,
+            "Newcomer",
+            role_title="Rust Firmware Engineer",
+            text="embedded rust firmware engineer for sensors",
+        )
+    assert await people.check(services.pool, services.spaces, services.settings, None) == 1
+    reported = await scalar(services.pool, "SELECT candidate_id FROM people_alert_matches")
+    assert reported == newcomer
+
+
 async def test_a_daily_digest_falls_due_at_the_subscribers_local_hour(
     client: httpx.AsyncClient, services: Services
 ) -> None:

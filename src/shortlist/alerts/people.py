@@ -5,11 +5,12 @@ has a webhook for it, as ``alert.matched``.
 
 The number of saved people searches is small (a team's briefs, not a million job seekers), so
 each is run forward, not in reverse: when people were embedded since an alert last looked
-(``checked_at``), the periodic job runs its search over the internal corpus exactly as the
-search ran (``shortlist.talent.repository.search_corpus``, then ``judge_hits``: the same judge
-of place, years and skills, above the same floor ``SHORTLIST_INTERNAL_MIN_SCORE``) and keeps
-the people added since the alert was saved that the search had not listed. Nothing calls a
-vendor: no credit is spent by an alert.
+(``checked_at``), the periodic job scores the people added since the alert was saved that the
+search had not listed, as the search scored its corpus (``shortlist.talent.repository.
+score_corpus_people``: search_corpus's pre-filter and score, for those people wherever they
+rank in the whole corpus; then ``judge_hits``: the same judge of place, years and skills, above
+the same floor ``SHORTLIST_INTERNAL_MIN_SCORE``). Nothing calls a vendor: no credit is spent by
+an alert.
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ from shortlist.embedding.spaces import Spaces
 from shortlist.listings.mail.reply import Relay
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief, brief_text
-from shortlist.talent.service import CORPUS_POOL_SIZE, judge_hits, wanted_of
+from shortlist.talent.service import judge_hits, wanted_of
 from shortlist.webhooks import store as webhooks
 
 log = logging.getLogger(__name__)
 
 SQL = load_queries("shortlist.alerts", "people.sql")
 ALERTS_PER_PASS = 50
+LOOK_BACK_SECONDS = 600.0
+"""How far before an alert's last look a pass still reads people embedded: an indexer's
+transaction stamps ``embedded_at`` when it begins and may commit after the look (a person seen
+twice is reported once)."""
 
 
 async def save(
@@ -119,15 +124,25 @@ async def _check_one(
         ):
             brief = Brief.from_json(alert["brief"])
             skills = list(alert["skills"] or ())
-            hits = await repo.search_corpus(
+            cur = await conn.execute(
+                SQL["new_people"],
+                {
+                    "since": alert["created_at"],
+                    "checked_at": alert["checked_at"],
+                    "margin": LOOK_BACK_SECONDS,
+                    "search_id": alert["search_id"],
+                    "alert_id": alert["id"],
+                },
+            )
+            ids = [r["id"] for r in await cur.fetchall()]
+            hits = await repo.score_corpus_people(
                 conn,
+                ids,
                 space=active.space,
                 embedding=[float(x) for x in alert["query_embedding"].to_list()],
                 text=brief_text(alert["query"], alert["role"], skills),
                 filters=repo.CorpusFilters(brief.location, brief.min_years_experience, skills),
                 min_score=settings.internal_min_score,
-                limit=2 * CORPUS_POOL_SIZE,
-                pool_size=CORPUS_POOL_SIZE,
             )
             judged = judge_hits(wanted_of(brief), hits, settings.internal_min_score)
             cur = await conn.execute(

@@ -20,6 +20,21 @@ SELECT a.id, a.search_id, a.org_id, a.user_id, a.checked_at, a.created_at, s.que
  ORDER BY a.checked_at
  LIMIT %(limit)s
 
+-- name: new_people
+-- The people an alert judges on a pass: in the corpus since it was saved (whoever was there,
+-- the search itself saw), embedded since it last looked — less a margin, for an indexer's
+-- transaction that began before that look and committed after it —, neither listed by its
+-- search nor reported yet. All of them, wherever they would rank in the whole corpus.
+SELECT c.id
+  FROM candidates AS c
+ WHERE c.created_at > %(since)s
+   AND c.embedding_status = 'embedded'
+   AND c.embedded_at > %(checked_at)s::timestamptz - make_interval(secs => %(margin)s)
+   AND NOT EXISTS (SELECT 1 FROM search_results AS r
+                    WHERE r.search_id = %(search_id)s AND r.candidate_id = c.id)
+   AND NOT EXISTS (SELECT 1 FROM people_alert_matches AS m
+                    WHERE m.alert_id = %(alert_id)s AND m.candidate_id = c.id)
+
 -- name: record_people_matches
 -- New people who fit, each once per alert; those the search itself listed are not new.
 INSERT INTO people_alert_matches (alert_id, candidate_id, score)

@@ -34,7 +34,7 @@ from typing import LiteralString, TypeVar
 import psycopg
 from psycopg import sql
 
-from shortlist.db.sql import compose, load_queries
+from shortlist.db.sql import compose, compose_named, load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import ensure_space_indexes
 from shortlist.embedding.base import Embedder
@@ -55,7 +55,8 @@ T = TypeVar("T")
 
 class SpaceStatements:
     """Statements composed for one space, cached by (statement, space); ``parts`` fill the
-    statements' other placeholders, the same for every space."""
+    statements' other placeholders, the same for every space, and a ``{block}`` of the same
+    statements is filled by that block, composed the same way (``compose_named``)."""
 
     def __init__(self, statements: Mapping[str, LiteralString], **parts: sql.Composable) -> None:
         self._statements = statements
@@ -66,8 +67,8 @@ class SpaceStatements:
         key = (name, space.id, space.vector_column, space.hash_column, space.dim)
         composed = self._cache.get(key)
         if composed is None:
-            composed = self._cache[key] = compose(
-                self._statements[name], **self._parts, **space.parts()
+            composed = self._cache[key] = compose_named(
+                self._statements, name, **self._parts, **space.parts()
             )
         return composed
 

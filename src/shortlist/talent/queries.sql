@@ -62,28 +62,15 @@ RETURNING id
 -- Hybrid retrieval over the internal corpus: the nearest neighbours by cosine distance (the
 -- vector index on half-precision vectors, shortlist.db.vector_index: its expression verbatim)
 -- and the best full-text matches (any query word, so a paraphrase still finds a keyword hit),
--- both obeying the recruiter's filters. Each person found is scored on their own evidence
--- (shortlist.relevance: logistic weights w_* of cosine similarity, the idf-weighted share of the
--- query's lexemes in the person's title and skills, and trigram similarity of the query and the
--- title),
--- ordered by it and kept only above min_score, so a niche brief gets few internal hits instead
--- of "the 15 least-bad people we have". The brief's place and minimum years pre-filter here for
--- recall only: location_patterns are the place's names, its region's and country's, folded as
--- shortlist_fold folds the location; people whose place or years are unknown pass. The verdict
--- per constraint is shortlist.talent.constraints', on the person's fields returned with the score.
+-- both obeying the brief's pre-filter (corpus_prefilter). Each person found is scored on their
+-- own evidence and kept only above min_score (corpus_scored), so a niche brief gets few internal
+-- hits instead of "the 15 least-bad people we have".
 WITH vector_hits AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS hit_rank
       FROM (SELECT c.id, c.{embedding} <=> %(embedding)s AS distance
               FROM candidates c
              WHERE c.{embedding} IS NOT NULL
-               AND (cardinality(%(location_patterns)s::text[]) = 0
-                    OR shortlist_fold(c.location) LIKE ANY (%(location_patterns)s::text[])
-                    OR btrim(c.location) = '')
-               AND (%(min_years)s::integer IS NULL OR c.years_experience IS NULL
-                    OR c.years_experience >= %(min_years)s::integer)
-               AND (cardinality(%(skills)s::text[]) = 0
-                    OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
-                                WHERE lower(s.skill) = ANY (%(skills)s::text[])))
+               AND {corpus_prefilter}
              ORDER BY c.{embedding}::{halfvec} <=> %(embedding)s::vector::halfvec
              LIMIT %(pool_size)s) AS nearest
 ),
@@ -95,17 +82,19 @@ text_hits AS (
                            AS query) AS q
              WHERE c.search_tsv @@ q.query
                AND c.{embedding} IS NOT NULL
-               AND (cardinality(%(location_patterns)s::text[]) = 0
-                    OR shortlist_fold(c.location) LIKE ANY (%(location_patterns)s::text[])
-                    OR btrim(c.location) = '')
-               AND (%(min_years)s::integer IS NULL OR c.years_experience IS NULL
-                    OR c.years_experience >= %(min_years)s::integer)
-               AND (cardinality(%(skills)s::text[]) = 0
-                    OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
-                                WHERE lower(s.skill) = ANY (%(skills)s::text[])))
+               AND {corpus_prefilter}
              ORDER BY text_rank DESC
              LIMIT %(pool_size)s) AS matching
 ),
+found AS (SELECT id FROM vector_hits UNION SELECT id FROM text_hits),
+{corpus_scored}
+
+-- name: corpus_scored
+-- The people `found` (a CTE of ids before it) scored on their own evidence
+-- (shortlist.relevance: logistic weights w_* of cosine similarity, the idf-weighted share of the
+-- query's lexemes in the person's title and skills, and trigram similarity of the query and the
+-- title), ordered by it and kept only above min_score, with the fields their constraints are
+-- judged on.
 scored AS (
     SELECT c.id,
            c.location, c.years_experience, c.skills, c.role_title, c.headline, c.summary,
@@ -114,7 +103,7 @@ scored AS (
                            + %(w_title_match)s::float8 * {title_match}
                            + %(w_title_similarity)s::float8
                              * word_similarity(%(terms)s, c.role_title)))))::real AS score
-      FROM (SELECT id FROM vector_hits UNION SELECT id FROM text_hits) AS found
+      FROM found
       JOIN candidates c ON c.id = found.id
      -- One contactability rule everywhere: nobody without an e-mail is a result (a backfilled
      -- person without one ends failed_no_email; the same person is no internal hit later),
@@ -127,6 +116,33 @@ SELECT id AS candidate_id, score, location, years_experience, skills, role_title
  WHERE score >= %(min_score)s
  ORDER BY score DESC, id
  LIMIT %(limit)s
+
+-- name: corpus_prefilter
+-- The brief's place, minimum years and skills as a predicate on the candidates row `c`, for
+-- recall only (the verdict per constraint is shortlist.talent.constraints'): location_patterns
+-- are the place's names, its region's and country's, folded as shortlist_fold folds the
+-- location; people whose place or years are unknown pass.
+(cardinality(%(location_patterns)s::text[]) = 0
+ OR shortlist_fold(c.location) LIKE ANY (%(location_patterns)s::text[])
+ OR btrim(c.location) = '')
+AND (%(min_years)s::integer IS NULL OR c.years_experience IS NULL
+     OR c.years_experience >= %(min_years)s::integer)
+AND (cardinality(%(skills)s::text[]) = 0
+     OR EXISTS (SELECT 1 FROM unnest(c.skills) AS s (skill)
+                 WHERE lower(s.skill) = ANY (%(skills)s::text[])))
+
+-- name: score_corpus_people
+-- search_corpus for the people named in %(ids)s instead of the two nearest lists: the same
+-- pre-filter and the same score (a saved people search's new people, shortlist.alerts.people,
+-- whoever ranks where in the whole corpus).
+WITH found AS (
+    SELECT c.id
+      FROM candidates c
+     WHERE c.id = ANY (%(ids)s::uuid[])
+       AND c.{embedding} IS NOT NULL
+       AND {corpus_prefilter}
+),
+{corpus_scored}
 
 -- name: append_internal_hits
 -- Ranks 1..k for the corpus hits, written in the transaction that creates the search, so no

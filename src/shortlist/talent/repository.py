@@ -199,12 +199,50 @@ async def search_corpus(
     pool_size: int,
     model: ScoreModel = CANDIDATE_SCORE,
 ) -> list[CorpusHit]:
-    terms = await query_terms(conn, text_terms(normalise_query(text)))
+    """The internal corpus's people who fit, best first: the nearest ``pool_size`` by meaning and
+    by words, scored (queries.sql ``search_corpus``)."""
     # The vector index scan is iterative (shortlist.db.pool sets it on every connection): it
     # keeps walking the HNSW graph, or reading IVFFlat lists, until enough rows pass the filters.
+    params = {"limit": limit, "pool_size": pool_size}
+    return await _scored_people(
+        conn, "search_corpus", space, embedding, text, filters, min_score, model, params
+    )
+
+
+async def score_corpus_people(
+    conn: AsyncConn,
+    ids: Sequence[uuid.UUID],
+    *,
+    space: ModelSpace,
+    embedding: Sequence[float],
+    text: str,
+    filters: CorpusFilters,
+    min_score: float,
+    model: ScoreModel = CANDIDATE_SCORE,
+) -> list[CorpusHit]:
+    """:func:`search_corpus` for the people ``ids`` alone, wherever they rank in the corpus: the
+    same pre-filter and score, best first (a saved people search's new people)."""
+    params = {"ids": list(ids), "limit": max(len(ids), 1)}
+    return await _scored_people(
+        conn, "score_corpus_people", space, embedding, text, filters, min_score, model, params
+    )
+
+
+async def _scored_people(
+    conn: AsyncConn,
+    statement: str,
+    space: ModelSpace,
+    embedding: Sequence[float],
+    text: str,
+    filters: CorpusFilters,
+    min_score: float,
+    model: ScoreModel,
+    params: dict[str, Any],
+) -> list[CorpusHit]:
+    terms = await query_terms(conn, text_terms(normalise_query(text)))
     rows = await _all(
         conn,
-        _IN_SPACE.get("search_corpus", space),
+        _IN_SPACE.get(statement, space),
         {
             "embedding": Vector(list(embedding)),
             **terms.params(),
@@ -216,8 +254,7 @@ async def search_corpus(
             "min_years": filters.min_years,
             "skills": [s.lower() for s in filters.skills],
             "min_score": min_score,
-            "limit": limit,
-            "pool_size": pool_size,
+            **params,
         },
     )
     return [
