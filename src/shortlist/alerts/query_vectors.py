@@ -21,6 +21,13 @@ last moments). A change of the active space (the model migration's switch) reloa
 The keyword path is here too (:class:`TrigramIndex`): per query the trigrams of its title
 words, counted per title from inverted lists.
 
+Of the pairs either path finds, only those whose score can reach the floor are passed on
+(:class:`Reach`): the score grows with both inputs, and each has an upper bound here — the
+float32 cosine plus :data:`CANDIDATE_SLACK`, and the share of the query's trigrams the whole
+title holds (``word_similarity`` counts those of one stretch of it). At a million saved
+searches that leaves ~a fifth of the pairs (~3,000 of ~14,000 per batch, ~2,600 of which do
+reach it), which PostgreSQL no longer reads and scores (bench/README, alerts).
+
 Memory: ``4 × dim`` bytes per distinct query (float32; 100,000 × 384: 147 MiB) in one matrix
 (sized at the first load, grown by a quarter when full), and ~12 bytes per query trigram for
 the keyword path (bench_alerts at 100,000 queries: 167 MiB in all; the first load's peak RSS
@@ -147,26 +154,50 @@ class TrigramIndex:
         self._indexed = self.size
         self._delta = {}
 
-    def sharing(self, title: Sequence[str]) -> npt.NDArray[np.int64]:
-        """Positions of the queries ``title``'s trigrams (``show_trgm``) share enough of."""
+    def counts(self, title: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Per query (by position), how many of its trigrams ``title``'s (``show_trgm``)
+        hold: ``word_similarity`` is at most that over :meth:`lengths`."""
+        counts = np.zeros(self.size, dtype=np.int64)
         numbers = [n for t in set(title) if (n := self.vocabulary.get(t)) is not None]
-        found: list[npt.NDArray[np.int64]] = []
         if numbers and self._indexed:
             hits = np.concatenate(
                 [self._postings[self._starts[n] : self._starts[n + 1]] for n in numbers]
             )
-            counts = np.bincount(hits, minlength=self._indexed)
-            found.append(np.flatnonzero(counts >= self._need_indexed).astype(np.int64))
+            counts[: self._indexed] = np.bincount(hits, minlength=self._indexed)
         if self._delta:
             words = set(title)
+            for p, q in self._delta.items():
+                counts[p] = len(q & words)
+        return counts
+
+    def lengths(self) -> npt.NDArray[np.int64]:
+        """Per query (by position), its number of trigrams."""
+        return np.array(self._lengths, dtype=np.int64)
+
+    def sharing(
+        self, title: Sequence[str], counts: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Positions of the queries ``title``'s trigrams (``show_trgm``) share enough of
+        (``counts``: :meth:`counts` of the title, when at hand)."""
+        if counts is None:
+            counts = self.counts(title)
+        found = np.flatnonzero(counts[: self._indexed] >= self._need_indexed)
+        if self._delta:
             need = self._need
-            found.append(
-                np.array(
-                    [p for p, q in self._delta.items() if len(q & words) >= need[p]],
-                    dtype=np.int64,
-                )
-            )
-        return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+            more = np.array([p for p in self._delta if counts[p] >= need[p]], dtype=np.int64)
+            found = np.concatenate([found, more])
+        return found.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A floor on a linear score, ``cosine·cos + similarity·sim >= at_least`` (the weights
+    positive): a pair whose upper bounds of ``cos`` and ``sim`` cannot reach it is no
+    candidate."""
+
+    cosine: float
+    similarity: float
+    at_least: float
 
 
 class QueryVectors:
@@ -288,23 +319,54 @@ class QueryVectors:
             return read
 
     def _candidates(
-        self, listings: Matrix, titles: Sequence[Sequence[str]], min_cosine: float
+        self,
+        listings: Matrix,
+        titles: Sequence[Sequence[str]],
+        min_cosine: float,
+        reach: Reach | None,
     ) -> tuple[list[int], list[int]]:
-        """(listing row, query id) pairs: within the radius, or sharing enough trigrams."""
-        pairs: list[npt.NDArray[np.int64]] = []
+        """(listing row, query id) pairs: within the radius, or sharing enough trigrams; of
+        those, with ``reach``, only the pairs whose score can reach it (module docstring)."""
         size = self.size
         if not size:
             return [], []
+        rows: list[npt.NDArray[np.int64]] = []
+        cols: list[npt.NDArray[np.int64]] = []
+        near: list[npt.NDArray[np.float32]] = []
         for first in range(0, size, SCAN_CHUNK):
             chunk = self.vectors[first : min(first + SCAN_CHUNK, size)]
-            r, c = np.nonzero(listings @ chunk.T >= min_cosine)
-            pairs.append(r.astype(np.int64) * size + first + c)
+            products = listings @ chunk.T
+            r, c = np.nonzero(products >= min_cosine)
+            rows.append(r.astype(np.int64))
+            cols.append(c.astype(np.int64) + first)
+            near.append(products[r, c])
+        row, col, cos = np.concatenate(rows), np.concatenate(cols), np.concatenate(near)
+        order = np.argsort(row, kind="stable")
+        col, cos = col[order], cos[order]
+        bounds = np.searchsorted(row[order], np.arange(len(titles) + 1))
+        lengths = self.words.lengths() if reach is not None else None
+        found_rows: list[npt.NDArray[np.int64]] = []
+        found: list[npt.NDArray[np.int64]] = []
         for i, title in enumerate(titles):
-            pairs.append(i * size + self.words.sharing(title))
-        if not pairs:
+            counts = self.words.counts(title)
+            within = col[bounds[i] : bounds[i + 1]]
+            keyword = np.setdiff1d(self.words.sharing(title, counts), within, assume_unique=True)
+            queries = np.concatenate([within, keyword])
+            if lengths is not None and reach is not None and len(queries):
+                # Upper bounds: the float32 cosine plus the slack, and the share of the query's
+                # trigrams the whole title holds (word_similarity takes a stretch of it).
+                cosine = np.concatenate(
+                    [cos[bounds[i] : bounds[i + 1]], self.vectors[keyword] @ listings[i]]
+                ).astype(np.float64)
+                n = lengths[queries]
+                sim = np.where(n > 0, np.minimum(counts[queries] / np.maximum(n, 1), 1.0), 0.0)
+                score = reach.cosine * (cosine + CANDIDATE_SLACK) + reach.similarity * sim
+                queries = queries[score >= reach.at_least]
+            found_rows.append(np.full(len(queries), i, dtype=np.int64))
+            found.append(queries)
+        if not found:
             return [], []
-        both = np.unique(np.concatenate(pairs))
-        return (both // size).tolist(), self.ids[both % size].tolist()
+        return np.concatenate(found_rows).tolist(), self.ids[np.concatenate(found)].tolist()
 
     async def candidates(
         self,
@@ -312,16 +374,18 @@ class QueryVectors:
         listings: Matrix,
         titles: Sequence[Sequence[str]],
         min_cosine: float,
+        reach: Reach | None = None,
     ) -> Near:
         """The pairs of a batch's listings (``listings`` their unit vectors, ``titles`` their
         titles' trigrams, ``ords`` their positions in the batch) and saved queries that may
         match: the meaning path's, whose cosine is at least ``min_cosine`` less
-        :data:`CANDIDATE_SLACK`, and the keyword path's (:meth:`TrigramIndex.sharing`). In a
-        thread: BLAS lets the event loop run."""
+        :data:`CANDIDATE_SLACK`, and the keyword path's (:meth:`TrigramIndex.sharing`); with
+        ``reach``, only those whose score's upper bound reaches it. In a thread: BLAS lets the
+        event loop run."""
         async with self._lock:
             if self.seen is None:
                 raise RuntimeError("QueryVectors.refresh() was never awaited")
             found, queries = await asyncio.to_thread(
-                self._candidates, listings, titles, min_cosine - CANDIDATE_SLACK
+                self._candidates, listings, titles, min_cosine - CANDIDATE_SLACK, reach
             )
             return Near([int(ords[i]) for i in found], queries, self.seen)
