@@ -469,3 +469,16 @@ def test_the_job_search_alert_form_saves_signed_out_and_signed_in(
     saved = page.request.get(server.url("/api/alerts"))
     assert saved.status == 200, saved.text()
     assert [a["status"] for a in saved.json()["alerts"]] == ["active"]
+    # Listed on the account page, where it can be stopped.
+    page = tab.goto("/account")
+    rows = page.locator("#alerts tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("fpga verification engineer")
+    expect(rows.first).to_contain_text("ada@scouts.example")
+    expect(rows.first).to_contain_text("active")
+    assert audit(tab, "account-alerts") == []
+    rows.first.get_by_role("button", name="Stop").click()
+    expect(page.locator("#page-message")).to_contain_text("Stopped")
+    expect(rows).to_have_count(0)
+    expect(page.locator("#alerts-empty")).to_be_visible()
+    assert page.request.get(server.url("/api/alerts")).json()["alerts"] == []

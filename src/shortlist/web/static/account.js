@@ -185,6 +185,7 @@
         });
       tbody.appendChild(row);
     }
+    await showAlerts();
     const keys = await api("GET", "/api/keys");
     const kbody = document.getElementById("keys");
     kbody.replaceChildren();
@@ -202,6 +203,46 @@
           showAccount();
         });
       kbody.appendChild(row);
+    }
+  }
+
+  /** The search as a job seeker typed it: its words, then the filters it was saved with. */
+  function searchText(a) {
+    const parts = [a.query ? `“${a.query}”` : "any job"];
+    if (a.location) parts.push(`in ${a.location}`);
+    if (a.work_mode) parts.push(a.work_mode);
+    if (a.salary_min != null) parts.push(`salary from ${a.salary_min}k`);
+    return parts.join(", ");
+  }
+
+  async function showAlerts() {
+    const answer = await api("GET", "/api/alerts");
+    const tbody = document.getElementById("alerts");
+    tbody.replaceChildren();
+    const alerts = (answer.ok && answer.data && answer.data.alerts) || [];
+    document.getElementById("alerts-empty").hidden = alerts.length > 0;
+    for (const a of alerts) {
+      const row = document.createElement("tr");
+      const search = document.createElement("td");
+      const link = document.createElement("a");
+      const params = new URLSearchParams({ q: a.query || "" });
+      if (a.location) params.set("location", a.location);
+      if (a.work_mode) params.set("work_mode", a.work_mode);
+      if (a.salary_min != null) params.set("salary_min", String(a.salary_min));
+      link.href = `${API}/?${params}`;
+      link.textContent = searchText(a);
+      search.appendChild(link);
+      row.appendChild(search);
+      cell(row, a.frequency);
+      cell(row, a.webhook ? `${a.email} and your organisation's webhooks` : a.email);
+      cell(row, a.status === "pending" && !a.emailConfirmed ? "waiting for the address to confirm" : a.status);
+      cell(row, when(a.createdAt));
+      actionCell(row, `Stop ${searchText(a)}`, async () => {
+        const ended = await api("DELETE", `/api/alerts/${a.id}`);
+        message(ended.ok ? `Stopped ${searchText(a)}.` : errorText(ended), ended.ok ? "" : "error");
+        showAlerts();
+      });
+      tbody.appendChild(row);
     }
   }
 
