@@ -13,6 +13,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from email.message import EmailMessage
 from typing import Any
 
@@ -932,6 +933,69 @@ async def test_a_daily_digest_falls_due_at_the_subscribers_local_hour(
         json={"query": QUERY, "email": "a@b.example", "frequency": "daily", "timezone": "Mars"},
     )
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "timezone"
+
+
+async def test_a_weekly_digest_falls_due_a_week_after_the_last_at_the_local_hour(
+    services: Services,
+) -> None:
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT extract(hour FROM s.slot AT TIME ZONE 'America/New_York') AS hour,"
+            " s.slot - t.last AS gap"
+            " FROM (SELECT now() - interval '1 hour' AS last) AS t,"
+            " LATERAL (SELECT alert_next_slot('weekly', 'America/New_York', 9::smallint, t.last)"
+            " AS slot) AS s"
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        assert int(row["hour"]) == 9
+        assert timedelta(days=6, hours=20) <= row["gap"] <= timedelta(days=8)
+        cur = await conn.execute(
+            "SELECT alert_next_slot('weekly', 'UTC', 9::smallint, NULL) - now() AS first_gap"
+        )
+        first = await cur.fetchone()
+        assert first is not None and first["first_gap"] <= timedelta(days=1)
+
+
+async def test_identical_queries_are_stored_once(services: Services) -> None:
+    """A million saved searches of a hundred thousand queries hold a hundred thousand vectors:
+    the same words (any spacing) in another search, by anyone, share the query."""
+    first = await active_search(services, "python developer", "ada@example.com")
+    second = await active_search(services, "  python   developer ", "bob@example.com")
+    third = await active_search(services, "python developer", "cy@example.com", location="Berlin")
+    other = await active_search(services, "pastry chef", "dee@example.com")
+    assert len({first, second, third, other}) == 4
+    assert await scalar(services.pool, "SELECT count(*) FROM alert_queries") == 2
+    assert (
+        await scalar(
+            services.pool,
+            "SELECT count(DISTINCT query_id) FROM saved_searches WHERE id = ANY(%s)",
+            [first, second, third],
+        )
+        == 1
+    )
+
+
+@pytest.mark.settings(status_cache_seconds=0)
+async def test_status_and_metrics_show_the_alert_queues(
+    client: httpx.AsyncClient, services: Services, embed_pending: EmbedPending
+) -> None:
+    await active_search(services)
+    await add_listing(services.pool, "Python Developer", description="python developer")
+    await add_listing(services.pool, "Senior Python Developer", description="python developer")
+    await embed_pending()
+    metrics = (await client.get("/metrics")).text
+    assert 'shortlist_queue_depth{queue="alert_listings",status="pending"} 2.0' in metrics
+    page = (await client.get("/status")).text
+    assert 'data-alerts="listings_to_match">2<' in page
+
+    await match_all(services)
+    metrics = (await client.get("/metrics")).text
+    assert 'shortlist_queue_depth{queue="alert_listings",status="pending"} 0.0' in metrics
+    assert 'shortlist_queue_depth{queue="alert_matches",status="queued"} 2.0' in metrics
+    assert 'shortlist_queue_depth{queue="alert_digests",status="due"} 1.0' in metrics
+    page = (await client.get("/status")).text
+    assert 'data-alerts="matches_queued">2<' in page and 'data-alerts="digests_due">1<' in page
 
 
 async def test_a_forgotten_subscriber_is_erased_and_never_stored_again(

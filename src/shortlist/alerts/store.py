@@ -112,9 +112,11 @@ class Saved:
 
 
 async def query_id(conn: AsyncConn, text: str, embed: Embed) -> int:
-    """The ``alert_queries`` row of a query (normalised as job search reads it), made once:
-    identical queries share their vector and title words."""
-    normalised = normalise_query(text)
+    """The ``alert_queries`` row of a query (normalised as job search reads it, its white space
+    collapsed as job search embeds it: ``query_cache.normalised_text``), made once: identical
+    queries share their vector and title words. The case is kept: the row holds a vector for
+    every model in use, and only the local model's tokenizer folds it."""
+    normalised = " ".join(normalise_query(text).split())
     cur = await conn.execute(SQL["find_query"], {"normalised": normalised})
     row = await cur.fetchone()
     if row is not None:
