@@ -90,17 +90,20 @@ SELECT array(SELECT DISTINCT search_id FROM inserted ORDER BY search_id) AS sear
 -- (alert_next_slot); one already due keeps its time and is not written again (a new row version
 -- and an entry in each of its indexes, for a search that most listings match again). A search
 -- whose address has not confirmed its e-mail yet (one active for webhooks) gets no digest.
--- Rows locked in id order whatever the plan: two batches in flight that schedule the same
+-- Rows locked in id order whatever the plan (due), then written by id (the ids as one array:
+-- a join planned a scan of every saved search): two batches in flight that schedule the same
 -- searches wait on each other in that order and cannot deadlock (the later finds them due).
-UPDATE saved_searches AS s
-   SET due_at = alert_next_slot(s.frequency, s.timezone, s.local_hour, s.last_digest_at)
-  FROM (SELECT id
-          FROM saved_searches
-         WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL
-           AND email_confirmed
-         ORDER BY id
-           FOR NO KEY UPDATE) AS due
- WHERE s.id = due.id
+WITH due AS (
+    SELECT id
+      FROM saved_searches
+     WHERE id = ANY (%(ids)s::uuid[]) AND status = 'active' AND due_at IS NULL
+       AND email_confirmed
+     ORDER BY id
+       FOR NO KEY UPDATE
+)
+UPDATE saved_searches
+   SET due_at = alert_next_slot(frequency, timezone, local_hour, last_digest_at)
+ WHERE id = ANY (ARRAY(SELECT id FROM due))
 
 -- name: exhaustive_matches
 -- The check the presearch must agree with (tests and the bench): every active saved search
