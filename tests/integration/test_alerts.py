@@ -848,6 +848,34 @@ async def test_a_people_search_alert_reports_new_people_who_fit_once_and_spends_
     assert "Rust Firmware Engineer" in text and "Old Hand" not in text
     assert await scalar(services.pool, "SELECT count(*) FROM provider_calls") == 0
 
+    # The relay defers the next digest: its person stays to be told of, after a back-off.
+    services.settings = services.settings.model_copy(update={"alert_retry_base": 600.0})
+    sink.rcpt_answers = {"rita@example.com": "451 4.3.0 try again later"}
+    async with services.pool.connection() as conn:
+        await insert_candidate(
+            conn, "Third Hand", role_title="Rust Firmware Engineer", text="rust firmware engineer"
+        )
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 1
+    assert len(sink.received) == 1
+    held = (
+        "SELECT notify_attempts, notify_after > now() + interval '500 seconds' FROM people_alerts"
+    )
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(held)
+        assert tuple((await cur.fetchone() or {}).values()) == (1, True)
+    sink.rcpt_answers = {}
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 0
+    assert len(sink.received) == 1, "not before its back-off ran out"
+    async with services.pool.connection() as conn:
+        await conn.execute("UPDATE people_alerts SET notify_after = now()")
+    assert await people.check(services.pool, services.spaces, services.settings, relay) == 0
+    assert len(sink.received) == 2
+    text = sink.messages()[1].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert text.count("Rust Firmware Engineer") == 1
+    assert await scalar(services.pool, "SELECT count(*) FROM people_alert_matches"
+                        " WHERE notified_at IS NULL") == 0  # fmt: skip
+    assert await scalar(services.pool, "SELECT notify_attempts FROM people_alerts") == 0
+
 
 async def test_a_people_alert_finds_a_new_person_however_many_older_people_rank_above(
     client: httpx.AsyncClient, services: Services, make_token: Any

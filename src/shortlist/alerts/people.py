@@ -22,12 +22,14 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from typing import Any
 
+from shortlist.alerts.digests import RETRY_MAX
 from shortlist.alerts.mail import Deferred, HardBounce, Refused, deliver
 from shortlist.config import Settings
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.embedding.spaces import Spaces
 from shortlist.listings.mail.reply import Relay
+from shortlist.queue import backoff_delay
 from shortlist.talent import repository as repo
 from shortlist.talent.brief import Brief, brief_text
 from shortlist.talent.service import judge_hits, wanted_of
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 
 SQL = load_queries("shortlist.alerts", "people.sql")
 ALERTS_PER_PASS = 50
+PEOPLE_PER_DIGEST = 50
+"""People of an alert one digest names at most (the best; the rest in the next one)."""
 LOOK_BACK_SECONDS = 600.0
 """How far before an alert's last look a pass still reads people embedded: an indexer's
 transaction stamps ``embedded_at`` when it begins and may commit after the look (a person seen
@@ -106,6 +110,8 @@ async def check(pool: AsyncPool, spaces: Spaces, settings: Settings, relay: Rela
     reported = 0
     for alert in alerts:
         reported += await _check_one(pool, spaces, settings, relay, alert)
+    if relay is not None:
+        await _tell_due(pool, settings, relay)
     return reported
 
 
@@ -169,11 +175,27 @@ async def _check_one(
                         },
                         subject=f"people:{alert['id']}:{candidate_id}",
                     )
+            if new:
+                await conn.execute(SQL["tell_again"], {"alert_id": alert["id"]})
         # A model the search was not embedded by cannot judge it: looked at all the same.
         await conn.execute(SQL["checked"], {"id": alert["id"], "checked_at": now_row["now"]})
-    if new and relay is not None and alert["email"]:
-        await _tell(pool, settings, relay, alert, new)
     return len(new)
+
+
+async def _tell_due(pool: AsyncPool, settings: Settings, relay: Relay) -> None:
+    """E-mail each alert's people not yet told of (just found, or held back by a deferral
+    whose back-off has run out)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(SQL["people_alerts_to_tell"], {"limit": ALERTS_PER_PASS})
+        alerts = await cur.fetchall()
+    for alert in alerts:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                SQL["unnotified_people"], {"alert_id": alert["id"], "limit": PEOPLE_PER_DIGEST}
+            )
+            people = [(r["candidate_id"], float(r["score"])) for r in await cur.fetchall()]
+        if people:
+            await _tell(pool, settings, relay, alert, people)
 
 
 async def _tell(
@@ -203,10 +225,28 @@ async def _tell(
     msg["Date"] = format_datetime(datetime.now(UTC))
     msg["Auto-Submitted"] = "auto-generated"
     msg.set_content("\n".join(lines))
+    delay: float | None
     try:
         await deliver(relay, msg, envelope_from=f"alerts@{settings.mail_domain}", to=alert["email"])
-    except (Deferred, HardBounce, Refused) as exc:
-        log.warning("alerts: people digest of alert %d not sent (%s)", alert["id"], exc)
+    except Deferred as exc:
+        delay = backoff_delay(int(alert["notify_attempts"]), settings.alert_retry_base, RETRY_MAX)
+        log.warning(
+            "alerts: people digest of alert %d deferred, next try in %.0fs (%s)",
+            alert["id"],
+            delay,
+            type(exc).__name__,
+        )
+    except (HardBounce, Refused) as exc:
+        delay = None
+        log.warning(
+            "alerts: people digest of alert %d refused by the relay (%s); tried again when new "
+            "people come",
+            alert["id"],
+            type(exc).__name__,
+        )
+    else:
+        async with pool.connection() as conn:
+            await conn.execute(SQL["mark_notified"], {"alert_id": alert["id"], "ids": ids})
         return
     async with pool.connection() as conn:
-        await conn.execute(SQL["mark_notified"], {"alert_id": alert["id"], "ids": ids})
+        await conn.execute(SQL["tell_later"], {"alert_id": alert["id"], "delay": delay})

@@ -62,8 +62,43 @@ SELECT c.id, coalesce(nullif(c.role_title, ''), nullif(c.headline, ''), '(no tit
  WHERE c.id = ANY (%(ids)s::uuid[])
 
 -- name: mark_notified
-UPDATE people_alert_matches SET notified_at = now()
- WHERE alert_id = %(alert_id)s AND candidate_id = ANY (%(ids)s::uuid[])
+-- The digest went: its people are notified, and the alert's tries start again from none.
+WITH told AS (
+    UPDATE people_alert_matches SET notified_at = now()
+     WHERE alert_id = %(alert_id)s AND candidate_id = ANY (%(ids)s::uuid[])
+)
+UPDATE people_alerts SET notify_attempts = 0, notify_after = NULL WHERE id = %(alert_id)s
+
+-- name: people_alerts_to_tell
+-- Active alerts of a person with an address that have people not yet told of, unless a
+-- deferral's back-off (or a refusal, until new people come) holds them.
+SELECT a.id, a.search_id, a.notify_attempts, s.query, u.email::text AS email
+  FROM people_alerts AS a
+  JOIN searches AS s ON s.id = a.search_id
+  JOIN users AS u ON u.id = a.user_id
+ WHERE a.status = 'active'
+   AND (a.notify_after IS NULL OR a.notify_after <= now())
+   AND EXISTS (SELECT 1 FROM people_alert_matches AS m
+                WHERE m.alert_id = a.id AND m.notified_at IS NULL)
+ ORDER BY a.id
+ LIMIT %(limit)s
+
+-- name: unnotified_people
+-- The people of an alert's next digest: not yet told of, best first.
+SELECT m.candidate_id, m.score
+  FROM people_alert_matches AS m
+ WHERE m.alert_id = %(alert_id)s AND m.notified_at IS NULL
+ ORDER BY m.score DESC, m.candidate_id
+ LIMIT %(limit)s
+
+-- name: tell_later
+-- The relay deferred the digest (%(delay)s seconds of back-off), or refused it for good
+-- (%(delay)s NULL: no try until new people come: tell_again).
+UPDATE people_alerts
+   SET notify_attempts = notify_attempts + 1,
+       notify_after = CASE WHEN %(delay)s::float8 IS NULL THEN 'infinity'::timestamptz
+                           ELSE now() + make_interval(secs => %(delay)s::float8) END
+ WHERE id = %(alert_id)s
 
 -- name: people_alert_of_search
 -- A search's alert (the console's; under the organisation's row-level security).
@@ -81,3 +116,8 @@ SELECT m.candidate_id, m.score, m.matched_at, m.notified_at, c.full_name,
  WHERE m.alert_id = %(alert_id)s
  ORDER BY m.matched_at DESC, m.score DESC, m.candidate_id
  LIMIT %(limit)s
+
+-- name: tell_again
+-- New people came for an alert whose last digest was refused for good: try again.
+UPDATE people_alerts SET notify_after = NULL
+ WHERE id = %(alert_id)s AND notify_after = 'infinity'::timestamptz
