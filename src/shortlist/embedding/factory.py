@@ -89,14 +89,7 @@ def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
     if space.kind is None:
         return make_embedder(settings)
     if space.kind == "local":
-        from shortlist.embedding.local import DIM, LocalEmbedder
-
-        if space.model != LOCAL_MODEL or space.dim != DIM:
-            raise ConfigError(
-                f"the local embedder runs {LOCAL_MODEL} ({DIM}-d) only, not {space.model}"
-                f" ({space.dim}-d)"
-            )
-        return LocalEmbedder(cache_dir=settings.model_cache_dir)
+        return _local_space_embedder(space, settings)
     if space.kind == "openai":
         from shortlist.embedding.openai import OpenAIEmbedder
 
@@ -109,3 +102,24 @@ def make_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
             timeout=settings.embedder_timeout,
         )
     raise ConfigError(f"unknown embedder kind {space.kind!r} (local | openai)")
+
+
+def _local_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
+    """The bundled all-MiniLM-L6-v2 (384-d), or the optional all-mpnet-base-v2 (768-d) when its
+    packages are installed (shortlist.embedding.bundled; a one-line ConfigError otherwise)."""
+    from shortlist.embedding import bundled
+    from shortlist.embedding.local import DIM, LocalEmbedder
+
+    if space.model == LOCAL_MODEL and space.dim == DIM:
+        return LocalEmbedder(cache_dir=settings.model_cache_dir)
+    if space.model == bundled.MPNET and space.dim == bundled.MPNET_DIM:
+        embedder = LocalEmbedder(
+            model_path=bundled.model_path(settings.model_cache_dir),
+            cache_dir=settings.model_cache_dir,
+        )
+        embedder.dim = bundled.MPNET_DIM
+        return embedder
+    raise ConfigError(
+        f"the local embedder runs {LOCAL_MODEL} ({DIM}-d) or {bundled.MPNET}"
+        f" ({bundled.MPNET_DIM}-d), not {space.model} ({space.dim}-d)"
+    )

