@@ -777,6 +777,28 @@ async def test_the_search_page_offers_an_alert_on_hits_and_on_an_empty_result(
         assert 'name="location" value="Berlin"' in page.text
         assert "/static/alerts." in page.text
     assert "data-alert-form" not in (await client.get("/")).text
+    # The search's other filters go with it: the floor's currency (the one the page shows
+    # salaries in), the country and visa.
+    page = await client.get(
+        "/",
+        params={"q": "python developer", "location": "Berlin", "salary_min": "90",
+                "remote_country": "pt", "visa": "offered"},
+    )  # fmt: skip
+    for name, value in (("salary_min", "90"), ("currency", "EUR"), ("remote_country", "PT"),
+                         ("visa", "offered")):  # fmt: skip
+        assert f'name="{name}" value="{value}"' in page.text, name
+    bad = await client.post(
+        "/api/alerts",
+        json={"query": "python", "email": "a@b.example", "frequency": "daily",
+              "salary_min": 90, "currency": "XQQ"},
+    )  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "currency"
+    bad = await client.post(
+        "/api/alerts",
+        json={"query": "python", "email": "a@b.example", "frequency": "daily",
+              "remote_country": "Portugal"},
+    )  # fmt: skip
+    assert bad.status_code in (400, 422)
 
 
 # --- a recruiter's saved people search ----------------------------------------------------------
@@ -983,6 +1005,47 @@ async def test_a_weekly_digest_falls_due_a_week_after_the_last_at_the_local_hour
         )
         first = await cur.fetchone()
         assert first is not None and first["first_gap"] <= timedelta(days=1)
+
+
+async def test_a_saved_search_holds_new_jobs_to_its_currency_country_and_visa_filters(
+    services: Services, embed_pending: EmbedPending
+) -> None:
+    """As job search holds them: a floor in euros converted to each listing's currency, remote
+    jobs open to the country, visa sponsorship offered."""
+    euros = await active_search(services, email_address="eur@example.com", salary_min=90,
+                                salary_currency="EUR")  # fmt: skip
+    portugal = await active_search(services, email_address="pt@example.com", remote_country="PT")
+    visa = await active_search(services, email_address="visa@example.com", visa="offered")
+    listed = {
+        "sek": await add_listing(services.pool, "Python Developer", "Krona AB", "Stockholm",
+                                 "python developer", salary_max_ks=500, currency_code="SEK"),
+        "usd": await add_listing(services.pool, "Python Developer", "Dollar Inc", "Boston",
+                                 "python developer", salary_max_ks=120, currency_code="USD"),
+        "anywhere": await add_listing(services.pool, "Python Developer", "Remote Co", "Remote",
+                                      "python developer", work_mode="remote"),
+        "us_only": await add_listing(services.pool, "Python Developer", "Yanks Co", "Remote US",
+                                     "python developer", work_mode="remote",
+                                     remote_countries=["US"]),
+        "sponsor": await add_listing(services.pool, "Python Developer", "Visa Ltd", "London",
+                                     "python developer", visa_sponsorship="offered"),
+        "no_sponsor": await add_listing(services.pool, "Python Developer", "Local Ltd", "Leeds",
+                                        "python developer", visa_sponsorship="not_offered"),
+    }  # fmt: skip
+    await embed_pending()
+    await match_all(services)
+    async with services.pool.connection() as conn:
+        cur = await conn.execute("SELECT search_id, listing_id FROM alert_matches")
+        matched = {(r["search_id"], r["listing_id"]) for r in await cur.fetchall()}
+    named = {v: k for k, v in listed.items()}
+    assert {named[li] for s, li in matched if s == euros} == {"usd"}  # 500k SEK < 90k EUR
+    assert {named[li] for s, li in matched if s == portugal} == {"anywhere"}
+    assert {named[li] for s, li in matched if s == visa} == {"sponsor"}
+    # The exhaustive check (tests' and the bench's) reads the filters as the matcher does.
+    statements = reverse.Statements.of(None)
+    for listing_id in listed.values():
+        async with services.pool.connection() as conn:
+            exhaustive = set(await reverse.exhaustive_matches(conn, statements, listing_id, 0.8))
+        assert exhaustive & {euros, portugal, visa} == {s for s, li in matched if li == listing_id}
 
 
 async def test_identical_queries_are_stored_once(services: Services) -> None:

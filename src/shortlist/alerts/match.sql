@@ -22,7 +22,9 @@ SELECT b.ord, j.{embedding} AS vector, show_trgm(j.job_title) AS trigrams
 -- and the title, as search.sql computes them); only a query at or above %(floor)s has its saved
 -- searches read (by query, through their index), each active one held to its own threshold
 -- and filters (job search's: the place a substring of the listing's, the top salary figure at
--- least the floor, the work mode). (subscriber, job) is unique: a job already matched for that
+-- least the floor — in the floor's currency when it names one, converted at exchange_rates as
+-- filter_salary_converted converts it; a listing paid in a currency without a rate then passes
+-- no floor —, the work mode, a remote job open to the country, visa sponsorship offered). (subscriber, job) is unique: a job already matched for that
 -- subscriber, by another of their searches or as another listing of it (the first in the
 -- batch's order), inserts nothing. Only an open listing that repeats no other is matched (a
 -- near-duplicate or repost the indexer linked, duplicate_of, never alerts: its original did or
@@ -32,6 +34,9 @@ WITH l AS MATERIALIZED (
     SELECT j.id, b.ord, j.{embedding} AS vector, j.job_title,
            lower(j.city_location) AS place, j.work_mode,
            coalesce(j.salary_max_ks, j.salary_min_ks) AS top_ks,
+           (SELECT r.per_eur FROM exchange_rates AS r WHERE r.currency_code = j.currency_code)
+               AS per_eur,
+           j.remote_countries, j.visa_sponsorship,
            shortlist_name_key(j.company_name) AS company_key,
            shortlist_name_key(j.company_name) || '|' || shortlist_name_key(j.job_title) || '|'
                || shortlist_name_key(j.city_location) AS job_key
@@ -74,8 +79,17 @@ inserted AS (
       JOIN saved_searches AS s ON s.query_id = sc.query_id AND s.status = 'active'
      WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
        AND (s.location IS NULL OR strpos(l.place, s.location) > 0)
-       AND (s.salary_min IS NULL OR l.top_ks >= s.salary_min)
+       AND (s.salary_min IS NULL
+            OR l.top_ks >= s.salary_min * CASE WHEN s.salary_currency IS NULL THEN 1
+                                               ELSE l.per_eur / (SELECT r.per_eur
+                                                                   FROM exchange_rates AS r
+                                                                  WHERE r.currency_code
+                                                                        = s.salary_currency)
+                                          END)
        AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
+       AND (s.remote_country IS NULL
+            OR shortlist_remote_for(l.work_mode, l.remote_countries, s.remote_country))
+       AND (s.visa IS NULL OR l.visa_sponsorship = s.visa)
      -- One order for every batch (the key's, then the batch's): two batches in flight that
      -- insert the same (subscriber, job) wait on each other in that order and cannot deadlock.
      ORDER BY s.subscriber_id, l.job_key, l.ord
@@ -122,5 +136,15 @@ SELECT s.id AS search_id, sc.score
   JOIN job_listings AS l ON l.id = %(id)s
  WHERE sc.score >= %(floor)s AND sc.score >= s.min_score
    AND (s.location IS NULL OR strpos(lower(l.city_location), s.location) > 0)
-   AND (s.salary_min IS NULL OR coalesce(l.salary_max_ks, l.salary_min_ks) >= s.salary_min)
+   AND (s.salary_min IS NULL
+        OR coalesce(l.salary_max_ks, l.salary_min_ks)
+           >= s.salary_min * CASE WHEN s.salary_currency IS NULL THEN 1
+                                  ELSE (SELECT r.per_eur FROM exchange_rates AS r
+                                         WHERE r.currency_code = l.currency_code)
+                                       / (SELECT r.per_eur FROM exchange_rates AS r
+                                           WHERE r.currency_code = s.salary_currency)
+                             END)
    AND (s.work_mode IS NULL OR l.work_mode = s.work_mode)
+   AND (s.remote_country IS NULL
+        OR shortlist_remote_for(l.work_mode, l.remote_countries, s.remote_country))
+   AND (s.visa IS NULL OR l.visa_sponsorship = s.visa)

@@ -38,11 +38,13 @@ SELECT id FROM q
 -- name: insert_search
 -- A saved search of its owner's account (user_id; NULL signed out), active at once when its
 -- consent was given in saving (consent_at).
-INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min, work_mode,
-                            min_score, frequency, timezone, local_hour, status, consent_at,
+INSERT INTO saved_searches (subscriber_id, query_id, query, location, salary_min,
+                            salary_currency, work_mode, remote_country, visa, min_score,
+                            frequency, timezone, local_hour, status, consent_at,
                             webhook_org_id, user_id, email_confirmed)
 VALUES (%(subscriber_id)s, %(query_id)s, %(query)s, %(location)s, %(salary_min)s,
-        %(work_mode)s, %(min_score)s, %(frequency)s, %(timezone)s, %(hour)s, %(status)s,
+        %(salary_currency)s, %(work_mode)s, %(remote_country)s, %(visa)s, %(min_score)s,
+        %(frequency)s, %(timezone)s, %(hour)s, %(status)s,
         CASE WHEN %(status)s = 'active' THEN now() END, %(webhook_org_id)s, %(user_id)s,
         %(email_confirmed)s)
 RETURNING id, status
@@ -111,7 +113,8 @@ SELECT (SELECT count(*) FROM s) AS ended, (SELECT count(*) FROM m) AS cancelled,
 -- name: searches_of_user
 -- A user's saved searches: those they saved (signed in or with a key, to any address), and
 -- those of their own address.
-SELECT s.id, s.query, s.location, s.salary_min, s.work_mode, s.frequency::text AS frequency,
+SELECT s.id, s.query, s.location, s.salary_min, s.salary_currency, s.work_mode,
+       s.remote_country, s.visa, s.frequency::text AS frequency,
        s.status, s.created_at, s.consent_at, s.webhook_org_id, s.email_confirmed,
        sub.email
   FROM saved_searches AS s

@@ -28,6 +28,7 @@ from shortlist.db.types import AsyncConn, AsyncPool
 from shortlist.db.vector_index import vector_text
 from shortlist.errors import BadInput, NotFound
 from shortlist.listings.models import MAX_CITY, MAX_SALARY_KS, WORK_MODES
+from shortlist.listings.search import check_seeker_filters
 from shortlist.relevance import normalise_query, text_terms
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,13 @@ class NewSearch:
     timezone: str = "UTC"
     """Where the subscriber is (IANA name): a daily or weekly digest goes at ``hour`` there."""
     hour: int = DEFAULT_HOUR
+    salary_currency: str | None = None
+    """The currency ``salary_min`` is in (ISO 4217; job search's ``currency``); None: the
+    listing's own, whatever it is."""
+    remote_country: str | None = None
+    """ISO 3166 alpha-2: remote jobs open to a person there (job search's ``remote_country``)."""
+    visa: str | None = None
+    """``offered``: jobs that sponsor a visa (job search's ``visa``)."""
 
     def checked(self) -> NewSearch:
         """The search with its fields trimmed, or ``BadInput`` naming the field."""
@@ -88,6 +96,9 @@ class NewSearch:
             ) from None
         if not 0 <= self.hour <= 23:
             raise BadInput("hour must be 0 to 23", field="hour")
+        currency, country, visa = check_seeker_filters(
+            self.salary_currency, self.remote_country, self.visa
+        )
         return NewSearch(
             query,
             email,
@@ -97,6 +108,10 @@ class NewSearch:
             self.work_mode,
             self.timezone,
             self.hour,
+            # A currency says what a floor is in: without a floor it holds nothing.
+            currency if self.salary_min is not None else None,
+            country,
+            visa,
         )
 
 
@@ -196,7 +211,10 @@ async def save(
                 "query": search.query,
                 "location": search.location,
                 "salary_min": search.salary_min,
+                "salary_currency": search.salary_currency,
                 "work_mode": search.work_mode,
+                "remote_country": search.remote_country,
+                "visa": search.visa,
                 "min_score": min_score,
                 "frequency": search.frequency,
                 "timezone": search.timezone,
@@ -287,7 +305,10 @@ async def list_for_user(conn: AsyncConn, user_id: int) -> list[dict[str, Any]]:
             "query": r["query"],
             "location": r["location"],
             "salary_min": r["salary_min"],
+            "currency": r["salary_currency"],
             "work_mode": r["work_mode"],
+            "remote_country": r["remote_country"],
+            "visa": r["visa"],
             "frequency": r["frequency"],
             "status": r["status"],
             "createdAt": r["created_at"].isoformat(),

@@ -56,7 +56,17 @@ class AlertIn(BaseModel):
     query: str = Field(min_length=1, max_length=store.MAX_QUERY)
     location: str | None = Field(None, max_length=200)
     salary_min: int | None = Field(None, ge=0, le=100_000, description="thousands a year")
+    currency: str | None = Field(
+        None,
+        max_length=3,
+        description="ISO 4217: the currency salary_min is in, converted to each listing's as"
+        " job search converts it (without one: the listing's own currency)",
+    )
     work_mode: Literal["remote", "hybrid", "onsite"] | None = None
+    remote_country: str | None = Field(
+        None, max_length=2, description="ISO 3166 alpha-2: remote jobs open to a person there"
+    )
+    visa: Literal["offered"] | None = Field(None, description="jobs that sponsor a visa")
     email: str = Field(min_length=3, max_length=320)
     frequency: Literal["instant", "daily", "weekly"]
     timezone: str = Field(
@@ -108,6 +118,11 @@ async def save_alert(
     if principal is not None and principal.user_id is not None:
         user_email = await store.user_email(conn, principal.user_id)
     s = services.settings
+    if body.currency and body.salary_min is not None:
+        # A floor in a currency without a rate could hold no listing to it (job search's rule).
+        code = body.currency.strip().upper()
+        if code not in (await services.rates.get(services.reads.primary)).by_code:
+            raise BadInput(f"no reference rate for {code}", field="currency")
     saved = await store.save(
         services.pool,
         store.NewSearch(
@@ -119,6 +134,9 @@ async def save_alert(
             body.work_mode,
             body.timezone,
             body.hour,
+            body.currency,
+            body.remote_country,
+            body.visa,
         ),
         lambda text: _embed(services, text),
         min_score=s.alert_min_score,

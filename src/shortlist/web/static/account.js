@@ -211,7 +211,9 @@
     const parts = [a.query ? `“${a.query}”` : "any job"];
     if (a.location) parts.push(`in ${a.location}`);
     if (a.work_mode) parts.push(a.work_mode);
-    if (a.salary_min != null) parts.push(`salary from ${a.salary_min}k`);
+    if (a.salary_min != null) parts.push(`salary from ${a.salary_min}k${a.currency ? " " + a.currency : ""}`);
+    if (a.remote_country) parts.push(`remote from ${a.remote_country}`);
+    if (a.visa) parts.push("visa sponsored");
     return parts.join(", ");
   }
 
@@ -229,6 +231,9 @@
       if (a.location) params.set("location", a.location);
       if (a.work_mode) params.set("work_mode", a.work_mode);
       if (a.salary_min != null) params.set("salary_min", String(a.salary_min));
+      if (a.currency) params.set("currency", a.currency);
+      if (a.remote_country) params.set("remote_country", a.remote_country);
+      if (a.visa) params.set("visa", a.visa);
       link.href = `${API}/?${params}`;
       link.textContent = searchText(a);
       search.appendChild(link);

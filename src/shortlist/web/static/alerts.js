@@ -32,6 +32,9 @@
     if (data.get("work_mode")) body.work_mode = data.get("work_mode");
     const floor = parseInt(data.get("salary_min") || "", 10);
     if (!Number.isNaN(floor)) body.salary_min = floor;
+    // The floor is in the currency the page showed salaries in; remote jobs open to a country,
+    // visa sponsorship: the search's other filters a new job is held to.
+    for (const name of ["currency", "remote_country", "visa"]) if (data.get(name)) body[name] = data.get(name);
     button.disabled = true;
     try {
       // Signed out, /api/me answers 401 and the save goes without a token (none is needed).
