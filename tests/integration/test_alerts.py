@@ -9,6 +9,7 @@ import email
 import email.policy
 import hashlib
 import json
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -174,7 +175,7 @@ async def test_saved_confirmed_matched_digested_and_unsubscribed_in_one_click(
         json={"query": QUERY, "email": "ada@example.com", "frequency": "instant"},
     )
     assert saved.status_code == 202, saved.text
-    assert saved.json()["status"] == "pending"
+    assert saved.json()["status"] == "pending" and saved.json()["confirmationSent"] is True
     [confirmation] = sink.messages()
     body = confirmation.get_body(("plain",)).get_content()  # type: ignore[union-attr]
     [link] = re.findall(r"https://board\.test/api/alerts/confirm\?token=\S+", body)
@@ -227,6 +228,23 @@ async def test_saved_confirmed_matched_digested_and_unsubscribed_in_one_click(
     await match_all(services)
     await send_all(services)
     assert len(sink.received) == 2  # the confirmation and the one digest
+
+
+async def test_without_a_relay_the_answer_says_no_confirmation_went_and_the_log_has_the_link(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="shortlist.api.routes.alerts"):
+        saved = await client.post(
+            "/api/alerts",
+            json={"query": QUERY, "email": "ada@example.com", "frequency": "daily"},
+        )
+    assert saved.status_code == 202, saved.text
+    assert saved.json()["status"] == "pending" and saved.json()["confirmationSent"] is False
+    [line] = [r.getMessage() for r in caplog.records if "confirmation link" in r.getMessage()]
+    assert "/api/alerts/confirm?token=" in line and "ada@example.com" not in line
+    link = line[line.index("http") :]
+    confirmed = await client.get(link[link.index("/api/") :])
+    assert confirmed.status_code == 200
 
 
 async def test_bad_tokens_and_input_are_4xx_json(client: httpx.AsyncClient) -> None:

@@ -87,6 +87,9 @@ class AlertSaved(BaseModel):
     status: str
     """``pending`` until the e-mailed link is followed; ``active`` for a signed-in user's own
     address."""
+    confirmationSent: bool = False
+    """Whether the relay took the confirmation e-mail (none is sent for an active search, nor
+    without ``SHORTLIST_SMTP_RELAY_URL``: a pending search then waits for its link in vain)."""
 
 
 async def _embed(services: Services, text: str) -> dict[str, list[float]]:
@@ -146,6 +149,15 @@ async def save_alert(
         webhook_org_id=webhook_org_id,
     )
     relay = relay_of(s)
+    sent = False
+    if saved.confirm_token is not None and relay is None:
+        # The operator's to pass on (no address in it): nothing else could confirm the search.
+        log.warning(
+            "alerts: no mail relay (SHORTLIST_SMTP_RELAY_URL), so no confirmation e-mail; the"
+            " confirmation link of saved search %s: %s",
+            saved.id,
+            link(s, "/api/alerts/confirm", saved.confirm_token),
+        )
     if saved.confirm_token is not None and relay is not None:
         msg = mail.confirmation_message(
             sender=f"shortlist alerts <alerts@{s.mail_domain}>",
@@ -157,10 +169,11 @@ async def save_alert(
         )
         try:
             await mail.deliver(relay, msg, envelope_from=f"alerts@{s.mail_domain}", to=body.email)
+            sent = True
         except Exception as exc:
             # The type only: a relay's text may quote the address.
             log.warning("alerts: no confirmation sent (%s)", type(exc).__name__)
-    return AlertSaved(id=str(saved.id), status=saved.status)
+    return AlertSaved(id=str(saved.id), status=saved.status, confirmationSent=sent)
 
 
 def _webhook_org(principal: Principal | None) -> int:

@@ -45,7 +45,11 @@
         status.textContent =
           answer.data.status === "active"
             ? "Your alert is on: new jobs like these will be e-mailed to you."
-            : "Almost done: follow the link we e-mailed you to start the alert.";
+            : answer.data.confirmationSent
+              ? "Almost done: follow the link we e-mailed you to start the alert."
+              : "Saved, but no confirmation e-mail could be sent (this board has no mail relay " +
+                "working), so the alert cannot start yet. Signed in, an alert to your own " +
+                "address starts at once.";
       } else {
         status.textContent = "The alert was not saved: " + shortlistApi.errorText(answer);
       }
