@@ -352,7 +352,9 @@ async def build(url: str, searches: int, queries: int, listings: int, ctx: Conte
         )
         await conn.execute(
             "CREATE INDEX saved_searches_match_idx ON saved_searches (query_id)"
-            " INCLUDE (min_score, work_mode, salary_min, location, subscriber_id, id)"
+            # migration 0053's definition
+            " INCLUDE (min_score, work_mode, salary_min, salary_currency, location,"
+            " remote_country, visa, subscriber_id, id)"
             " WHERE status = 'active'"
         )
         await conn.execute("ANALYZE alert_queries")
