@@ -467,16 +467,22 @@ async def test_a_call_arriving_among_others_waits_for_them_to_join(
     encode = SlowEncode(0)
     embedder._encode = encode  # type: ignore[method-assign]
     async with asyncio.timeout(30):
-        # Nothing arrived before it: a lone call is not held back.
-        assert await embedder.embed(["lone"]) == [[4.0]]
-        # Another call arrived just before: this one waits, and the next one joins its call.
+        # One client's calls one after another are never held back.
+        for text in ("one", "after", "another"):
+            assert await embedder.embed([text]) == [[float(len(text))]]
+        # Two at once share a model call: calls are arriving together.
+        assert await asyncio.gather(embedder.embed(["a"]), embedder.embed(["bb"])) == [
+            [[1.0]],
+            [[2.0]],
+        ]
+        # The next call waits, and the one after it joins its model call.
         held = asyncio.ensure_future(embedder.embed(["held"]))
         for _ in range(5):
             await asyncio.sleep(0)
-        assert not held.done() and encode.calls == [["lone"]]
+        assert not held.done() and len(encode.calls) == 4
         assert await embedder.embed(["joins"]) == [[5.0]]
         assert await held == [[4.0]]
-    assert encode.calls == [["lone"], ["held", "joins"]]
+    assert encode.calls == [["one"], ["after"], ["another"], ["a", "bb"], ["held", "joins"]]
 
 
 async def test_a_failing_text_fails_only_its_own_call() -> None:

@@ -104,15 +104,16 @@ COALESCE_MAX_TEXTS = 4
 """Calls with at most this many texts (search queries, one candidate profile) are coalesced."""
 
 HOLD_SECONDS = 0.005
-"""How long a call that finds the model idle waits for others to join it, when another call
-arrived less than :data:`BUSY_SECONDS` before it. A model call's CPU is mostly a fixed cost
-(~2.7 ms on one thread, then ~2.1 ms a query), and under 8 concurrent searches the calls that
-went at once averaged ~3 queries; held up to 5 ms, the query copy's CPU per search fell by
-~0.3–0.4 ms (bench/README.md, search-http). A lone search never waits: nothing arrived before
-it."""
+"""How long a call that finds the model idle waits for others to join it, when calls are
+arriving together (:data:`BUSY_SECONDS`). A model call's CPU is mostly a fixed cost (~2.7 ms on
+one thread, then ~2.1 ms a query), and under 8 concurrent searches the calls that went at once
+averaged ~3 queries; held up to 5 ms, the query copy's CPU per search fell by ~0.25 ms and the
+API process's by ~0.5 ms (bench/README.md, search-http). A lone search never waits, nor do one
+client's searches one after another: no model call of theirs holds two callers."""
 BUSY_SECONDS = 0.05
-"""Another call arrived this recently: queries are coming at ≥ 20 a second, and holding one
-back for :data:`HOLD_SECONDS` is likely to fill its model call."""
+"""Calls are arriving together when the last model call held more than one caller and a call
+arrived less than this before: holding one back for :data:`HOLD_SECONDS` is then likely to
+fill its model call."""
 
 Encode = Callable[[list[str]], list[list[float]]]
 
@@ -124,7 +125,7 @@ class _Coalescer:
     concurrent searches queue for the model one by one. Here, while a model call runs, the calls
     that arrive wait, and the next model call takes all of them (up to a mini-batch). A call
     that finds the model idle goes at once, so a lone search waits for nothing extra; only
-    when another call arrived just before it (:data:`BUSY_SECONDS`) does it wait up to
+    while calls arrive together (:data:`BUSY_SECONDS`) does it wait up to
     :data:`HOLD_SECONDS` for more to join.
     If a coalesced model call fails, each of its callers' texts is encoded on its own again, so
     an error reaches only the caller whose text caused it.
@@ -139,6 +140,8 @@ class _Coalescer:
         self._drain_task: asyncio.Task[None] | None = None
         self._arrived = asyncio.Event()
         self._last_arrival = -math.inf
+        self._last_callers = 0
+        """How many callers the last model call served."""
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
@@ -147,7 +150,7 @@ class _Coalescer:
         self._arrived.set()
         now = loop.time()
         if self._drain_task is None or self._drain_task.done():
-            busy = now - self._last_arrival < BUSY_SECONDS
+            busy = self._last_callers > 1 and now - self._last_arrival < BUSY_SECONDS
             self._drain_task = asyncio.create_task(self._drain(hold=busy))
         self._last_arrival = now
         return await future
@@ -190,6 +193,7 @@ class _Coalescer:
             raise
 
     async def _run(self, calls: list[tuple[list[str], asyncio.Future[list[list[float]]]]]) -> None:
+        self._last_callers = len(calls)
         texts = [text for call_texts, _ in calls for text in call_texts]
         try:
             vectors = await asyncio.to_thread(self._encode, texts)
