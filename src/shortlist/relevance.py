@@ -2,11 +2,15 @@
 they show means.
 
 **Query text.** People type abbreviations ("SRE", "QA", "CTO", "HR") that neither the English
-stemmer nor MiniLM reliably reads as the words postings spell out. :func:`normalise_query`
-appends the spelled-out form (the abbreviation stays, since some titles use it); the result is
-what is embedded and searched. :func:`text_terms` also drops seniority words ("senior",
-"junior", "lead"…): every level of a role is a fair answer, and as search words they would rank
-any title containing them above the role asked for.
+stemmer nor MiniLM reliably reads as the words postings spell out, and postings title a role by
+an abbreviation ("CTO", "SEO Specialist") that a query spells out. :func:`normalise_query`
+appends the spelled-out form to an abbreviation (the abbreviation stays, since some titles use
+it); the result is what is embedded. :func:`text_terms`, the words the full-text match and the
+title features read, also appends the abbreviation to a spelled-out form of two or more words
+(:func:`abbreviate`); it is not embedded, since an appended abbreviation moved the query's
+vector away from every title spelling the role out (bench/README.md, relevance). It also drops
+seniority words ("senior", "junior", "lead"…): every level of a role is a fair answer, and as
+search words they would rank any title containing them above the role asked for.
 
 **Score.** A hit's score is the estimated probability that it is relevant to the query, from
 the hit's own evidence only: ``σ(w₀ + w_cos·cos + w_match·match + w_sim·sim)``, where ``cos`` is
@@ -67,6 +71,28 @@ ABBREVIATIONS = MappingProxyType(
         "rn": "registered nurse",
         "sr": "senior",
         "jr": "junior",
+        "seo": "search engine optimization",
+        "sem": "search engine marketing",
+        "vp": "vice president",
+        "coo": "chief operating officer",
+        "cmo": "chief marketing officer",
+        "ciso": "chief information security officer",
+        "cna": "certified nursing assistant",
+        "lpn": "licensed practical nurse",
+        "emt": "emergency medical technician",
+    }
+)
+# Abbreviations whose spelled-out form above is not what a title abbreviates by them: PMP is a
+# certification (project management professional), OSHA the agency (… administration).
+_NOT_ABBREVIATED = frozenset({"pmp", "osha"})
+# Spelled-out forms of two or more words, to the abbreviation a title may use instead ("chief
+# technology officer": CTO). Single words are left alone: "developer" needs no "dev" beside it,
+# and "senior" is no search word at all.
+ABBREVIATED = MappingProxyType(
+    {
+        full: abbreviation
+        for abbreviation, full in ABBREVIATIONS.items()
+        if " " in full and abbreviation not in _NOT_ABBREVIATED
     }
 )
 SENIORITY_WORDS = frozenset(
@@ -91,6 +117,18 @@ SENIORITY_WORDS = frozenset(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.]*[A-Za-z0-9+#]|[A-Za-z]")
 
 
+# The longest spelled-out form first, so "human resources business partner" is read whole.
+_SPELLED_OUT = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    + "|".join(
+        r"\s+".join(map(re.escape, full.split()))
+        for full in sorted(ABBREVIATED, key=len, reverse=True)
+    )
+    + r")(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+
 def normalise_query(text: str) -> str:
     """``text`` with each known abbreviation followed by its spelled-out form."""
 
@@ -102,15 +140,31 @@ def normalise_query(text: str) -> str:
     return _WORD.sub(expand, text)
 
 
+def abbreviate(normalised: str) -> str:
+    """``normalised`` with each spelled-out form of two or more words followed by its
+    abbreviation, unless the text already holds it (so abbreviating twice changes nothing)."""
+    present = {w.lower() for w in _WORD.findall(normalised)}
+
+    def append(match: re.Match[str]) -> str:
+        phrase = match.group(0)
+        abbreviation = ABBREVIATED[" ".join(phrase.lower().split())]
+        if abbreviation in present:
+            return phrase
+        return f"{phrase} {abbreviation.upper() if len(abbreviation) <= 4 else abbreviation}"
+
+    return _SPELLED_OUT.sub(append, normalised)
+
+
 MAX_QUERY_WORDS = 32
 """Words of a query the full-text match uses: each is ORed into the match list (job search and
 candidate search alike), so a long paste would make one search as costly as many."""
 
 
 def text_terms(normalised: str) -> str:
-    """The words a full-text match should look for: the normalised query minus seniority, the
-    first :data:`MAX_QUERY_WORDS` of them."""
-    found = _WORD.findall(normalised)
+    """The words a full-text match should look for: the normalised query with its spelled-out
+    forms abbreviated (:func:`abbreviate`), minus seniority, the first :data:`MAX_QUERY_WORDS`
+    of them."""
+    found = _WORD.findall(abbreviate(normalised))
     words = [w for w in found if w.lower() not in SENIORITY_WORDS] or found
     return " ".join((words or normalised.split())[:MAX_QUERY_WORDS])
 

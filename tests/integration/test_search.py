@@ -154,6 +154,26 @@ async def test_pending_listings_are_found_by_full_text(
     assert 0.0 <= top.score <= 1.0
 
 
+@pytest.mark.parametrize(
+    ("query", "title"),
+    [
+        ("chief technology officer", "CTO"),
+        ("search engine optimization specialist", "SEO Manager"),
+    ],
+)
+async def test_a_spelled_out_query_finds_an_abbreviated_title_by_full_text(
+    pool: AsyncPool, embedder: FakeEmbedder, query: str, title: str
+) -> None:
+    # All pending, so only the full-text list finds them, and no word of the listing's title or
+    # description is one of the query's: the abbreviation normalise_query appends is what
+    # matches. (Its rank among the corpus's engineers, whose stem "engine" shares, is the
+    # cosine's to decide, which pending listings lack.)
+    mark = listing(title, "Quartz Works", "Lisbon", "Grow the team, the roadmap and the traffic.")
+    await insert(pool, [*CORPUS, mark])
+    result = await search_jobs(pool, embedder, query, size=10)
+    assert (title, "words") in [(h.listing.job_title, h.why.via) for h in result.hits]
+
+
 async def test_filters_location_and_salary(
     pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
 ) -> None:

@@ -30,7 +30,8 @@
    estimated probability that it is relevant, fitted and checked on labelled postings
    (bench/bench_relevance.py). The list is ordered by that score, so the order and the number
    shown agree, and no hit is given another's score. The query is searched with its
-   abbreviations spelled out; the full-text list looks for any of its words but seniority ones.
+   abbreviations spelled out; the full-text list looks for any of its words but seniority
+   ones, and for the abbreviation of a role it spells out.
 
 **Fusion windows.** Each list contributes its top ``W`` to the fusion, and ``W`` grows in
 steps: 40, 80, 160, … (:data:`FIRST_WINDOW`). Positions 0–39 of the result are the fusion of
