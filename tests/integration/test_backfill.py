@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from shortlist.auth import Role
 from shortlist.bootstrap import Services, open_services
 from shortlist.config import Settings
 from shortlist.db.types import AsyncPool
@@ -31,7 +30,6 @@ from shortlist.talent.reaper import reap_once
 from tests.backfill_support import (
     BACKFILL,
     ON_SIMULATOR,
-    MakeToken,
     ScriptedSources,
     assert_contiguous,
     auth,
@@ -45,7 +43,9 @@ from tests.backfill_support import (
     stub_rows,
     wait_complete,
 )
+from tests.backfill_support import recruiter as recruiter  # the fixture
 from tests.backfill_support import simulator as simulator  # the fixture
+from tests.backfill_support import start_search as start
 from tests.fakes import FakeEmbedder, hash_embed
 from tests.helpers import wait_for
 
@@ -56,18 +56,6 @@ NICHE = {
 
 
 pytestmark = pytest.mark.settings(BACKFILL, **ON_SIMULATOR)
-
-
-@pytest.fixture
-async def recruiter(make_token: MakeToken) -> str:
-    return await make_token("recruiter", Role.recruiter)
-
-
-async def start(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> str:
-    response = await client.post("/api/searches", json=body, headers=auth(token))
-    assert response.status_code == 202, response.text
-    search_id: str = response.json()["searchId"]
-    return search_id
 
 
 def strict_people(sim: SimulatorServer, role: str, *, with_email: bool = True) -> list[str]:

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 
-from shortlist.auth import Role
 from shortlist.bootstrap import Services
 from shortlist.config import Settings
 from shortlist.simulator import SimulatorServer
@@ -20,7 +19,6 @@ from shortlist.talent.why import EMAIL_ON_FILE
 from tests.backfill_support import (
     BACKFILL,
     ON_SIMULATOR,
-    MakeToken,
     auth,
     fast_settings,
     running_workers,
@@ -29,7 +27,9 @@ from tests.backfill_support import (
     stub_rows,
     wait_complete,
 )
+from tests.backfill_support import recruiter as recruiter  # the fixture
 from tests.backfill_support import simulator as simulator  # the fixture
+from tests.backfill_support import start_search as start
 
 KEY = "simulator-key"
 # Vendors that never hang, fail or throttle: these tests are about what a page holds and what
@@ -65,18 +65,6 @@ def vendor_settings(db_url: str, sim_url: str, **overrides: Any) -> Settings:
 
 
 pytestmark = pytest.mark.settings(BACKFILL, VENDOR, **ON_SIMULATOR)
-
-
-@pytest.fixture
-async def recruiter(make_token: MakeToken) -> str:
-    return await make_token("recruiter", Role.recruiter)
-
-
-async def start(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> str:
-    response = await client.post("/api/searches", json=body, headers=auth(token))
-    assert response.status_code == 202, response.text
-    search_id: str = response.json()["searchId"]
-    return search_id
 
 
 async def detail(client: httpx.AsyncClient, token: str, search_id: str) -> dict[str, Any]:
