@@ -4,6 +4,7 @@ transient errors released and backed off, the throttle, stop and the grace perio
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 import psycopg
@@ -189,3 +190,24 @@ def test_a_transaction_rolled_back_for_a_conflict_is_the_works_not_the_databases
     assert not database_trouble(wrapped)
     assert database_trouble(psycopg.OperationalError("the database is restarting"))
     assert transaction_conflict(conflict)
+
+
+async def test_a_handler_rolled_back_for_a_conflict_is_given_back_as_transient(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Any queue's handler: a deadlock the server broke gives the batch back and backs off as a
+    transient error does (a warning, no traceback), and the batch is handled again."""
+    calls = 0
+
+    async def deadlock_once(worker_id: str, items: list[Job]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    queue = MemoryQueue(2, hook=deadlock_once)
+    with caplog.at_level(logging.WARNING, logger=worker_module.__name__):
+        await run_until(queue, 2, worker(queue, fast(backoff_base=0.05, backoff_max=1.0)))
+    assert queue.leases.released == [2] and calls == 2
+    assert [r.levelno for r in caplog.records if "memory:" in r.getMessage()] == [logging.WARNING]
+    assert "transient error" in caplog.records[-1].getMessage()

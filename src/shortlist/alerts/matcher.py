@@ -13,8 +13,8 @@ Two batches are in flight at once (``bootstrap.ALERT_MATCH_CONCURRENCY``): one's
 runs in the matcher while PostgreSQL writes the other's matches. Two transactions that write
 the same (subscriber, job) or schedule the same saved search wait on each other, in one order
 both keep (match.sql), so they do not deadlock; should the server still roll one back (a
-deadlock, a serialization failure), the batch is given back whole (:class:`TransientError`)
-and matched again.
+deadlock, a serialization failure), the worker gives the batch back whole as transient
+(``queue.transaction_conflict``) and it is matched again.
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-import psycopg
-
 from shortlist.alerts import reverse
 from shortlist.alerts.query_vectors import QueryVectors
 from shortlist.db import channels
 from shortlist.db.sql import load_queries
 from shortlist.db.types import AsyncPool
 from shortlist.embedding.spaces import Spaces
-from shortlist.errors import TransientError
-from shortlist.queue import DONE, Batch, LeaseTable, transaction_conflict
+from shortlist.queue import DONE, Batch, LeaseTable
 from shortlist.webhooks import store as webhooks
 
 log = logging.getLogger(__name__)
@@ -75,16 +72,6 @@ class MatchQueue:
         return [QueuedListing(r["listing_id"], r["queued_at"], int(r["attempts"])) for r in rows]
 
     async def handle(self, batch: Batch[QueuedListing]) -> None:
-        try:
-            await self._match(batch)
-        except psycopg.Error as exc:
-            if not transaction_conflict(exc):
-                raise
-            # Rolled back whole by the server for a conflict with the other batch in flight:
-            # given back, matched again (nothing of it was written).
-            raise TransientError(f"alert matcher: batch rolled back ({exc.sqlstate})") from exc
-
-    async def _match(self, batch: Batch[QueuedListing]) -> None:
         space = self.spaces.active().space if self.spaces is not None else None
         statements = reverse.Statements.of(space)
         async with self.pool.connection() as conn:

@@ -320,7 +320,9 @@ class QueueWorker(Generic[Item]):
             if retry_after:
                 wait = max(wait, retry_after)
             self._attempt = attempt + 1
-            if isinstance(exc, TransientError):
+            # A transaction the server rolled back for a conflict with another (two batches in
+            # flight, two workers) is transient for every queue: its batch was given back whole.
+            if isinstance(exc, TransientError) or transaction_conflict(exc):
                 log.warning(
                     "%s: transient error, backing off %.1fs: %s", self.queue.name, wait, exc
                 )
