@@ -94,11 +94,8 @@ def installed_parts() -> list[importlib.metadata.Distribution]:
 
 
 def _sha256(file: Path) -> str:
-    digest = hashlib.sha256()
     with file.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def check_upstream(folder: Path) -> None:

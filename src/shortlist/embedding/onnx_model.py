@@ -99,10 +99,8 @@ def _recorded_hashes(model_path: Path) -> dict[str, str]:
 
 def _file_sha256(file: Path) -> str:
     """As a RECORD writes it (PEP 376: urlsafe base64 of the sha256, no padding)."""
-    digest = hashlib.sha256()
     with file.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+        digest = hashlib.file_digest(f, "sha256")
     return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
