@@ -124,7 +124,13 @@ async def test_every_search_is_booked_and_the_account_api_corrects_the_balance()
     await api.aclose()
 
 
-async def test_the_account_api_tells_a_throttle_from_an_empty_account() -> None:
+async def test_the_account_api_tells_a_throttle_from_an_empty_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Mid-hour: at the hour's last instant the throughput pause is rightly ~0 (a new hour).
+    monkeypatch.setattr(
+        "shortlist.talent.vendors.serpapi.time.time", lambda: 1_800_000_000.0 + 1_800.0
+    )
     left = {"n": 40}
 
     def handler(request: httpx.Request) -> httpx.Response:
