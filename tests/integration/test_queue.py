@@ -505,3 +505,36 @@ async def test_one_heartbeat_statement_renews_every_worker_of_the_process(
             " AS t"
         )
         assert (await cur.fetchone() or {})["renewed"] is True
+
+
+async def test_a_heartbeat_skips_rows_another_transaction_holds_and_waits_for_none(
+    scratch: AsyncPool,
+) -> None:
+    """A handler's transaction writing its own rows (its result, then settle) holds their row
+    locks: the beat renews every other lease at once instead of waiting behind it — waiting,
+    it deadlocked with such a transaction that then wrote a row the beat had locked first."""
+    async with scratch.connection() as conn:
+        await conn.execute("INSERT INTO scratch_jobs (id) SELECT generate_series(1, 3)")
+        await conn.execute(
+            "UPDATE scratch_jobs SET locked_by = 'a', locked_until = now() + interval '1 second'"
+        )
+    keeper = LeaseKeeper(scratch, every=3600.0)
+    table = LeaseTable("scratch_jobs", key_type="integer")
+    async with (
+        scratch.connection() as holder,
+        keeper.renewing(table, 600.0, "a", lambda: [3, 2, 1]),
+    ):
+        async with holder.transaction():
+            await holder.execute("UPDATE scratch_jobs SET handled_by = 'a' WHERE id = 2")
+            assert await asyncio.wait_for(keeper.beat(), 10) == 2
+            # The handler's transaction goes on to its other rows, which the beat left.
+            await asyncio.wait_for(
+                holder.execute("UPDATE scratch_jobs SET handled_by = 'a' WHERE id IN (1, 3)"), 10
+            )
+        assert await asyncio.wait_for(keeper.beat(), 10) == 3
+    async with scratch.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS renewed FROM scratch_jobs"
+            " WHERE locked_until > now() + interval '500 seconds'"
+        )
+        assert (await cur.fetchone() or {})["renewed"] == 3

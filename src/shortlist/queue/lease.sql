@@ -40,11 +40,20 @@ locked_by = NULL, locked_until = NULL
 
 -- name: renew
 -- One table's part of a heartbeat: a CTE named {cte}; a beat joins one per leased table into a
--- single statement, so a process renews everything it holds in one round trip.
+-- single statement, so a process renews everything it holds in one round trip. A row another
+-- transaction has locked is skipped, not waited for: it is its holder's own transaction writing
+-- it (a handler's result, settle), which ends the lease or is over well within it (a lease is
+-- several beats long). Waiting would hold every other renewal behind that transaction, and
+-- deadlock with it: a beat locks its rows in its own order, a handler's transaction its rows in
+-- another, each then waiting for a row the other has.
 {cte} AS (
-    UPDATE {table}
+    UPDATE {table} AS t
        SET locked_until = now() + make_interval(secs => {lease})
-     WHERE {key} = ANY ({keys}::{key_type}[]) AND locked_by = ANY ({workers}::text[])
+      FROM (SELECT {key}
+              FROM {table}
+             WHERE {key} = ANY ({keys}::{key_type}[]) AND locked_by = ANY ({workers}::text[])
+               FOR NO KEY UPDATE SKIP LOCKED) AS held
+     WHERE t.{key} = held.{key}
     RETURNING 1
 )
 
