@@ -1164,3 +1164,68 @@ async def test_the_alerts_commands_list_test_and_disable(
     assert await scalar(services.pool, "SELECT status FROM saved_searches") == "disabled"
     bad = await asyncio.to_thread(run, "alerts", "disable", "not-a-uuid")
     assert bad.exit_code != 0
+
+
+async def test_the_alerts_commands_list_test_and_disable_a_people_search_too(
+    services: Services,
+    sink: Sink,
+    cli_env: None,
+    make_token: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recruiter's saved people search is one of the operator's saved searches: listed (kind
+    people, by its search's id), its waiting people sent now by `test` whatever back-off holds
+    them, and stopped by `disable`."""
+    from typer.testing import CliRunner
+
+    from shortlist.auth import Role
+    from shortlist.cli import build_app
+    from shortlist.config import get_settings
+    from tests.integration.rows import insert_candidate
+
+    monkeypatch.setenv("SHORTLIST_SMTP_RELAY_URL", f"smtp://127.0.0.1:{sink.port}")
+    monkeypatch.setenv("SHORTLIST_MAIL_DOMAIN", "board.test")
+    get_settings.cache_clear()
+    token = await make_token("rita", Role.recruiter)
+    async with services.pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO searches (owner_token_id, query, query_embedding, target_count, status)"
+            " SELECT t.id, 'rust firmware engineer', %s, 15, 'stale' FROM api_tokens t"
+            " WHERE t.token_hash = %s RETURNING id",
+            (str(hash_embed("rust firmware engineer")), hashlib.sha256(token.encode()).digest()),
+        )
+        search = (await cur.fetchone() or {})["id"]
+        person = await insert_candidate(
+            conn, "New Hand", role_title="Rust Firmware Engineer", text="rust firmware engineer"
+        )
+        await conn.execute(
+            "WITH u AS (INSERT INTO users (email, name) VALUES ('rita@example.com', 'Rita')"
+            " RETURNING id), a AS (INSERT INTO people_alerts (search_id, user_id, notify_attempts,"
+            " notify_after) SELECT %s, u.id, 3, now() + interval '1 day' FROM u RETURNING id)"
+            " INSERT INTO people_alert_matches (alert_id, candidate_id, score)"
+            " SELECT a.id, %s, 0.9 FROM a",
+            (search, person),
+        )
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(build_app(), list(args))
+
+    listed = await asyncio.to_thread(run, "alerts", "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    [row] = json.loads(listed.output)
+    assert (row["kind"], row["id"], row["email"]) == ("people", str(search), "rita@example.com")
+    assert (row["status"], row["queued"], row["sent"]) == ("active", 1, 0)
+    tested = await asyncio.to_thread(run, "alerts", "test", str(search))
+    assert tested.exit_code == 0, tested.output
+    assert "sent 1 digest naming 1 people" in tested.output
+    assert [to for _f, to, _r in sink.received] == [["rita@example.com"]]
+    assert "Rust Firmware Engineer" in sink.messages()[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    again = await asyncio.to_thread(run, "alerts", "test", str(search))
+    assert "nothing sent" in again.output and len(sink.received) == 1
+    disabled = await asyncio.to_thread(run, "alerts", "disable", str(search))
+    assert disabled.exit_code == 0, disabled.output
+    assert await scalar(services.pool, "SELECT status FROM people_alerts") == "disabled"
+    [row] = json.loads((await asyncio.to_thread(run, "alerts", "list", "--json")).output)
+    assert (row["status"], row["queued"], row["sent"]) == ("disabled", 0, 1)
+    missing = await asyncio.to_thread(run, "alerts", "disable", str(uuid.uuid4()))
+    assert missing.exit_code == 1 and "no such saved search" in missing.output

@@ -198,13 +198,32 @@ async def _tell_due(pool: AsyncPool, settings: Settings, relay: Relay) -> None:
             await _tell(pool, settings, relay, alert, people)
 
 
+async def tell_now(pool: AsyncPool, settings: Settings, relay: Relay, search_id: uuid.UUID) -> int:
+    """``shortlist alerts test``: the digest of a search's active alert sent now, whatever
+    back-off holds it; answers the people it named (0: none waiting, or not sent — the relay's
+    answer is logged and the alert's back-off kept as a pass would)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(SQL["people_alert_to_tell_now"], {"search_id": search_id})
+        alert = await cur.fetchone()
+        if alert is None:
+            return 0
+        cur = await conn.execute(
+            SQL["unnotified_people"], {"alert_id": alert["id"], "limit": PEOPLE_PER_DIGEST}
+        )
+        people = [(r["candidate_id"], float(r["score"])) for r in await cur.fetchall()]
+    if not people or not await _tell(pool, settings, relay, alert, people):
+        return 0
+    return len(people)
+
+
 async def _tell(
     pool: AsyncPool,
     settings: Settings,
     relay: Relay,
     alert: Any,
     new: list[tuple[uuid.UUID, float]],
-) -> None:
+) -> bool:
+    """One digest of ``new`` to the alert's recruiter; answers whether the relay took it."""
     ids = [c for c, _s in new]
     async with pool.connection() as conn:
         cur = await conn.execute(SQL["people_of"], {"ids": ids})
@@ -247,6 +266,7 @@ async def _tell(
     else:
         async with pool.connection() as conn:
             await conn.execute(SQL["mark_notified"], {"alert_id": alert["id"], "ids": ids})
-        return
+        return True
     async with pool.connection() as conn:
         await conn.execute(SQL["tell_later"], {"alert_id": alert["id"], "delay": delay})
+    return False

@@ -121,3 +121,36 @@ SELECT m.candidate_id, m.score, m.matched_at, m.notified_at, c.full_name,
 -- New people came for an alert whose last digest was refused for good: try again.
 UPDATE people_alerts SET notify_after = NULL
  WHERE id = %(alert_id)s AND notify_after = 'infinity'::timestamptz
+
+-- name: all_people_alerts
+-- Every saved people search, for `shortlist alerts list` (the operator's: addresses shown),
+-- by its search's id (the id `POST /api/searches/{id}/alert` names): the recruiter told, the
+-- people found and not yet told of (queued), and told of (sent).
+SELECT a.search_id AS id, s.query, a.status, a.created_at, a.checked_at, a.notify_after,
+       (SELECT u.email::text FROM users AS u WHERE u.id = a.user_id) AS email,
+       (SELECT count(*) FROM people_alert_matches AS m
+         WHERE m.alert_id = a.id AND m.notified_at IS NULL) AS queued,
+       (SELECT count(*) FROM people_alert_matches AS m
+         WHERE m.alert_id = a.id AND m.notified_at IS NOT NULL) AS sent
+  FROM people_alerts AS a
+  JOIN searches AS s ON s.id = a.search_id
+ ORDER BY a.created_at, a.id
+ LIMIT %(limit)s
+
+-- name: people_alert_to_tell_now
+-- `shortlist alerts test`: an active alert's digest now, whatever back-off holds it, if its
+-- recruiter has an address (the shape of people_alerts_to_tell).
+SELECT a.id, a.search_id, a.notify_attempts, s.query, u.email::text AS email
+  FROM people_alerts AS a
+  JOIN searches AS s ON s.id = a.search_id
+  JOIN users AS u ON u.id = a.user_id
+ WHERE a.search_id = %(search_id)s AND a.status = 'active'
+
+-- name: disable_people_alert
+-- `shortlist alerts disable`: the alert stops (its people not yet told of are never told:
+-- only an active alert's digests go); answers how many were waiting. Saved again from the
+-- console (save_people_alert), it is active again.
+UPDATE people_alerts AS a SET status = 'disabled'
+ WHERE a.search_id = %(search_id)s
+RETURNING (SELECT count(*) FROM people_alert_matches AS m
+            WHERE m.alert_id = a.id AND m.notified_at IS NULL) AS waiting
