@@ -533,6 +533,11 @@ def alert_workers(services: Services) -> list[QueueWorker[Any]]:
         )
     ]
     relay = Relay.from_url(s.smtp_relay_url) if s.smtp_relay_url else None
+    if relay is not None and not (s.public_url or "").startswith("https://"):
+        log.warning(
+            "alerts: SHORTLIST_PUBLIC_URL is not an https:// address: digests go out without "
+            "RFC 8058 one-click unsubscribe (mail providers expect it of bulk senders)"
+        )
     if relay is not None:
         # One digest per task: a slow relay session holds back only itself.
         sender = WorkerConfig(

@@ -3,7 +3,9 @@ https://aiosmtplib.readthedocs.io/en/latest/usage.html).
 
 Every digest carries RFC 8058's one-click unsubscribe: ``List-Unsubscribe`` with the HTTPS URL
 of the search's token and ``List-Unsubscribe-Post: List-Unsubscribe=One-Click`` (a mailbox
-provider POSTs ``List-Unsubscribe=One-Click`` to that URL; a GET of it only shows a page). The
+provider POSTs ``List-Unsubscribe=One-Click`` to that URL; a GET of it only shows a page) —
+the latter only when the URL is HTTPS, as RFC 8058 requires (``SHORTLIST_PUBLIC_URL``; the
+worker says so at start when digests would go out without it). The
 envelope sender is the digest's VERP address on the e-mail intake (``bounce-<id>-<mac>@``
 ``SHORTLIST_MAIL_DOMAIN``), so a bounce names the message it is about (:mod:`.bounces`).
 
@@ -88,7 +90,11 @@ def digest_message(
     msg["Auto-Submitted"] = "auto-generated"
     unsubscribe = unsubscribe_link(base, unsubscribe_token)
     msg["List-Unsubscribe"] = f"<{unsubscribe}>"
-    msg["List-Unsubscribe-Post"] = ONE_CLICK
+    if unsubscribe.startswith("https://"):
+        # RFC 8058 §3.1: one-click is offered only with an HTTPS URI (a POST over plain HTTP
+        # could be replayed or altered on its way); an http:// board (SHORTLIST_PUBLIC_URL
+        # unset or local) still gets the plain List-Unsubscribe link (RFC 2369).
+        msg["List-Unsubscribe-Post"] = ONE_CLICK
     lines = [f"New jobs matching your saved search “{query}”"]
     if location:
         lines[0] += f" in {location}"
