@@ -503,8 +503,9 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# Every saved query scored against one listing without an index, and how the presearch must
-# find it: keyword (title similarity above KEYWORD_SIMILARITY) or meaning.
+# Every saved query scored against one listing without an index (the title similarity both
+# ways, as match.sql scores), and how the presearch must find it: keyword (the one-way
+# word_similarity above KEYWORD_SIMILARITY) or meaning.
 EXHAUSTIVE = """
 SELECT q.id, word_similarity(nullif(w.title_words, ''), l.job_title) > %(s)s AS keyword
   FROM alert_queries AS q JOIN alert_query_words AS w ON w.query_id = q.id, job_listings AS l
@@ -512,7 +513,9 @@ SELECT q.id, word_similarity(nullif(w.title_words, ''), l.job_title) > %(s)s AS 
    AND 1.0 / (1.0 + exp(-(%(intercept)s::float8
               + %(w_cosine)s::float8 * (1.0 - (q.embedding <=> l.embedding))
               + %(w_similarity)s::float8
-                * coalesce(word_similarity(nullif(w.title_words, ''), l.job_title), 0))))
+                * coalesce(word_similarity(nullif(w.title_words, ''), l.job_title)::float8
+                           * (1 + word_similarity(l.job_title, w.title_words)::float8) / 2,
+                           0))))
        >= %(floor)s
 """
 # What the presearch found for it: the queries of the searches it matched.
@@ -534,9 +537,12 @@ SELECT DISTINCT s.query_id AS id
               + %(w_cosine)s::float8 * (1.0 - ((SELECT embedding FROM alert_queries
                                                 WHERE id = s.query_id) <=> l.embedding))
               + %(w_similarity)s::float8
-                * coalesce(word_similarity(nullif((SELECT title_words FROM alert_query_words
-                                                    WHERE query_id = s.query_id), ''),
-                                           l.job_title), 0)))) >= s.min_score
+                * coalesce((SELECT word_similarity(w.title_words, l.job_title)::float8
+                                   * (1 + word_similarity(l.job_title, w.title_words)::float8)
+                                   / 2
+                              FROM alert_query_words AS w
+                             WHERE w.query_id = s.query_id AND w.title_words <> ''), 0))))
+       >= s.min_score
 """
 
 

@@ -15,8 +15,17 @@ search words they would rank any title containing them above the role asked for.
 **Score.** A hit's score is the estimated probability that it is relevant to the query, from
 the hit's own evidence only: ``σ(w₀ + w_cos·cos + w_match·match + w_sim·sim)``, where ``cos`` is
 the cosine similarity of the query and hit vectors, ``match`` the share of the query's words
-(English lexemes) found in the title, and ``sim`` pg_trgm's ``word_similarity`` of the query and
-the title (typo tolerance: "acountant" still resembles "Accountant"). For a person, ``match``
+(English lexemes) found in the title, and ``sim`` the title's similarity to the query. For a
+listing, ``sim`` reads both ways (search.sql, ``evidence``): pg_trgm's ``word_similarity`` of the
+query's words and the title (how much of the query the title holds, typos and all: "acountant"
+still resembles "Accountant") times the mean of 1 and the ``word_similarity`` of the title and
+the query's words (how much of the title the query holds). Read one way only, a title sharing
+pieces of words with the query resembled it as much as the role asked for: "Intelligence
+Research Specialist" 0.41 and "SEO Specialist" 0.36 for "search engine optimization SEO
+specialist" ("search" is in "research"), "Pipeline Engineer" 0.44 and "Data Engineer" 0.40 for
+"data engineer building ETL pipelines" (now 0.27 / 0.36 and 0.35 / 0.40). ``sim`` is never above
+the one-way similarity, which the alert matcher's presearch relies on
+(shortlist.alerts.reverse). For a person, ``match``
 reads the role title and skills (not the headline, which names the employer) and weights each
 query word by its rarity in the corpus (shortlist.talent.evidence). The weights are a logistic
 regression fitted on the tune half of the relevance development set (bench/bench_relevance.py,
@@ -199,9 +208,10 @@ PENDING_COSINE = 0.1
 # similarity beside it, its fitted weight was negative (-0.82 on the former top-10 pools, -0.21
 # on these, -0.46 on the held-out half), so a title holding every word of the query scored
 # below one holding half of them; the two say the same, and the similarity says it better.
-# The trigram similarity reads the query's words but stop words (search.sql). Of the held-out
-# half's fused candidates scored >= 0.7, 80 % are relevant; >= 0.9, 90 %.
-JOB_SCORE = ScoreModel(intercept=-3.317, cosine=5.211, title_match=0.0, title_similarity=3.071)
+# The trigram similarity reads the query's words but stop words (search.sql), and both ways
+# (module docstring): refitted with it on the same pools (issue 40; bench/README.md, relevance).
+# Of the held-out half's fused candidates scored >= 0.7, 82 % are relevant; >= 0.9, 95 %.
+JOB_SCORE = ScoreModel(intercept=-3.123, cosine=5.104, title_match=0.0, title_similarity=3.922)
 CANDIDATE_SCORE = ScoreModel(
     intercept=-1.664, cosine=3.824, title_match=6.475, title_similarity=0.830
 )

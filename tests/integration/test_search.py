@@ -174,6 +174,39 @@ async def test_a_spelled_out_query_finds_an_abbreviated_title_by_full_text(
     assert (title, "words") in [(h.listing.job_title, h.why.via) for h in result.hits]
 
 
+@pytest.mark.parametrize(
+    ("query", "role", "others"),
+    [
+        # "search" is in "research", "specialist" in every specialist: one way, both titles
+        # held more of the query's trigrams than "SEO Specialist" did.
+        (
+            "search engine optimization specialist",
+            "SEO Specialist",
+            ["Intelligence Research Specialist", "Information Specialist"],
+        ),
+        # A role plus what the work builds: "Pipeline Engineer" holds "engineer" and most of
+        # "pipelines", as many of the query's trigrams as "Data Engineer".
+        ("data engineer building ETL pipelines", "Data Engineer", ["Pipeline Engineer"]),
+    ],
+)
+async def test_a_title_with_words_the_query_lacks_resembles_it_less_than_the_role_asked_for(
+    pool: AsyncPool, embedder: FakeEmbedder, query: str, role: str, others: list[str]
+) -> None:
+    # All pending (no cosine), so each is scored on its title's similarity to the query alone;
+    # one description for all, so the full-text list finds each by its title.
+    await insert(
+        pool,
+        [
+            listing(t, "Quartz Works", "Lisbon", "Build pipeline and search engine development.")
+            for t in [*others, role]
+        ],
+    )
+    result = await search_jobs(pool, embedder, query, size=10)
+    titles = [h.listing.job_title for h in result.hits]
+    assert titles[0] == role, titles
+    assert set(titles) == {role, *others}
+
+
 async def test_filters_location_and_salary(
     pool: AsyncPool, embedder: FakeEmbedder, embed_pending: EmbedPending
 ) -> None:

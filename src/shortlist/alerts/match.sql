@@ -18,10 +18,10 @@ SELECT b.ord, j.{embedding} AS vector, show_trgm(j.job_title) AS trigrams
 -- queries whose title words' trigrams the title shares enough of —, and every query written
 -- since the snapshot that memory was read by (%(seen)s: one saved between that read and this
 -- statement). Each is scored exactly as job search scores (shortlist.relevance.JOB_SCORE over
--- the cosine of the float4 vectors and pg_trgm's word_similarity of the query's title words
--- and the title, as search.sql computes them); only a query at or above %(floor)s has its saved
--- searches read (by query, through their index), each active one held to its own threshold
--- and filters (job search's: the place a substring of the listing's, the top salary figure at
+-- the cosine of the float4 vectors and the similarity of the query's title words and the
+-- title both ways, as search.sql's evidence computes them); only a query at or above
+-- %(floor)s has its saved searches read (by query, through their index), each active one
+-- held to its own threshold and filters (job search's: the place a substring of the listing's, the top salary figure at
 -- least the floor — in the floor's currency when it names one, converted at exchange_rates as
 -- filter_salary_converted converts it; a listing paid in a currency without a rate then passes
 -- no floor —, the work mode, a remote job open to the country, visa sponsorship offered). (subscriber, job) is unique: a job already matched for that
@@ -62,11 +62,14 @@ scored AS MATERIALIZED (
                                 * (1.0 - ((SELECT q.{embedding} FROM alert_queries AS q
                                             WHERE q.id = c.query_id) <=> l.vector))
                               + %(w_similarity)s::float8
-                                * coalesce(word_similarity(
-                                      nullif((SELECT w.title_words
-                                                FROM alert_query_words AS w
-                                               WHERE w.query_id = c.query_id), ''),
-                                      l.job_title), 0)))) AS score
+                                * coalesce((SELECT word_similarity(w.title_words,
+                                                                   l.job_title)::float8
+                                                   * (1 + word_similarity(l.job_title,
+                                                                          w.title_words)::float8)
+                                                   / 2
+                                              FROM alert_query_words AS w
+                                             WHERE w.query_id = c.query_id
+                                               AND w.title_words <> ''), 0)))) AS score
       FROM candidates AS c
       JOIN l ON l.ord = c.ord
 ),
@@ -128,7 +131,10 @@ SELECT s.id AS search_id, sc.score
                                   + %(w_cosine)s::float8 * (1.0 - (q.{embedding} <=> l.{embedding}))
                                   + %(w_similarity)s::float8
                                     * coalesce(word_similarity(nullif(w.title_words, ''),
-                                                               l.job_title), 0)))) AS score
+                                                               l.job_title)::float8
+                                               * (1 + word_similarity(l.job_title,
+                                                                      w.title_words)::float8)
+                                               / 2, 0)))) AS score
           FROM alert_queries AS q
           JOIN alert_query_words AS w ON w.query_id = q.id, job_listings AS l
          WHERE l.id = %(id)s) AS sc

@@ -3,20 +3,23 @@
 A saved search matches a listing when its filters hold (job search's: place, salary floor, work
 mode) and job search would score the listing at least the search's threshold on the score it
 shows: ``σ(b + w_cos·cos + w_sim·sim)`` (``shortlist.relevance.JOB_SCORE``), where ``cos`` is
-the cosine of the query's and the listing's vectors and ``sim`` pg_trgm's ``word_similarity``
-of the query's title words and the title. No query is run forward; instead the score is split
-so that each saved query is found by a condition every match of it meets (a presearch, as
-Luwak does for stored Lucene queries), and the few found are checked exactly:
+the cosine of the query's and the listing's vectors and ``sim`` the title similarity both ways:
+``ws·(1 + ws′)/2``, ``ws`` pg_trgm's ``word_similarity`` of the query's title words and the
+title, ``ws′`` the title's of the words (search.sql's evidence). ``sim ≤ ws``, so the presearch
+below is written on ``ws`` and still finds every match. No query is run forward; instead the
+score is split so that each saved query is found by a condition every match of it meets (a
+presearch, as Luwak does for stored Lucene queries), and the few found are checked exactly:
 
-* **keywords** (``sim > KEYWORD_SIMILARITY``): the title then holds more than that share of
+* **keywords** (``ws > KEYWORD_SIMILARITY``): the title then holds more than that share of
   the query's ``n`` trigrams (``word_similarity`` counts those found in a stretch of the title),
   so at least ``⌊s·n⌋ + 1`` of them. The match queue holds every query's trigrams (pg_trgm's) in
   memory as inverted lists and counts, per title, how many each query shares
   (:class:`.query_vectors.TrigramIndex`): exact, and tighter than the GIN *anchor keys* it
   replaced (migration 0041: pairs of the query's trigrams a title similar enough holds;
   dropped by 0049).
-* **meaning** (``sim ≤ KEYWORD_SIMILARITY``, queries without title words too: their ``sim`` is
-  0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos`` (:func:`meaning_radius`),
+* **meaning** (``ws ≤ KEYWORD_SIMILARITY``, so ``sim`` too; queries without title words too:
+  their ``sim`` is 0): the score then needs ``cos ≥ (logit(t) − b − w_sim·s) / w_cos``
+  (:func:`meaning_radius`),
   a range around the listing's vector. The distinct queries' vectors (identical queries are one
   row) are held in the match queue's memory too and compared with a whole batch of listings in
   one matrix product (:mod:`.query_vectors`): exact, where an HNSW range scan per listing was
@@ -24,10 +27,11 @@ Luwak does for stored Lucene queries), and the few found are checked exactly:
   dropped by migration 0049).
 
 Of what either path finds, the pairs whose score cannot reach the floor by the upper bounds
-of its inputs are left out in memory (:func:`score_reach`); the rest are scored exactly as job
-search scores them, then each saved search of the query is held to its own threshold and
-filters (indexed columns of ``saved_searches``), and the matches are inserted ``ON CONFLICT DO
-NOTHING``: the whole batch in one statement (match.sql, insert_matches).
+of its inputs (``ws``'s bounds ``sim``) are left out in memory (:func:`score_reach`); the rest
+are scored exactly as job search scores them, then each saved search of the query is held to
+its own threshold and filters (indexed columns of ``saved_searches``), and the matches are
+inserted ``ON CONFLICT DO NOTHING``: the whole batch in one statement (match.sql,
+insert_matches).
 """
 
 from __future__ import annotations

@@ -217,14 +217,19 @@ SELECT p.list, p.rank, l.id, l.company_name, l.job_title, e.distance, e.title_ma
 -- name: evidence
 -- What listing l's score is computed from (shortlist.relevance): distance (cosine, NULL without
 -- a vector on either side), title_match (share of the query's lexemes in the title, weight A),
--- title_similarity (pg_trgm word_similarity of the query's words but stop words and the title:
--- typos).
+-- title_similarity (both ways, shortlist.relevance: pg_trgm word_similarity of the query's
+-- words but stop words and the title, typos and all, times the mean of 1 and the title's
+-- word_similarity to those words, so that a title whose own words the query lacks,
+-- "Intelligence Research Specialist" for "search engine optimization specialist", resembles
+-- it less than "SEO Specialist"; never above the first, as the alert matcher needs).
 SELECT l.{embedding} <=> %(vector)s::vector AS distance,
        coalesce((SELECT count(*) FROM unnest(tsvector_to_array(ts_filter(l.search_tsv, '{a}')))
                     AS t (lexeme)
                   WHERE t.lexeme = ANY (query.lexemes))::float8
                 / nullif(cardinality(query.lexemes), 0), 0) AS title_match,
-       coalesce(word_similarity(query.title_words, l.job_title), 0)::float8 AS title_similarity
+       coalesce(word_similarity(query.title_words, l.job_title)::float8
+                * (1 + word_similarity(l.job_title, query.title_words)::float8) / 2,
+                0) AS title_similarity
 
 -- name: facets_row
 SELECT 'facets', 0, NULL, NULL, NULL, NULL, NULL, NULL, {facets_value}
