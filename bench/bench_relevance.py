@@ -406,6 +406,7 @@ async def product_candidates(
     limit: int = DEPTH,
 ) -> list[list[tuple[float, str]]]:
     from shortlist.db.pool import open_async_pool
+    from shortlist.embedding.base import embed_queries
     from shortlist.relevance import CANDIDATE_SCORE
     from shortlist.talent import repository as repo
     from shortlist.talent.models import SearchCreate
@@ -418,7 +419,7 @@ async def product_candidates(
         for q in queries:
             brief = SearchCreate(query=q.text)
             text = search_text(brief)
-            [embedding] = await embedder.embed([query_embedding_text(brief)])
+            [embedding] = await embed_queries(embedder, [query_embedding_text(brief)])
             async with pool.connection() as conn:
                 hits = await repo.search_corpus(
                     conn,

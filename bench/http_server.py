@@ -80,7 +80,7 @@ async def serve(url: str, port: int, embedder_name: str, queries: str | None) ->
     else:
         from shortlist.embedding.local import LocalEmbedder
 
-        embedder = LocalEmbedder()
+        embedder = LocalEmbedder(int8_queries=settings.query_int8)
         embedder.warm_up()
     async with open_services(settings, url, embedder=embedder) as services:
         app = create_app(services)

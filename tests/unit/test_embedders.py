@@ -515,3 +515,34 @@ async def test_a_cancelled_caller_does_not_stop_the_others() -> None:
     assert await first == [[4.0]]
     assert gone.cancelled()
     assert ["gone"] not in encode.calls and ["gone", "kept"] not in encode.calls
+
+
+async def test_search_queries_go_to_embed_query_where_an_embedder_has_one() -> None:
+    """``embed_queries``: the local model's int8 query copy (``embed_query``); any other
+    embedder's ``embed``. The settings choose the local embedder's."""
+    from shortlist.embedding.base import embed_queries
+    from shortlist.embedding.factory import make_embedder
+
+    fake = FakeEmbedder()
+    assert await embed_queries(fake, ["nurse"]) == await fake.embed(["nurse"])
+
+    class Split(FakeEmbedder):
+        async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0] for _ in texts]
+
+    assert await embed_queries(Split(), ["nurse"]) == [[1.0]]
+    embedder = make_embedder(Settings(embedder="local"))
+    assert isinstance(embedder, LocalEmbedder) and not embedder.int8_queries  # the default
+    embedder = make_embedder(Settings(embedder="local", query_int8=True))
+    assert isinstance(embedder, LocalEmbedder) and embedder.int8_queries
+
+
+@pytest.mark.slow
+def test_warm_up_loads_the_copy_search_queries_run_on() -> None:
+    from shortlist.embedding import local
+
+    path = str(local._default_model_path())
+    LocalEmbedder(int8_queries=True).warm_up()
+    assert (path, "query-int8") in local._models
+    LocalEmbedder().warm_up()
+    assert (path, "query") in local._models

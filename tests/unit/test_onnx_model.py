@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.metadata
 import json
@@ -19,8 +20,11 @@ from shortlist.embedding.onnx_model import (
     default_cache_dir,
     default_model_path,
     ensure_graph,
+    ensure_query_graph,
     graph_path,
     max_seq_length,
+    quantize,
+    query_graph_path,
     weights_digest,
 )
 
@@ -167,3 +171,82 @@ def test_one_intra_op_thread_gives_the_same_vectors_to_the_bit() -> None:
     assert one.session.get_session_options().intra_op_num_threads == 1
     for batch in ([TEST_SET[0]], TEST_SET[:3], TEST_SET):
         assert np.array_equal(one.encode(batch), default.encode(batch))
+
+
+# --- the int8 query copy ---------------------------------------------------------------------
+
+QUERIES = [
+    "data engineer building ETL pipelines",
+    "chief technology officer",
+    "go developer building microservices",
+    "search engine optimization specialist",
+    "nurse practitioner night shift",
+    "entry level accountant",
+]
+
+
+@pytest.mark.slow
+def test_int8_query_vectors_are_within_a_cosine_of_0_98_of_the_float32_ones() -> None:
+    """The query graph (MatMul weights in int8, made at install from the float32 graph): each
+    text's vector, alone, against the float32 graph's (bench/README.md, search-http: the
+    relevance bench's figures with it)."""
+    model_path = default_model_path()
+    graph = ensure_graph(default_cache_dir(), model_path)
+    int8_graph = ensure_query_graph(default_cache_dir(), model_path)
+    assert int8_graph == query_graph_path(default_cache_dir(), model_path)
+    assert int8_graph.stat().st_size < graph.stat().st_size
+    fp32, int8 = (
+        OnnxModel(graph, model_path, threads=1),
+        OnnxModel(int8_graph, model_path, threads=1),
+    )
+    texts = [*QUERIES, *TEST_SET]
+    exact = np.vstack([fp32.encode([text]) for text in texts])
+    quantized = np.vstack([int8.encode([text]) for text in texts])
+    np.testing.assert_allclose(np.linalg.norm(quantized, axis=1), 1.0, atol=1e-5)
+    cosines = (exact * quantized).sum(axis=1)
+    assert cosines.min() > 0.98, dict(zip(texts, cosines.tolist(), strict=True))
+    assert cosines[: len(QUERIES)].mean() > 0.99
+
+
+@pytest.mark.slow
+async def test_a_query_vector_is_a_function_of_its_text_alone() -> None:
+    """The int8 graph quantizes a call's activations with one scale for the call: the query
+    copy encodes each text on its own, so a query's vector does not depend on the queries that
+    share its call, or on their lengths (to the bit)."""
+    embedder = LocalEmbedder(int8_queries=True)
+    alone = [(await embedder.embed_query([text]))[0] for text in QUERIES]
+    together = await embedder.embed_query(QUERIES)
+    at_once = await asyncio.gather(*(embedder.embed_query([text]) for text in reversed(QUERIES)))
+    assert together == alone
+    assert [vectors[0] for vectors in reversed(at_once)] == alone
+    # Listings (embed) stay the float32 model's; without int8, queries are embed's too.
+    exact = await LocalEmbedder(int8_queries=False).embed_query(QUERIES[:2])
+    assert exact == await embedder.embed(QUERIES[:2])
+    assert exact != alone[:2]
+
+
+def test_the_query_graph_is_named_after_the_weights_and_the_quantizer(tmp_path: Path) -> None:
+    installed = default_model_path()
+    copy = tmp_path / "model"
+    shutil.copytree(installed, copy)
+    name = query_graph_path(tmp_path, installed).name
+    assert name.startswith("all-MiniLM-L6-v2-int8-")
+    assert query_graph_path(tmp_path, copy).name == name
+    with (copy / "model.safetensors").open("r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 1]))
+    assert query_graph_path(tmp_path, copy).name != name
+    # A graph of its own kind: pruning one kind never removes the other's file.
+    assert graph_path(tmp_path, installed).name.rsplit("-", 1)[0] != name.rsplit("-", 1)[0]
+
+
+@pytest.mark.slow
+def test_quantizing_the_same_graph_gives_the_same_bytes(tmp_path: Path) -> None:
+    graph = ensure_graph(default_cache_dir(), default_model_path())
+    first, second = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    quantize(graph, first)
+    quantize(graph, second)
+    assert first.read_bytes() == second.read_bytes()
+    assert first.stat().st_mode & 0o777 == 0o644

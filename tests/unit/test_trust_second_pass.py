@@ -18,7 +18,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from shortlist import public_address
-from shortlist.embedding.onnx_model import default_model_path, ensure_graph, graph_path
+from shortlist.embedding.onnx_model import (
+    default_model_path,
+    ensure_graph,
+    ensure_query_graph,
+    graph_path,
+    query_graph_path,
+)
 from shortlist.errors import ConfigError, TransientError
 from shortlist.listings.sources import fetch
 from shortlist.redact import redact_emails
@@ -102,6 +108,14 @@ def test_the_onnx_graph_is_loaded_only_from_a_cache_this_user_alone_can_write(
         ensure_graph(tmp_path, model)
     graph.parent.chmod(0o700)
     assert ensure_graph(tmp_path, model) == graph
+    # The int8 query graph, the same.
+    query = query_graph_path(tmp_path, model)
+    query.write_bytes(b"not a graph anyone checked")
+    query.chmod(0o666)
+    with pytest.raises(ConfigError, match="not this user's alone"):
+        ensure_query_graph(tmp_path, model)
+    query.chmod(0o644)
+    assert ensure_query_graph(tmp_path, model) == query
 
 
 # --- point 15: source specs without credentials --------------------------------------------

@@ -38,6 +38,18 @@ class Embedder(Protocol):
         ...
 
 
+async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """The vectors of search queries (job search words, a recruiter's brief, a saved search):
+    the embedder's ``embed_query`` where it has one (the local model's int8 copy,
+    ``shortlist.embedding.local``), else ``embed``. Listings and profiles are ``embed``'s."""
+    embed_query: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = getattr(
+        embedder, "embed_query", None
+    )
+    if embed_query is None:
+        return await embedder.embed(texts)
+    return await embed_query(texts)
+
+
 class EmbeddingError(ShortlistError):
     """Base of the embedding errors; always one of the two subclasses below."""
 

@@ -33,7 +33,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "local":
         from shortlist.embedding.local import LocalEmbedder
 
-        return LocalEmbedder(cache_dir=settings.model_cache_dir)
+        return LocalEmbedder(cache_dir=settings.model_cache_dir, int8_queries=settings.query_int8)
     from shortlist.embedding.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(
@@ -111,11 +111,12 @@ def _local_space_embedder(space: ModelSpace, settings: Settings) -> Embedder:
     from shortlist.embedding.local import DIM, LocalEmbedder
 
     if space.model == LOCAL_MODEL and space.dim == DIM:
-        return LocalEmbedder(cache_dir=settings.model_cache_dir)
+        return LocalEmbedder(cache_dir=settings.model_cache_dir, int8_queries=settings.query_int8)
     if space.model == bundled.MPNET and space.dim == bundled.MPNET_DIM:
         embedder = LocalEmbedder(
             model_path=bundled.model_path(settings.model_cache_dir),
             cache_dir=settings.model_cache_dir,
+            int8_queries=False,  # its int8 copy's ranking was never measured
         )
         embedder.dim = bundled.MPNET_DIM
         return embedder

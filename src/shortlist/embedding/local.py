@@ -51,6 +51,7 @@ from shortlist.embedding.onnx_model import (
     default_cache_dir,
     default_model_path,
     ensure_graph,
+    ensure_query_graph,
 )
 
 DIM = 384
@@ -67,7 +68,7 @@ class _Loaded:
 
 # Up to two copies per process and path (see the module docstring), each loaded on first use:
 # ~90 MB and a second or so apiece, shared by every LocalEmbedder (API, indexer, CLI, tests).
-Role = Literal["query", "bulk"]
+Role = Literal["query", "bulk", "query-int8"]
 _models: dict[tuple[str, Role], _Loaded] = {}
 _load_lock = threading.Lock()
 
@@ -84,8 +85,9 @@ def _load(path: Path, role: Role, cache_dir: Path | None = None) -> _Loaded:
     with _load_lock:
         loaded = _models.get(key)
         if loaded is None:
-            graph = ensure_graph(cache_dir or default_cache_dir(), path)
-            threads = QUERY_THREADS if role == "query" else 0
+            make = ensure_query_graph if role == "query-int8" else ensure_graph
+            graph = make(cache_dir or default_cache_dir(), path)
+            threads = 0 if role == "bulk" else QUERY_THREADS
             loaded = _models[key] = _Loaded(OnnxModel(graph, path, threads=threads))
     return loaded
 
@@ -117,6 +119,13 @@ fill its model call."""
 
 Encode = Callable[[list[str]], list[list[float]]]
 
+INT8_QUERIES = False
+"""Whether search queries (:meth:`LocalEmbedder.embed_query`) run on the int8 copy of the model
+(``SHORTLIST_QUERY_INT8``). Off by default: with the job score of f5599ca the relevance guard's
+held-out figures fell with it (P@10 0.6731 → 0.6692, nDCG@10 0.6906 → 0.6823), for an API
+process ~30 MB smaller and CPU per search the same within the noise (bench/README.md,
+search-http, 4 December 2026)."""
+
 
 class _Coalescer:
     """Runs small ``embed`` calls that arrive together as one model call.
@@ -133,9 +142,12 @@ class _Coalescer:
     Bound to one event loop (futures are); :class:`LocalEmbedder` keeps one per loop.
     """
 
-    def __init__(self, encode: Encode, max_texts: int) -> None:
+    def __init__(self, encode: Encode, max_texts: int, *, hold: bool = True) -> None:
+        """``hold``: whether a call may wait for others to join it (:data:`HOLD_SECONDS`);
+        pointless where the model call encodes each text on its own anyway."""
         self._encode = encode
         self._max_texts = max_texts
+        self._may_hold = hold
         self._waiting: list[tuple[list[str], asyncio.Future[list[list[float]]]]] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._arrived = asyncio.Event()
@@ -150,7 +162,11 @@ class _Coalescer:
         self._arrived.set()
         now = loop.time()
         if self._drain_task is None or self._drain_task.done():
-            busy = self._last_callers > 1 and now - self._last_arrival < BUSY_SECONDS
+            busy = (
+                self._may_hold
+                and self._last_callers > 1
+                and now - self._last_arrival < BUSY_SECONDS
+            )
             self._drain_task = asyncio.create_task(self._drain(hold=busy))
         self._last_arrival = now
         return await future
@@ -237,6 +253,7 @@ class LocalEmbedder:
         cache_dir: Path | None = None,
         batch_size: int = 32,
         bulk_batch_size: int = 16,
+        int8_queries: bool = INT8_QUERIES,
     ) -> None:
         self._model_path = model_path
         self._cache_dir = cache_dir
@@ -244,16 +261,23 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.bulk_batch_size = bulk_batch_size
         """Mini-batch of bulk calls (length-sorted, so padding stays small)."""
+        self.int8_queries = int8_queries
+        """Whether :meth:`embed_query` runs the int8 query graph (else: as :meth:`embed`)."""
         self.name = "local"
         self._coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Coalescer] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._query_coalescers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Coalescer] = (
             weakref.WeakKeyDictionary()
         )
 
     def warm_up(self) -> None:
         """Load the model now (sync; call it off the event loop or at startup) so the first
-        search does not pay for it, and so a broken install fails at boot. The bulk copy loads
-        when the indexer first needs it."""
-        self._model("query")
+        search does not pay for it, and so a broken install fails at boot: the copy search
+        queries run on (the int8 one with ``int8_queries``; the float32 query copy then loads
+        with the first small :meth:`embed` call, such as a candidate's profile). The bulk copy
+        loads when the indexer first needs it."""
+        self._model("query-int8" if self.int8_queries else "query")
 
     def _model(self, role: Role) -> _Loaded:
         return _load(self._model_path or _default_model_path(), role, self._cache_dir)
@@ -265,6 +289,17 @@ class LocalEmbedder:
     def _encode_bulk(self, texts: list[str]) -> list[list[float]]:
         """The indexer's batches, on the bulk copy."""
         return self._run_model(texts, "bulk")
+
+    def _encode_queries(self, texts: list[str]) -> list[list[float]]:
+        """Search queries, on the int8 copy, each text on its own: the int8 graph quantizes
+        a call's activations with one scale for the whole call, so a text's vector would depend
+        on the texts sharing its call (and their padding); alone, it is a function of the text
+        only. One query alone costs the int8 copy less than a float32 query in a batch of
+        eight (bench/README.md, search-http)."""
+        vectors: list[list[float]] = []
+        for text in texts:
+            vectors += self._run_model([text], "query-int8")
+        return vectors
 
     def _run_model(self, texts: list[str], role: Role) -> list[list[float]]:
         try:
@@ -279,7 +314,7 @@ class LocalEmbedder:
         # indexer's 128-row batches were ~15% slower than one encode() of the same rows; see
         # bench/bench_indexer.py). Vectors go back in input order.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        size = self.batch_size if role == "query" else self.bulk_batch_size
+        size = self.bulk_batch_size if role == "bulk" else self.batch_size
         for start in range(0, len(order), size):
             positions = order[start : start + size]
             chunk = [texts[i] for i in positions]
@@ -294,6 +329,37 @@ class LocalEmbedder:
             for position, vector in zip(positions, array.tolist(), strict=True):
                 vectors[position] = vector
         return vectors
+
+    async def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """The vectors of search queries (a job search's words, a recruiter's brief, a saved
+        search): on the int8 copy of the model (:meth:`_encode_queries`) unless
+        ``int8_queries`` is off. Stored listings and profiles are :meth:`embed`'s (float32);
+        a query's int8 vector is within ~0.99 cosine of its float32 one."""
+        if not self.int8_queries:
+            return await self.embed(texts)
+        if not texts:
+            return []
+        started = time.perf_counter()
+        try:
+            check_texts(texts)
+            vectors = await self._query_coalescer().embed(list(texts))
+        except EmbeddingTransientError:
+            metrics.EMBED_ERRORS.labels(embedder=self.name, kind="transient").inc()
+            raise
+        except EmbeddingPermanentError:
+            metrics.EMBED_ERRORS.labels(embedder=self.name, kind="permanent").inc()
+            raise
+        metrics.EMBED_LATENCY.labels(embedder=self.name).observe(time.perf_counter() - started)
+        return vectors
+
+    def _query_coalescer(self) -> _Coalescer:
+        loop = asyncio.get_running_loop()
+        coalescer = self._query_coalescers.get(loop)
+        if coalescer is None:
+            coalescer = self._query_coalescers[loop] = _Coalescer(
+                self._encode_queries, self.batch_size, hold=False
+            )
+        return coalescer
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

@@ -120,6 +120,48 @@ def max_seq_length(model_path: Path) -> int:
     return int(config["max_seq_length"])
 
 
+QUANTIZE_RECIPE = "dynamic int8: MatMul weights per channel (onnxruntime.quantization)"
+"""How the query graph is made from the float32 graph (:func:`quantize`); part of its name."""
+
+
+def query_graph_path(cache_dir: Path, model_path: Path) -> Path:
+    """The int8 query graph of ``model_path``'s float32 graph: named after the weights' digest
+    (as the float32 graph is), the recipe and the quantizer's version (ONNX Runtime's), so new
+    weights or a new quantizer make a new file and a stale one is never used."""
+    import onnxruntime
+
+    key = f"{weights_digest(model_path)};{QUANTIZE_RECIPE};onnxruntime={onnxruntime.__version__}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_dir / "onnx" / f"{graph_name(model_path)}-int8-{digest}.onnx"
+
+
+def quantize(graph: Path, out: Path) -> None:
+    """Write ``graph`` with its MatMuls' weights in int8 (per output channel; activations
+    quantized on the fly, per call) to ``out``, atomically: ONNX Runtime's dynamic quantization
+    (https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html). Offline,
+    from the float32 graph alone; the same input gives the same bytes.
+
+    Only the MatMuls: the embeddings' lookup (Gather) and everything between stay float32."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
+    os.close(fd)
+    try:
+        quantize_dynamic(
+            graph,
+            tmp,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+        )
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def export(model_path: Path, out: Path) -> None:
     """Export the model (with mean pooling and normalisation) to ``out``, atomically.
 
@@ -218,6 +260,42 @@ def ensure_graph(cache_dir: Path, model_path: Path) -> Path:
     return path
 
 
+def ensure_query_graph(cache_dir: Path, model_path: Path) -> Path:
+    """The int8 query graph (:func:`quantize`) of ``model_path`` under ``cache_dir``, made
+    first if it is not there yet: by ``make install`` normally, else here in a child process
+    (the quantizer imports the ``onnx`` package, which a serving process has no use for)."""
+    path = query_graph_path(cache_dir, model_path)
+    if path.exists():
+        _check_owner(path)
+        _used(path)
+        return path
+    ensure_graph(cache_dir, model_path)
+    with _ensure_lock:
+        if not path.exists():
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "shortlist.embedding.onnx_model",
+                    "--model",
+                    str(model_path),
+                    "--cache-dir",
+                    str(cache_dir),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=EXPORT_TIMEOUT,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+                check=False,
+            )
+            if done.returncode != 0 or not path.exists():
+                raise RuntimeError(
+                    f"quantizing {graph_name(model_path)}'s query graph failed:"
+                    f" {done.stderr.strip()[-1000:]}"
+                )
+    return path
+
+
 def _check_owner(path: Path) -> None:
     """``path`` (the graph, or the folder it is exported to) and its folder belong to this
     user and nobody else can write them, as for the pickle cache
@@ -233,7 +311,7 @@ def _check_owner(path: Path) -> None:
 
 def _used(graph: Path) -> None:
     """Mark ``graph`` used (its mtime), and remove the graphs of other weights that nothing has
-    used for a week (shortlist.derived.prune): each is 90 MB."""
+    used for a week (shortlist.derived.prune): each is 90 MB (an int8 query graph 23 MB)."""
     with contextlib.suppress(OSError):
         os.utime(graph)
     derived.prune(graph.parent, graph.name)
@@ -293,7 +371,8 @@ def default_cache_dir() -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m shortlist.embedding.onnx_model",
-        description=f"Export {MODEL_NAME} (the packaged weights), or --model, to ONNX, once.",
+        description=f"Export {MODEL_NAME} (the packaged weights), or --model, to ONNX, and its"
+        " int8 query graph, once.",
     )
     parser.add_argument("--model", type=Path, default=None, help="model directory")
     parser.add_argument("--cache-dir", type=Path, default=None, help="model cache directory")
@@ -307,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
         export(model_path, path)
     _used(path)
     print(path)
+    query = query_graph_path(cache_dir, model_path)
+    if not query.exists():
+        quantize(path, query)
+    _used(query)
+    print(query)
     return 0
 
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from cachetools import LRUCache
 
 from shortlist import metrics
-from shortlist.embedding.base import Embedder
+from shortlist.embedding.base import Embedder, embed_queries
 from shortlist.embedding.model_space import ModelSpace
 
 Vector = npt.NDArray[np.float32]
@@ -60,7 +60,9 @@ class QueryCache:
     async def embed(self, space: ModelSpace, embedder: Embedder, text: str) -> Vector:
         """The vector of ``text`` in ``space``: from the cache, or embedded (and kept).
 
-        Raises what ``embedder.embed`` raises (``EmbeddingError``); a failure is not cached.
+        Raises what ``embedder.embed_query`` (else ``embed``) raises (``EmbeddingError``); a
+        failure is not cached. The local model's query vectors are its int8 copy's
+        (``shortlist.embedding.base.embed_queries``).
         """
         query = normalised_text(space, text)
         key = (space.model_key(), query)
@@ -70,7 +72,7 @@ class QueryCache:
             if cached is not None:
                 self._count(hit=True)
                 return cached
-        [vector] = await embedder.embed([query])
+        [vector] = await embed_queries(embedder, [query])
         array = np.asarray(vector, dtype=np.float32)
         array.flags.writeable = False  # shared by every search that asks for it
         self._count(hit=False)

@@ -51,7 +51,7 @@ from shortlist.db.vector_index import (
     ensure_space_indexes,
     vector_text,
 )
-from shortlist.embedding.base import EmbeddingError
+from shortlist.embedding.base import EmbeddingError, embed_queries
 from shortlist.embedding.model_space import MAX_INDEXED_DIM, ModelSpace
 from shortlist.embedding.query_cache import normalised_text
 from shortlist.embedding.spaces import EmbedderFactory, ModelInUse, Spaces
@@ -352,7 +352,9 @@ async def fill_saved_queries(pool: AsyncPool, building: ModelInUse) -> int:
         if not rows:
             return filled
         try:
-            vectors = await embedder.embed([normalised_text(space, r["normalised"]) for r in rows])
+            vectors = await embed_queries(
+                embedder, [normalised_text(space, r["normalised"]) for r in rows]
+            )
         except EmbeddingError as exc:
             log.warning(
                 "embedding saved queries into space %d failed (%s); retrying next round",

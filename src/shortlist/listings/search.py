@@ -84,7 +84,7 @@ from shortlist.db.sql import (
     positional,
 )
 from shortlist.db.types import AsyncConn, AsyncPool
-from shortlist.embedding.base import Embedder, EmbeddingError
+from shortlist.embedding.base import Embedder, EmbeddingError, embed_queries
 from shortlist.embedding.model_space import ModelSpace, first_space
 from shortlist.embedding.query_cache import QueryCache
 from shortlist.errors import BadInput
@@ -559,7 +559,7 @@ async def _embed_query(
     try:
         if cache is not None:
             return await cache.embed(space, embedder, q)
-        [vector] = await embedder.embed([q])
+        [vector] = await embed_queries(embedder, [q])
     except EmbeddingError as exc:
         # Degrade to full-text results rather than fail the search: the provider being down
         # should not take job search down with it.

@@ -24,6 +24,7 @@ from shortlist.db.pool import single_statement
 from shortlist.db.sql import compose, like_pattern, load_queries
 from shortlist.db.tenant import act_for_org
 from shortlist.db.types import AsyncConn, AsyncPool, Row
+from shortlist.embedding.base import embed_queries
 from shortlist.embedding.model_space import ModelSpace
 from shortlist.embedding.spaces import ModelInUse, SpaceStatements
 from shortlist.indexer.corpora import CANDIDATES
@@ -604,7 +605,7 @@ async def query_in_space(pool: AsyncPool, search_id: uuid.UUID, model: ModelInUs
     if row is None or row["embedding_model_id"] == model.space.id:
         return
     text = normalise_query(brief_text(row["query"], row["role"], row["skills"]))
-    [vector] = await model.embedder.embed([text])
+    [vector] = await embed_queries(model.embedder, [text])
     async with pool.connection() as conn:
         await conn.execute(
             QUERIES["move_search_to_space"],

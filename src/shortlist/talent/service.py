@@ -33,7 +33,7 @@ from shortlist.auth import Principal
 from shortlist.config import Settings
 from shortlist.db.replicas import ReadPools
 from shortlist.db.types import AsyncConn, AsyncPool, Row
-from shortlist.embedding.base import EmbeddingPermanentError
+from shortlist.embedding.base import EmbeddingPermanentError, embed_queries
 from shortlist.embedding.spaces import ModelInUse, Spaces
 from shortlist.errors import BadInput, Conflict, NotFound
 from shortlist.relevance import normalise_query
@@ -226,7 +226,7 @@ async def start_search(
         model: ModelInUse,
     ) -> tuple[ModelInUse, list[float], list[repo.CorpusHit]]:
         try:
-            [embedding] = await model.embedder.embed([query_embedding_text(payload)])
+            [embedding] = await embed_queries(model.embedder, [query_embedding_text(payload)])
         except EmbeddingPermanentError as exc:
             raise BadInput(f"the query cannot be embedded: {exc}", field="query") from exc
 
